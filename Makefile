@@ -1,0 +1,44 @@
+# gaudi-tui — `make help` lists the targets.
+PYTHON3 ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.DEFAULT_GOAL := help
+.PHONY: help install run test lint format screenshots bench demo-model clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-12s %s\n",$$1,$$2}'
+
+$(STAMP): pyproject.toml scripts/install.sh
+	bash scripts/install.sh "$(PYTHON3)" "$(VENV)"
+	@touch $@
+
+install: $(STAMP) ## create .venv and install gaudi-tui (keeps an existing torch)
+
+run: $(STAMP) ## open the panel (demo model, no network needed)
+	$(VENV)/bin/gaudi-tui
+
+test: $(STAMP) ## lint, then the whole test suite (unit, Pilot, snapshots, end-to-end)
+	$(VENV)/bin/ruff check .
+	$(PY) -m pytest -q -p no:cacheprovider
+
+lint: $(STAMP) ## ruff check and format check
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: $(STAMP) ## ruff format and fix
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+screenshots: $(STAMP) ## write the README's SVG screenshots into screenshots/
+	$(PY) scripts/screenshots.py
+
+bench: $(STAMP) ## run every benchmark under bench/ (each prints its figure and ratio)
+	@for script in bench/*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
+
+demo-model: $(STAMP) ## retrain the embedded demo model from the shipped corpus
+	$(PY) -m gaudi_tui.core.demo.build
+
+clean: ## remove the virtualenv and caches
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

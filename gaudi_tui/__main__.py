@@ -1,0 +1,3 @@
+from gaudi_tui.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,15 @@
+"""Headless subcommands. Each module has `register(subparsers)`, which adds its parser and sets
+`func(args) -> int` (the exit code). Importing this package must stay cheap: no Textual, no torch."""
+
+from __future__ import annotations
+
+import argparse
+
+from gaudi_tui.commands import chat, check, devices, jobs, train
+
+MODULES = (devices, check, chat, train, jobs)
+
+
+def register_all(subparsers: argparse._SubParsersAction) -> None:
+    for module in MODULES:
+        module.register(subparsers)

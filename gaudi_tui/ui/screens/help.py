@@ -1,0 +1,56 @@
+"""`?`: every key binding active on the current screen, and what the screen is for."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Static
+
+
+def binding_rows(screen: Screen) -> list[tuple[str, str]]:
+    """(key, description) for each binding reachable from `screen`, app-wide ones included."""
+    rows: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for key, active in screen.active_bindings.items():
+        binding: Binding = active.binding
+        if binding.action in ("help_quit",) or key in seen:
+            continue
+        seen.add(key)
+        label = binding.description or binding.action
+        rows.append((binding.key_display or screen.app.get_key_display(binding), label))
+    return rows
+
+
+class HelpScreen(ModalScreen[None]):
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > VerticalScroll { width: 72; max-width: 100%; height: auto; max-height: 90%;
+                                   border: round $primary; background: $surface; padding: 0 1; }
+    HelpScreen .help-title { text-style: bold; }
+    """
+    BINDINGS = [
+        Binding("escape,question_mark,q", "dismiss", "Close help", id="help.close"),
+    ]
+
+    def __init__(self, for_screen: Screen) -> None:
+        super().__init__()
+        self.for_screen = for_screen
+
+    def compose(self) -> ComposeResult:
+        title = getattr(self.for_screen, "TITLE", "") or "gaudi-tui"
+        about = getattr(self.for_screen, "HELP", "")
+        rows = binding_rows(self.for_screen)
+        width = max((len(k) for k, _ in rows), default=4) + 2
+        keys = "\n".join(f"{key:<{width}}{label}" for key, label in rows)
+        with VerticalScroll():
+            yield Static(f"Help — {title}", classes="help-title", markup=False)
+            yield Static(about, markup=False)
+            yield Static("")
+            yield Static(keys, id="help-keys", markup=False)
+            yield Static("")
+            yield Static("ctrl+p opens the command palette. Esc, ? or q closes this help.", markup=False)
+
+    def action_dismiss(self) -> None:  # type: ignore[override]
+        self.dismiss(None)

@@ -1,0 +1,37 @@
+"""One-line header: app name, host, current screen, and the accelerator with why it was chosen."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.widgets import Static
+
+from gaudi_tui.core.accelerator import Accelerator
+
+
+class AppHeader(Horizontal):
+    DEFAULT_CSS = """
+    AppHeader { height: 1; dock: top; background: $panel; }
+    AppHeader > Static { width: auto; padding: 0 1; }
+    AppHeader > #header-title { text-style: bold; background: $primary; color: $text; }
+    AppHeader > #header-accel { width: 1fr; color: $text-muted; }
+    """
+
+    def __init__(self, screen_title: str) -> None:
+        super().__init__()
+        self.screen_title = screen_title
+
+    def compose(self) -> ComposeResult:
+        yield Static("gaudi-tui", id="header-title", markup=False)
+        yield Static(self.screen_title, id="header-screen", markup=False)
+        yield Static(self.app.hostname, id="header-host", markup=False)  # type: ignore[attr-defined]
+        yield Static("accelerator: detecting…", id="header-accel", markup=False)
+
+    def on_mount(self) -> None:
+        self.watch(self.app, "accelerator", self._show_accelerator)
+
+    def _show_accelerator(self, accel: Accelerator | None) -> None:
+        text = "accelerator: detecting…" if accel is None else f"{accel.kind}: {accel.reason}"
+        self.query_one("#header-accel", Static).update(text)
+        if accel is not None:
+            self.query_one("#header-accel", Static).tooltip = accel.reason

@@ -1,0 +1,51 @@
+"""Write the README's screenshots (SVG) into screenshots/: each screen at 100×30.
+
+Run with `make screenshots`. The host name and accelerator are fixed so the images only change
+when the screens do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "screenshots"
+SIZE = (100, 30)
+
+# (file name, keys pressed after start-up)
+SHOTS = [
+    ("devices.svg", ["1"]),
+    ("checklist.svg", ["2"]),
+    ("chat.svg", ["3"]),
+    ("training.svg", ["4"]),
+    ("help.svg", ["question_mark"]),
+]
+
+
+async def shoot(name: str, keys: list[str]) -> None:
+    from gaudi_tui.core.accelerator import Accelerator
+    from gaudi_tui.ui.app import GaudiApp
+
+    cpu = Accelerator("cpu", "no CUDA device; no Gaudi software (habana_frameworks is not installed)")
+    app = GaudiApp(accelerator=cpu, hostname="gaudi-host")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press(*keys)
+        await pilot.pause(0.5)
+        app.save_screenshot(filename=name, path=str(OUT))
+    print(f"wrote screenshots/{name}")
+
+
+def main() -> int:
+    os.environ.setdefault("GAUDI_TUI_HOME", tempfile.mkdtemp(prefix="gaudi-tui-shots-"))
+    OUT.mkdir(exist_ok=True)
+    for name, keys in SHOTS:
+        asyncio.run(shoot(name, keys))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,51 @@
+"""Shared fixtures: every test gets its own GAUDI_TUI_HOME; no cursor blink in snapshots."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from textual.widgets import Input
+
+from gaudi_tui.core.accelerator import Accelerator
+
+ROOT = Path(__file__).resolve().parent.parent
+FAKES = ROOT / "tests" / "fakes"
+SAMPLES = ROOT.parent / "shared" / "hl-smi-samples"
+
+CPU = Accelerator(
+    "cpu",
+    "no CUDA device; no Gaudi software (habana_frameworks is not installed)",
+    torch_version="2.13.0+cpu",
+)
+
+
+@pytest.fixture(autouse=True)
+def gaudi_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "gaudi-home"
+    monkeypatch.setenv("GAUDI_TUI_HOME", str(home))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return home
+
+
+@pytest.fixture(autouse=True)
+def no_cursor_blink(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(Input, "_toggle_cursor", lambda self: None, raising=False)
+
+
+@pytest.fixture
+def cpu_accelerator() -> Accelerator:
+    return CPU
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """Environment for a child `python` that finds this checkout first (and fakes if asked)."""
+    env = dict(os.environ)
+    env.update(extra)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (extra.get("PYTHONPATH"), str(ROOT)) if p)
+    return env
+
+
+PYTHON = sys.executable

@@ -1,0 +1,35 @@
+"""core/ never imports Textual; the CLI's import path stays free of torch (fast headless start)."""
+
+from __future__ import annotations
+
+import pkgutil
+import subprocess
+
+import gaudi_tui.core
+from tests.conftest import PYTHON, child_env
+
+
+def _core_modules() -> list[str]:
+    return [m.name for m in pkgutil.walk_packages(gaudi_tui.core.__path__, "gaudi_tui.core.")]
+
+
+def _loaded_after(imports: list[str]) -> set[str]:
+    code = "import sys\n" + "".join(f"import {name}\n" for name in imports) + "print('\\n'.join(sys.modules))"
+    out = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, env=child_env(), check=True)
+    return set(out.stdout.split())
+
+
+def test_core_never_imports_textual() -> None:
+    modules = _core_modules()
+    assert "gaudi_tui.core.accelerator" in modules
+    loaded = _loaded_after(modules)
+    assert "textual" not in loaded
+    assert not any(name.startswith("gaudi_tui.ui") for name in loaded)
+
+
+def test_cli_and_app_modules_do_not_import_torch() -> None:
+    loaded = _loaded_after(["gaudi_tui.cli", "gaudi_tui.ui.app"])
+    assert "gaudi_tui.ui.app" in loaded
+    assert "torch" not in loaded
+    assert "transformers" not in loaded
+    assert "habana_frameworks" not in loaded
