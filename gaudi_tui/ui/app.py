@@ -59,6 +59,8 @@ class GaudiApp(App[int]):
     accelerator: reactive[Accelerator | None] = reactive(None)
     selected_cards: reactive[tuple[int, ...]] = reactive(tuple)
     """Module IDs of the cards chosen for jobs (Devices sets it, Training reads it)."""
+    env_fixes: reactive[dict[str, str]] = reactive(dict)
+    """Environment fixes the Checklist applies to jobs launched from the panel (empty = off)."""
 
     def __init__(self, accelerator: Accelerator | None = None, hostname: str | None = None) -> None:
         super().__init__()
