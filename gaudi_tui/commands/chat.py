@@ -1,18 +1,137 @@
-"""`gaudi-tui chat`: stream one answer from a model."""
+"""`gaudi-tui chat`: stream one answer from a model, with the Chat screen's load options."""
 
 from __future__ import annotations
 
 import argparse
-import sys
+
+EPILOG = """\
+MODEL is "demo" (the embedded demo model, default), a local model folder, or a Hub id
+(used from the local cache when offline). Progress and a metrics line go to stderr; with
+--json stdout carries JSON lines instead of text: {"type": "token", "text"} per chunk, then
+{"type": "result", "answer", "stopped", "warnings", "metrics", "load"}.
+Ctrl+C stops the answer and keeps what was generated (exit 130)."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from gaudi_tui.core.chat.options import DTYPES, QUANTIZATIONS
+
     parser = subparsers.add_parser(
-        "chat", help="stream one answer from a model", description="stream one answer from a model."
+        "chat",
+        help="stream one answer from a model",
+        description="Stream one answer from a model to stdout.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument(
+        "--model", "-m", default="demo", help="demo, a local folder or a Hub id (default: demo)"
+    )
+    parser.add_argument("--prompt", "-p", required=True, help="the question; - reads it from stdin")
+    parser.add_argument("--system", default="", help="system prompt")
+    parser.add_argument("--json", action="store_true", help="JSON lines on stdout, with the metrics")
+    load = parser.add_argument_group("load options")
+    load.add_argument(
+        "--dtype", choices=DTYPES, default="auto", help="auto = the accelerator's (bf16 on Gaudi)"
+    )
+    load.add_argument(
+        "--quantization",
+        choices=list(QUANTIZATIONS),
+        default="none",
+        help="bitsandbytes: nf4/fp4 4-bit, int8 8-bit (Gaudi: nf4 only)",
+    )
+    load.add_argument("--compile", action="store_true", help="torch.compile (hpu_backend on Gaudi)")
+    load.add_argument(
+        "--trust-remote-code",
+        action="store_true",
+        help="run the model's own code (only for models you trust)",
+    )
+    gen = parser.add_argument_group("generation")
+    gen.add_argument("--max-new-tokens", type=int, default=256)
+    gen.add_argument("--temperature", type=float, default=0.7)
+    gen.add_argument("--top-p", type=float, default=0.9)
+    gen.add_argument("--top-k", type=int, default=50)
+    gen.add_argument("--repetition-penalty", type=float, default=1.0)
+    gen.add_argument("--do-sample", action="store_true", help="sample (default: greedy)")
+    gen.add_argument("--seed", type=int, default=None)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    print("gaudi-tui chat: not built yet", file=sys.stderr)
-    return 2
+    import json
+    import signal
+    import sys
+    import threading
+
+    from gaudi_tui.core.chat.client import EngineClient
+    from gaudi_tui.core.chat.errors import ChatError
+    from gaudi_tui.core.chat.options import GenerationParams, LoadOptions
+
+    prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
+    if not prompt.strip():
+        print("gaudi-tui chat: the prompt is empty", file=sys.stderr)
+        return 2
+    try:
+        options = LoadOptions(args.model, args.dtype, args.quantization, args.compile, args.trust_remote_code)
+        params = GenerationParams(
+            max_new_tokens=args.max_new_tokens,
+            temperature=args.temperature,
+            top_p=args.top_p,
+            top_k=args.top_k,
+            repetition_penalty=args.repetition_penalty,
+            do_sample=args.do_sample,
+            seed=args.seed,
+        )
+    except ValueError as exc:
+        print(f"gaudi-tui chat: {exc}", file=sys.stderr)
+        return 2
+
+    streamed = threading.Event()
+
+    def emit(text: str) -> None:
+        streamed.set()
+        if args.json:
+            sys.stdout.write(json.dumps({"type": "token", "text": text}, ensure_ascii=False) + "\n")
+        else:
+            sys.stdout.write(text)
+        sys.stdout.flush()
+
+    cancel = threading.Event()
+    signal.signal(signal.SIGINT, lambda *_: cancel.set())
+    client = EngineClient()
+    messages = ([{"role": "system", "content": args.system}] if args.system else []) + [
+        {"role": "user", "content": prompt}
+    ]
+    try:
+        client.start()
+        print(f"loading {options.model}…", file=sys.stderr, flush=True)
+        report = client.load(options, cancel=cancel)
+        print(f"loaded: {report.summary()}", file=sys.stderr, flush=True)
+        answer = client.generate(
+            messages,
+            params,
+            on_text=emit,
+            cancel=cancel,
+            on_warning=lambda w: print(f"warning: {w}", file=sys.stderr, flush=True),
+        )
+    except ChatError as exc:  # what was streamed before the failure stays on stdout
+        if streamed.is_set() and not args.json:
+            print(flush=True)
+        print(f"gaudi-tui chat: {exc.message}", file=sys.stderr)
+        return 130 if exc.kind == "cancelled" else 1
+    except BrokenPipeError:
+        return 1
+    finally:
+        client.shutdown()
+    if args.json:
+        result = {
+            "type": "result",
+            "answer": answer.text,
+            "stopped": answer.stopped,
+            "warnings": list(answer.warnings),
+            "metrics": answer.metrics.to_dict(),
+            "load": report.to_dict(),
+        }
+        print(json.dumps(result, ensure_ascii=False), flush=True)
+    else:
+        print(flush=True)
+    print(answer.metrics.summary(), file=sys.stderr)
+    return 130 if answer.stopped else 0

@@ -1,0 +1,1 @@
+"""Chat: the engine child process, its protocol, model loading, generation, and the conversation store."""

@@ -1,0 +1,164 @@
+"""The chat engine child: `python -m gaudi_tui.core.chat.engine`. It owns the model (and the card).
+
+It speaks JSON lines (see protocol.py) on a private copy of fd 1; fd 1 and 2 themselves go to the
+log file the parent opened, so native runtime output never reaches the TUI's terminal or the
+protocol. A reader thread takes requests from stdin: `stop` sets an event the generation loop
+checks every token; everything else is queued for the main thread. When stdin closes (the parent
+went away, even by SIGKILL) the engine stops generating and exits: no orphans.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import queue
+import signal
+import sys
+import threading
+import time
+from dataclasses import replace
+from typing import Any, BinaryIO
+
+from gaudi_tui.core.chat.errors import ChatError, explain
+from gaudi_tui.core.chat.options import GenerationParams, LoadOptions
+from gaudi_tui.core.chat.protocol import ProtocolError, decode, encode
+
+
+class Writer:
+    """Serialises event lines onto the protocol stream; a closed pipe means the parent is gone."""
+
+    def __init__(self, stream: BinaryIO, gone: threading.Event) -> None:
+        self.stream = stream
+        self.gone = gone
+        self.lock = threading.Lock()
+
+    def send(self, ev: str, **fields: Any) -> None:
+        line = encode({"ev": ev, **fields})
+        with self.lock:
+            try:
+                self.stream.write(line)
+            except (BrokenPipeError, OSError):
+                self.gone.set()
+
+
+class Engine:
+    def __init__(self, stdin: BinaryIO, writer: Writer, stop: threading.Event) -> None:
+        self.stdin = stdin
+        self.out = writer
+        self.stop = stop
+        self.requests: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.loaded: Any = None
+
+    def run(self) -> int:
+        self.out.send("ready", pid=os.getpid())
+        threading.Thread(target=self._read_requests, name="engine-requests", daemon=True).start()
+        while True:
+            request = self.requests.get()
+            op = request["op"]
+            if op == "shutdown":
+                self.out.send("bye")
+                return 0
+            try:
+                getattr(self, f"_op_{op}")(request)
+            except Exception as exc:  # noqa: BLE001 - every failure becomes an error event; the engine lives on
+                failure = explain(exc, op)
+                print(f"engine: {op} failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+                self.out.send("error", kind=failure.kind, message=failure.message, during=op)
+
+    def _read_requests(self) -> None:
+        for raw in self.stdin:
+            try:
+                request = decode(raw, "op")
+            except ProtocolError as exc:
+                self.out.send("error", kind="protocol", message=str(exc), during="read")
+                continue
+            if request["op"] in ("stop", "shutdown"):
+                self.stop.set()  # a shutdown also ends the answer in progress
+            if request["op"] == "stop":
+                continue
+            if request["op"] == "generate":
+                self.stop.clear()
+            self.requests.put(request)
+        self.stop.set()
+        self.requests.put({"op": "shutdown"})
+
+    def _op_load(self, request: dict[str, Any]) -> None:
+        from gaudi_tui.core.chat import loader
+
+        options = LoadOptions.from_dict(request.get("options") or {})
+        loader.unload(self.loaded)
+        self.loaded = None
+        habana = importlib.util.find_spec("habana_frameworks") is not None
+        os.environ.update(loader.engine_env(options, habana))
+        self.out.send("progress", stage="importing torch and transformers")
+        accelerator = loader.detect_accelerator()
+        self.loaded = loader.load(options, accelerator, lambda stage: self.out.send("progress", stage=stage))
+        self.out.send("progress", stage="compiling and warming up" if options.compile else "warming up")
+        from gaudi_tui.core.chat import generation
+
+        warmup_s = generation.warm_up(self.loaded)
+        report = replace(
+            self.loaded.report,
+            warmup_s=round(warmup_s, 4),
+            memory=loader.memory_report(accelerator.kind),
+        )
+        self.loaded.report = report
+        self.out.send("loaded", report=report.to_dict())
+
+    def _op_generate(self, request: dict[str, Any]) -> None:
+        if self.loaded is None:
+            raise ChatError("not_loaded", "No model is loaded: load one first.")
+        from gaudi_tui.core.chat import generation, loader
+
+        params = GenerationParams.from_dict(request.get("params") or {})
+        messages = request.get("messages") or []
+
+        def on_start(tokens_in: int, warnings: list[str]) -> None:
+            for warning in warnings:
+                self.out.send("warning", message=warning)
+            self.out.send("start", tokens_in=tokens_in)
+
+        def on_text(text: str, n: int) -> None:
+            self.out.send("token", text=text, n=n)
+
+        started = time.perf_counter()
+        outcome = generation.generate(self.loaded, messages, params, self.stop, on_start, on_text)
+        self.out.send(
+            "done",
+            stopped=outcome.stopped,
+            tokens_in=outcome.tokens_in,
+            tokens_out=outcome.tokens_out,
+            seconds=round(time.perf_counter() - started, 4),
+            memory=loader.memory_report(self.loaded.accelerator.kind).to_dict(),
+        )
+
+    def _op_stats(self, request: dict[str, Any]) -> None:
+        from gaudi_tui.core.chat import loader
+
+        kind = self.loaded.accelerator.kind if self.loaded is not None else "cpu"
+        self.out.send("stats", loaded=self.loaded is not None, memory=loader.memory_report(kind).to_dict())
+
+
+def protocol_stream() -> BinaryIO:
+    """Keep a private copy of fd 1 for the protocol and point fd 1 (and sys.stdout) at the log."""
+    fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return os.fdopen(fd, "wb", buffering=0)
+
+
+def main() -> int:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop us
+    stream = protocol_stream()
+    print(f"=== chat engine pid {os.getpid()} started", file=sys.stderr, flush=True)
+    stop = threading.Event()
+    engine = Engine(sys.stdin.buffer, Writer(stream, stop), stop)
+    code = engine.run()
+    sys.stderr.flush()
+    # Skip interpreter teardown: the reader thread is blocked on stdin, and a model's native
+    # runtime may not like being finalised; the process image goes away either way.
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,203 @@
+"""One answer inside the engine: prompt from the conversation, streamed tokens, stop on request.
+
+Runs only in the engine process (imports torch and transformers).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from transformers import StoppingCriteria, StoppingCriteriaList
+
+from gaudi_tui.core.chat.loader import Loaded, context_length, pad_token_id
+from gaudi_tui.core.chat.options import GenerationParams
+
+WARMUP_TOKENS = 8
+Message = Mapping[str, str]
+OnText = Callable[[str, int], None]
+
+NO_TEMPLATE_WARNING = (
+    "This model's tokenizer has no chat template, so the conversation is sent as a plain "
+    "'User:/Assistant:' prompt; answers may ramble. Use an instruction-tuned model for chat."
+)
+
+
+@dataclass(frozen=True)
+class Prompt:
+    input_ids: list[int]
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    tokens_in: int
+    tokens_out: int
+    stopped: bool
+
+
+class TokenStreamer:
+    """A `generate` streamer that reports every new token at once with the text it adds.
+
+    Text is decoded from the tokens since the last newline, so multi-token characters and
+    byte-level merges come out right; a step that ends inside a character adds no text yet.
+    """
+
+    def __init__(self, tokenizer: Any, on_text: OnText) -> None:
+        self.tokenizer = tokenizer
+        self.on_text = on_text
+        self.count = 0
+        self._prompt_seen = False
+        self._ids: list[int] = []
+        self._printed = 0
+
+    def put(self, value: torch.Tensor) -> None:
+        if not self._prompt_seen:
+            self._prompt_seen = True
+            return
+        new = value.reshape(-1).tolist()
+        self.count += len(new)
+        self._ids.extend(new)
+        text = self.tokenizer.decode(self._ids, skip_special_tokens=True)
+        delta = ""
+        if not text.endswith("\ufffd"):
+            delta = text[self._printed :]
+            self._printed = len(text)
+            if text.endswith("\n"):
+                self._ids, self._printed = [], 0
+        self.on_text(delta, self.count)
+
+    def end(self) -> None:
+        if self._ids:
+            text = self.tokenizer.decode(self._ids, skip_special_tokens=True)
+            delta = text[self._printed :]
+            self._ids, self._printed = [], 0
+            if delta:
+                self.on_text(delta, self.count)
+
+
+class StopOnEvent(StoppingCriteria):
+    """Ends generation after the current step once `event` is set (the Stop request)."""
+
+    def __init__(self, event: threading.Event) -> None:
+        self.event = event
+
+    def __call__(self, input_ids: torch.LongTensor, scores: Any, **kwargs: Any) -> torch.BoolTensor:
+        return torch.full(
+            (input_ids.shape[0],), self.event.is_set(), dtype=torch.bool, device=input_ids.device
+        )
+
+
+def plain_prompt(messages: Sequence[Message]) -> str:
+    """The fallback for tokenizers without a chat template."""
+    lines: list[str] = []
+    for message in messages:
+        role, content = message["role"], message["content"]
+        if role == "system":
+            lines.append(f"{content}\n")
+        else:
+            lines.append(f"{'User' if role == 'user' else 'Assistant'}: {content}")
+    lines.append("Assistant:")
+    return "\n".join(lines)
+
+
+def _render(tokenizer: Any, messages: Sequence[Message]) -> list[int]:
+    if not getattr(tokenizer, "chat_template", None):
+        return list(tokenizer(plain_prompt(messages))["input_ids"])
+    try:
+        text = tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
+    except Exception:  # noqa: BLE001 - some templates refuse a system role: fold it into the first turn
+        text = tokenizer.apply_chat_template(
+            _fold_system(messages), tokenize=False, add_generation_prompt=True
+        )
+    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def _fold_system(messages: Sequence[Message]) -> list[dict[str, str]]:
+    system = "\n".join(m["content"] for m in messages if m["role"] == "system")
+    rest = [dict(m) for m in messages if m["role"] != "system"]
+    if system and rest:
+        rest[0]["content"] = f"{system}\n\n{rest[0]['content']}"
+    return rest
+
+
+def build_prompt(
+    tokenizer: Any, messages: Sequence[Message], limit: int | None, max_new_tokens: int
+) -> Prompt:
+    """Apply the chat template (or the plain fallback); leave out the oldest turns when the
+    conversation and room for the answer (up to half the context) do not fit, and say so."""
+    warnings = [] if getattr(tokenizer, "chat_template", None) else [NO_TEMPLATE_WARNING]
+    kept = list(messages)
+    ids = _render(tokenizer, kept)
+    dropped = 0
+    budget = None if limit is None else max(limit - min(max_new_tokens, limit // 2), 1)
+    while budget is not None and len(ids) > budget:
+        turns = [i for i, m in enumerate(kept) if m["role"] != "system"]
+        if len(turns) <= 1:
+            warnings.append(
+                f"The prompt is {len(ids)} tokens, too long for this model's context of {limit} "
+                "tokens with room for an answer: shorten it."
+            )
+            break
+        del kept[turns[0]]
+        dropped += 1
+        ids = _render(tokenizer, kept)
+    if dropped:
+        warnings.append(
+            f"{dropped} older message(s) were left out to fit the model's context of {limit} tokens."
+        )
+    return Prompt(ids, warnings)
+
+
+def generate(
+    loaded: Loaded,
+    messages: Sequence[Message],
+    params: GenerationParams,
+    stop: threading.Event,
+    on_start: Callable[[int, list[str]], None],
+    on_text: OnText,
+) -> Outcome:
+    """Stream one answer; `stop` ends it after the current token, keeping what was generated."""
+    model, tokenizer = loaded.model, loaded.tokenizer
+    limit = context_length(model.config, tokenizer)
+    prompt = build_prompt(tokenizer, messages, limit, params.max_new_tokens)
+    on_start(len(prompt.input_ids), prompt.warnings)
+    ids = torch.tensor([prompt.input_ids], device=model.device)
+    if params.seed is not None:
+        from transformers import set_seed
+
+        set_seed(params.seed)
+    kwargs = params.generate_kwargs()
+    if limit is not None:  # never past the context: models with learned positions would fail
+        kwargs["max_new_tokens"] = max(1, min(params.max_new_tokens, limit - len(prompt.input_ids)))
+        kwargs["min_new_tokens"] = min(kwargs.get("min_new_tokens", 0), kwargs["max_new_tokens"])
+    streamer = TokenStreamer(tokenizer, on_text)
+    with torch.inference_mode():
+        model.generate(
+            input_ids=ids,
+            attention_mask=torch.ones_like(ids),
+            streamer=streamer,
+            stopping_criteria=StoppingCriteriaList([StopOnEvent(stop)]),
+            pad_token_id=pad_token_id(tokenizer),
+            **kwargs,
+        )
+    return Outcome(len(prompt.input_ids), streamer.count, stop.is_set())
+
+
+def warm_up(loaded: Loaded) -> float:
+    """One short greedy answer through the same path as real ones; its time is the warm-up
+    (and compile) cost the first question would otherwise pay."""
+    started = time.perf_counter()
+    generate(
+        loaded,
+        [{"role": "user", "content": "Hello"}],
+        GenerationParams(max_new_tokens=WARMUP_TOKENS),
+        threading.Event(),
+        lambda tokens_in, warnings: None,
+        lambda text, n: None,
+    )
+    return time.perf_counter() - started

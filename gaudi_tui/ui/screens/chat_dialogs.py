@@ -1,0 +1,177 @@
+"""Modal dialogs of the Chat screen: load options, rename, confirm delete."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Checkbox, Input, Label, RadioButton, RadioSet, Select, Static
+
+from gaudi_tui.core.accelerator import Accelerator
+from gaudi_tui.core.chat.options import (
+    DTYPES,
+    QUANTIZATIONS,
+    LoadOptions,
+    quantization_unavailable,
+    resolve_dtype,
+)
+
+DIALOG_CSS = """
+{name} {{ align: center middle; }}
+{name} > .dialog {{ width: 64; max-width: 100%; height: auto; max-height: 100%;
+                    border: round $primary; background: $surface; padding: 0 1; }}
+{name} .dialog-title {{ text-style: bold; }}
+{name} .dialog-hint {{ color: $text-muted; }}
+{name} .dialog-buttons {{ height: auto; align-horizontal: right; }}
+{name} .dialog-buttons Button {{ margin: 0 0 0 1; }}
+"""
+
+
+class LoadDialog(ModalScreen[LoadOptions | None]):
+    """Choose the model and how to load it. Options the accelerator cannot run are disabled,
+    with the reason; trust_remote_code starts off and turns off again when the model changes."""
+
+    DEFAULT_CSS = (
+        DIALOG_CSS.format(name="LoadDialog")
+        + """
+    LoadDialog VerticalScroll { height: auto; max-height: 100%; }
+    LoadDialog Label { margin: 1 0 0 0; }
+    LoadDialog #load-quant-reason { color: $warning; }
+    LoadDialog Checkbox { margin: 1 0 0 0; }
+    """
+    )
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="load.cancel")]
+
+    def __init__(self, options: LoadOptions, accelerator: Accelerator | None) -> None:
+        super().__init__()
+        self.options = options
+        self.accelerator = accelerator
+
+    def compose(self) -> ComposeResult:
+        accel = self.accelerator
+        kind = accel.kind if accel else None
+        auto = resolve_dtype("auto", accel.dtype) if accel else "the accelerator's dtype"
+        backend = accel.compile_backend if accel else "the accelerator's backend"
+        with VerticalScroll(classes="dialog"):
+            yield Static("Load a model", classes="dialog-title", markup=False)
+            yield Label("Model: demo, a local folder, or a Hub id (org/name)")
+            yield Input(self.options.model, id="load-model", compact=True, placeholder="demo")
+            yield Label("dtype")
+            yield Select(
+                [(f"auto ({auto})" if d == "auto" else d, d) for d in DTYPES],
+                value=self.options.dtype,
+                allow_blank=False,
+                id="load-dtype",
+                compact=True,
+            )
+            yield Label("Quantization (bitsandbytes)")
+            reasons = {q: quantization_unavailable(kind, q) if kind else None for q in QUANTIZATIONS}
+            with RadioSet(id="load-quant", compact=True):
+                for quant, label in QUANTIZATIONS.items():
+                    yield RadioButton(
+                        label + (" — unavailable" if reasons[quant] else ""),
+                        value=quant == self.options.quantization and not reasons[quant],
+                        disabled=bool(reasons[quant]),
+                        name=quant,
+                    )
+            reason = next((r for r in reasons.values() if r), "")
+            yield Static(reason, id="load-quant-reason", markup=False)
+            yield Checkbox(
+                f"torch.compile (backend {backend})", self.options.compile, id="load-compile", compact=True
+            )
+            yield Checkbox(
+                "trust remote code: run this model's own Python code",
+                self.options.trust_remote_code,
+                id="load-trust",
+                compact=True,
+            )
+            yield Static(
+                "Accelerator: "
+                + (f"{accel.kind}, device_map={accel.device_map!r}" if accel else "detecting…"),
+                classes="dialog-hint",
+                markup=False,
+            )
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Load", id="load-ok", variant="primary", compact=True)
+                yield Button("Cancel", id="load-cancel", compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one("#load-quant-reason").display = bool(
+            self.query_one("#load-quant-reason", Static).content
+        )
+        self.query_one("#load-model", Input).focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "load-model" and event.value.strip() != self.options.model:
+            self.query_one("#load-trust", Checkbox).value = False
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.action_load()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        if event.button.id == "load-ok":
+            self.action_load()
+        else:
+            self.action_cancel()
+
+    def action_load(self) -> None:
+        pressed = self.query_one("#load-quant", RadioSet).pressed_button
+        quant = pressed.name if pressed is not None and pressed.name else "none"
+        self.dismiss(
+            LoadOptions(
+                model=self.query_one("#load-model", Input).value.strip() or "demo",
+                dtype=self.query_one("#load-dtype", Select).value,  # type: ignore[arg-type]
+                quantization=quant,  # type: ignore[arg-type]
+                compile=self.query_one("#load-compile", Checkbox).value,
+                trust_remote_code=self.query_one("#load-trust", Checkbox).value,
+            )
+        )
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class RenameDialog(ModalScreen[str | None]):
+    DEFAULT_CSS = DIALOG_CSS.format(name="RenameDialog")
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="rename.cancel")]
+
+    def __init__(self, title: str) -> None:
+        super().__init__()
+        self.current = title
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Static(
+                "Rename the conversation (Enter saves, Esc cancels)", classes="dialog-title", markup=False
+            )
+            yield Input(self.current, id="rename-title", compact=True)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.dismiss(event.value.strip() or None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class ConfirmDialog(ModalScreen[bool]):
+    DEFAULT_CSS = DIALOG_CSS.format(name="ConfirmDialog")
+    BINDINGS = [
+        Binding("y", "answer(True)", "Yes", id="confirm.yes"),
+        Binding("n,escape", "answer(False)", "No", id="confirm.no"),
+    ]
+
+    def __init__(self, question: str) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Static(self.question, classes="dialog-title", markup=False)
+            yield Static("y deletes · n or Esc keeps it", classes="dialog-hint", markup=False)
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)
