@@ -83,7 +83,7 @@ def test_keys_walk_every_screen_and_q_exits_zero(tmux: Tmux, tmp_path: Path, ter
     tmux.wait_for("Devices — ")
     for key, title in (("2", "Checklist"), ("3", "Chat"), ("4", "Training"), ("1", "Devices")):
         tmux.run("send-keys", "-t", "panel", key)
-        tmux.wait_for(f"{title} — ")
+        tmux.wait_for(f"gaudi-tui  {title}  ")  # the header names the screen shown
     tmux.wait_for("cpu: ")  # the probe finished and the header says why
     tmux.run("send-keys", "-t", "panel", "?")
     tmux.wait_for("Help — Devices")

@@ -48,6 +48,7 @@ class Engine:
         self.stop = stop
         self.requests: queue.Queue[dict[str, Any]] = queue.Queue()
         self.loaded: Any = None
+        self.accelerator_kind = "cpu"
 
     def run(self) -> int:
         self.out.send("ready", pid=os.getpid())
@@ -88,10 +89,12 @@ class Engine:
         options = LoadOptions.from_dict(request.get("options") or {})
         loader.unload(self.loaded)
         self.loaded = None
+        loader.locate(options.model)  # a wrong path fails now, before torch is imported
         habana = importlib.util.find_spec("habana_frameworks") is not None
         os.environ.update(loader.engine_env(options, habana))
         self.out.send("progress", stage="importing torch and transformers")
         accelerator = loader.detect_accelerator()
+        self.accelerator_kind = accelerator.kind
         self.loaded = loader.load(options, accelerator, lambda stage: self.out.send("progress", stage=stage))
         self.out.send("progress", stage="compiling and warming up" if options.compile else "warming up")
         from gaudi_tui.core.chat import generation
@@ -135,8 +138,8 @@ class Engine:
     def _op_stats(self, request: dict[str, Any]) -> None:
         from gaudi_tui.core.chat import loader
 
-        kind = self.loaded.accelerator.kind if self.loaded is not None else "cpu"
-        self.out.send("stats", loaded=self.loaded is not None, memory=loader.memory_report(kind).to_dict())
+        memory = loader.memory_report(self.accelerator_kind)
+        self.out.send("stats", loaded=self.loaded is not None, memory=memory.to_dict())
 
 
 def protocol_stream() -> BinaryIO:

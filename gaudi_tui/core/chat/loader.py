@@ -23,6 +23,7 @@ from gaudi_tui.core.chat.errors import ChatError, first_line
 from gaudi_tui.core.chat.metrics import LoadReport, MemoryReport
 from gaudi_tui.core.chat.options import QUANTIZATIONS, LoadOptions, quantization_unavailable, resolve_dtype
 
+GENERATIVE_MARKS = ("CausalLM", "LMHead", "ConditionalGeneration")
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
 Progress = Callable[[str], None]
 
@@ -132,7 +133,7 @@ def load(options: LoadOptions, accelerator: Accelerator, progress: Progress) -> 
         parameters=int(model.num_parameters()),
         dtype=str(model.dtype).replace("torch.", ""),
         device=str(model.device),
-        quantization=options.quantization,
+        quantization=options.quantization if getattr(model, "hf_quantizer", None) else "none",
         compile_backend=accelerator.compile_backend if options.compile else None,
         chat_template=bool(getattr(tokenizer, "chat_template", None)),
         context_length=context_length(config, tokenizer),
@@ -186,9 +187,12 @@ def _require_causal_lm(source: Source, config: Any, trust_remote_code: bool) -> 
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
 
     remote = trust_remote_code and "AutoModelForCausalLM" in (getattr(config, "auto_map", None) or {})
-    if remote or type(config) in MODEL_FOR_CAUSAL_LM_MAPPING:
+    architectures = list(getattr(config, "architectures", None) or [])
+    # A saved BERT classifier has a causal class in the mapping too, but was not trained to generate.
+    generative = not architectures or any(m in a for a in architectures for m in GENERATIVE_MARKS)
+    if remote or (type(config) in MODEL_FOR_CAUSAL_LM_MAPPING and generative):
         return
-    arch = ", ".join(getattr(config, "architectures", None) or []) or "no architectures listed"
+    arch = ", ".join(architectures) or "no architectures listed"
     raise ChatError(
         "not_causal_lm",
         f"{source.label} is a {getattr(config, 'model_type', '?')} model ({arch}), not a causal "

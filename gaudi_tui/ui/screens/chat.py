@@ -34,6 +34,11 @@ CHUNK_INTERVAL_S = 0.04
 SAVE_INTERVAL_S = 1.0
 """A streaming answer is written to the store this often, so a crash loses at most a second."""
 DEMO_NAMES = ("", "demo")
+EMPTY_HINT = (
+    "No messages yet. i (or Enter on a conversation) moves to the message box; your first "
+    "message loads the model. m chooses the model and load options, p shows the parameters, "
+    "? lists every key."
+)
 
 
 def model_label(options: LoadOptions) -> str:
@@ -154,6 +159,7 @@ class ChatScreen(PanelScreen):
     ChatScreen #chat-center { width: 1fr; }
     ChatScreen #chat-banner { height: auto; padding: 0 1; background: $error 20%; color: $text; display: none; }
     ChatScreen #chat-log { height: 1fr; padding: 0 1; }
+    ChatScreen .chat-hint { color: $text-muted; padding: 1 0; }
     ChatScreen #chat-input { margin: 0 1; }
     ChatScreen #chat-status { height: 1; padding: 0 1; background: $panel; color: $text-muted; }
     ChatScreen #chat-params { display: none; }
@@ -249,7 +255,7 @@ class ChatScreen(PanelScreen):
         ]
         log = self.query_one("#chat-log", VerticalScroll)
         await log.remove_children()
-        await log.mount_all(views)
+        await log.mount_all(views or [Static(EMPTY_HINT, classes="chat-hint", markup=False)])
         if live is not None and live.conversation_id == conversation_id:
             live.view = MessageView("assistant", live.label, live.text)
             await log.mount(live.view)
@@ -357,6 +363,7 @@ class ChatScreen(PanelScreen):
         conversation = self.current()
         stored = self._store().add_message(conversation.id, "user", text)  # committed before generating
         event.input.value = ""
+        await self.query(".chat-hint").remove()
         log = self.query_one("#chat-log", VerticalScroll)
         await log.mount(MessageView.from_stored(stored))
         log.scroll_end(animate=False)
@@ -553,8 +560,8 @@ class ChatScreen(PanelScreen):
         self.show_state()
 
     def show_state(self) -> None:
-        if not self.is_mounted:
-            return
+        if not self.query("#chat-status"):
+            return  # not composed yet
         label = self.report.label if self.report else model_label(self.options)
         state = self.engine_state
         if state == "loading":

@@ -1,0 +1,66 @@
+"""Load options and generation parameters: what each accelerator allows, and input checking."""
+
+from __future__ import annotations
+
+import pytest
+
+from gaudi_tui.core.chat.options import (
+    GAUDI_BNB_REASON,
+    GenerationParams,
+    LoadOptions,
+    quantization_unavailable,
+    resolve_dtype,
+)
+
+
+@pytest.mark.parametrize("quant", ["fp4", "int8"])
+def test_gaudi_refuses_8bit_and_fp4_with_the_reason(quant: str) -> None:
+    assert quantization_unavailable("hpu", quant) == GAUDI_BNB_REASON  # type: ignore[arg-type]
+    assert "NF4" in GAUDI_BNB_REASON
+    assert quantization_unavailable("cpu", quant) is None  # type: ignore[arg-type]
+    assert quantization_unavailable("cuda", quant) is None  # type: ignore[arg-type]
+
+
+def test_nf4_and_none_run_everywhere() -> None:
+    for kind in ("hpu", "cuda", "cpu"):
+        assert quantization_unavailable(kind, "nf4") is None  # type: ignore[arg-type]
+        assert quantization_unavailable(kind, "none") is None  # type: ignore[arg-type]
+
+
+def test_auto_dtype_is_the_accelerators() -> None:
+    assert resolve_dtype("auto", "bfloat16") == "bfloat16"
+    assert resolve_dtype("float32", "bfloat16") == "float32"
+
+
+def test_load_options_defaults_and_checks() -> None:
+    options = LoadOptions()
+    assert (options.model, options.dtype, options.quantization) == ("demo", "auto", "none")
+    assert options.trust_remote_code is False and options.compile is False
+    assert LoadOptions(model="  ").model == "demo"
+    assert LoadOptions.from_dict({**options.to_dict(), "unknown": 1}) == options
+    with pytest.raises(ValueError, match="quantization must be one of"):
+        LoadOptions(quantization="int4")  # type: ignore[arg-type]
+
+
+def test_parse_names_every_bad_field() -> None:
+    with pytest.raises(ValueError) as caught:
+        GenerationParams.parse({"max_new_tokens": "many", "temperature": "0", "top_p": "2", "seed": "x"})
+    text = str(caught.value)
+    assert "max_new_tokens must be a whole number, not 'many'" in text
+    assert "seed must be a whole number" in text
+    assert "top_p" not in text  # range checks run once the numbers parse
+
+
+def test_parse_range_checks_and_empty_seed() -> None:
+    with pytest.raises(ValueError, match="temperature must be above 0") as caught:
+        GenerationParams.parse({"temperature": "0", "top_p": "1.5"})
+    assert "top_p must be above 0 and at most 1" in str(caught.value)
+    params = GenerationParams.parse({"max_new_tokens": "64", "seed": " "}, do_sample=True)
+    assert (params.max_new_tokens, params.seed, params.do_sample) == (64, None, True)
+
+
+def test_greedy_leaves_sampling_knobs_out() -> None:
+    greedy = GenerationParams(temperature=0.3).generate_kwargs()
+    assert greedy == {"max_new_tokens": 256, "do_sample": False, "repetition_penalty": 1.0}
+    sampled = GenerationParams(do_sample=True, top_k=5).generate_kwargs()
+    assert (sampled["temperature"], sampled["top_p"], sampled["top_k"]) == (0.7, 0.9, 5)
