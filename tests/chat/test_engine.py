@@ -232,3 +232,35 @@ def test_gaudi_engine_refuses_8bit_and_reads_hpu_memory(tmp_path: Path) -> None:
         assert (memory.kind, memory.in_use, memory.peak, memory.limit) == ("hpu", 0, 0, 101_468_602_368)
     finally:
         client.shutdown()
+
+
+def test_engine_exits_when_its_parent_is_killed(tmp_path: Path) -> None:
+    """No orphans: if the panel dies (even by SIGKILL) the engine's stdin closes and it exits."""
+    import signal
+    import time
+
+    code = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from gaudi_tui.core.chat.client import EngineClient\n"
+        f"client = EngineClient(log_path=Path({str(tmp_path / 'engine.log')!r}))\n"
+        "client.start()\n"
+        "print(client.pid, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    parent = subprocess.Popen([PYTHON, "-c", code], stdout=subprocess.PIPE, text=True, env=child_env())
+    assert parent.stdout is not None
+    engine_pid = int(parent.stdout.readline())
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 20
+    while Path(f"/proc/{engine_pid}").exists() and "Z" not in _state(engine_pid):
+        assert time.monotonic() < deadline, "the engine outlived its parent"
+        time.sleep(0.05)
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except OSError:
+        return "gone"

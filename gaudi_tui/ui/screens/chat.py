@@ -29,8 +29,8 @@ from gaudi_tui.ui.screens.chat_dialogs import ConfirmDialog, LoadDialog, RenameD
 from gaudi_tui.ui.widgets.chat_message import STATUS_WORDS, MessageView
 from gaudi_tui.ui.widgets.chat_params import ParamsPanel
 
-CHUNK_INTERVAL_S = 0.04
-"""Tokens reach the pane at most ~25 times a second (Markdown re-renders are the cost)."""
+CHUNK_INTERVAL_S = 0.1
+"""Tokens reach the pane at most 10 times a second: Markdown re-renders cost CPU the engine needs."""
 SAVE_INTERVAL_S = 1.0
 """A streaming answer is written to the store this often, so a crash loses at most a second."""
 DEMO_NAMES = ("", "demo")
@@ -388,7 +388,7 @@ class ChatScreen(PanelScreen):
             log = self.query_one("#chat-log", VerticalScroll)
             await log.mount(self.live.view)
             self.live.stream = self.live.view.stream()
-            log.anchor()
+            log.scroll_end(animate=False)
         self.engine_state = "generating"
         self.generate_answer(self.client, messages, conversation.params, stored.id)
 
@@ -418,7 +418,11 @@ class ChatScreen(PanelScreen):
             return
         live.text += message.text
         if live.stream is not None:
+            log = self.query_one("#chat-log", VerticalScroll)
+            following = log.scroll_y >= log.max_scroll_y - 1  # a reader who scrolled up stays put
             await live.stream.write(message.text)
+            if following:
+                log.scroll_end(animate=False)
 
     def on_answer_warning(self, message: AnswerWarning) -> None:
         if self.live is not None:
@@ -426,11 +430,9 @@ class ChatScreen(PanelScreen):
         self.notify(message.text, severity="warning", timeout=8)
 
     async def on_answer_done(self, message: AnswerDone) -> None:
-        live, self.live = self.live, None
+        live = self.live
         if live is None:
             return
-        if live.stream is not None:
-            await live.stream.stop()
         note = " ".join(live.warnings)
         if message.answer is not None:
             answer = message.answer
@@ -451,8 +453,11 @@ class ChatScreen(PanelScreen):
             else:
                 self.engine_state = "ready"
                 self.notify(error.message, title="The answer failed", severity="error", timeout=10)
+        if live.stream is not None:
+            await live.stream.stop()
         if live.view is not None:
             live.view.set_meta(meta, note)
+        self.live = None
         self.show_state()
 
     # ---- the engine --------------------------------------------------------------------------
