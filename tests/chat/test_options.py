@@ -64,3 +64,15 @@ def test_greedy_leaves_sampling_knobs_out() -> None:
     assert greedy == {"max_new_tokens": 256, "do_sample": False, "repetition_penalty": 1.0}
     sampled = GenerationParams(do_sample=True, top_k=5).generate_kwargs()
     assert (sampled["temperature"], sampled["top_p"], sampled["top_k"]) == (0.7, 0.9, 5)
+
+
+def test_engine_environment_for_gaudi_and_compile(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gaudi_tui.core.chat.loader import engine_env
+
+    monkeypatch.delenv("PT_ENABLE_INT64_SUPPORT", raising=False)
+    assert engine_env(LoadOptions(compile=True), habana_installed=True) == {
+        "TOKENIZERS_PARALLELISM": "false",
+        "PT_ENABLE_INT64_SUPPORT": "1",
+        "PT_HPU_LAZY_MODE": "0",  # torch.compile with hpu_backend needs eager mode, set before import
+    }
+    assert engine_env(LoadOptions(), habana_installed=False) == {"TOKENIZERS_PARALLELISM": "false"}

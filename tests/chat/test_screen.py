@@ -6,6 +6,7 @@ import os
 import signal
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from textual.pilot import Pilot
 from textual.widgets import Checkbox, Input, OptionList, RadioButton, Static
@@ -17,7 +18,7 @@ from gaudi_tui.ui.screens.chat import ChatScreen
 from gaudi_tui.ui.screens.chat_dialogs import ConfirmDialog, LoadDialog, RenameDialog
 from gaudi_tui.ui.widgets.chat_message import MessageView
 from gaudi_tui.ui.widgets.chat_params import ParamsPanel
-from tests.chat.seed import seed_conversations
+from tests.chat.seed import ANSWER, seed_conversations
 
 GAUDI = Accelerator(
     "hpu", "transformers.is_torch_hpu_available() is True (8 card(s) visible)", 8, "GAUDI2", "bfloat16"
@@ -117,7 +118,9 @@ async def test_send_stop_continue_kill_reload_quit_and_restart(cpu_accelerator: 
         assert screen.client is None  # nothing loads until the user sends
 
 
-async def test_switch_rename_delete_and_bad_parameters(cpu_accelerator: Accelerator) -> None:
+async def test_switch_rename_copy_export_delete_and_bad_parameters(
+    cpu_accelerator: Accelerator, gaudi_home: Path
+) -> None:
     seed_conversations()
     app = GaudiApp(accelerator=cpu_accelerator, hostname="h")
     async with app.run_test(size=(100, 30)) as pilot:
@@ -133,6 +136,15 @@ async def test_switch_rename_delete_and_bad_parameters(cpu_accelerator: Accelera
         assert isinstance(app.screen, RenameDialog)
         await pilot.press("ctrl+u", *"Gaudi 2 cards", "enter")
         assert [o.prompt for o in screen.query_one(OptionList).options][1].plain == "Gaudi 2 cards"
+
+        await pilot.press("y")
+        assert app.clipboard == ANSWER
+        await pilot.press("e")
+        exports = sorted(p.name for p in (gaudi_home / "data" / "exports").iterdir())
+        assert exports == [f"gaudi-2-cards-{screen.conversation_id}.json", f"gaudi-2-cards-{screen.conversation_id}.md"]
+
+        await pilot.press("i", "tab")  # Tab leaves the message box too
+        assert not isinstance(app.focused, Input)
 
         await pilot.press("p")
         panel = screen.query_one(ParamsPanel)
