@@ -137,6 +137,7 @@ class ChatScreen(PanelScreen):
         "keys work. Conversations are saved as you type them."
     )
     AUTO_FOCUS = "#conversations"
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
     BINDINGS = [
         Binding("escape", "escape", "Stop / leave", id="chat.escape"),
         Binding("i", "focus_input", "Write", id="chat.write"),
@@ -164,6 +165,7 @@ class ChatScreen(PanelScreen):
     ChatScreen #chat-status { height: 1; padding: 0 1; background: $panel; color: $text-muted; }
     ChatScreen #chat-params { display: none; }
     ChatScreen.-params #chat-params { display: block; }
+    ChatScreen.-narrow.-params #chat-side { display: none; }
     """
 
     engine_state: reactive[str] = reactive("none")
@@ -318,6 +320,8 @@ class ChatScreen(PanelScreen):
 
     def action_toggle_params(self) -> None:
         self.toggle_class("-params")
+        if self.has_class("-narrow", "-params") and self.focused is self.query_one("#conversations"):
+            self.query_one("#chat-log").focus()  # the list is hidden at this width; keys still work
 
     @on(ParamsPanel.Changed)
     def _params_changed(self, event: ParamsPanel.Changed) -> None:
