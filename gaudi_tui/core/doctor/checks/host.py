@@ -77,8 +77,8 @@ def hlsmi_present(ctx: CheckContext) -> Outcome:
         "hl-smi is Intel's System Management Interface for Gaudi; the device map, the driver version "
         "and the driver/plugin comparison come from it. It is installed with the Gaudi driver and "
         "firmware tools and ships in Intel's Gaudi containers as /usr/bin/hl-smi.",
-        "Install the Gaudi software with Intel's habanalabs-installer.sh (or use Intel's Gaudi "
-        "container), and make sure its folder is on PATH: `export PATH=$PATH:/usr/bin`.",
+        "Install the Gaudi software with Intel's habanalabs-installer.sh, or run inside Intel's Gaudi "
+        "container; if hl-smi is installed elsewhere, add its folder to PATH.",
     )
 
 
