@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import psutil
 
 from gaudi_tui.core.devices.model import Device, DeviceProcess, DeviceSnapshot
 from gaudi_tui.core.doctor.context import CheckContext, DiskUsage, Holder, Unavailable
@@ -132,3 +134,65 @@ class Gate:
     def __call__(self, ctx: CheckContext):
         self.released.wait(30)
         raise AssertionError("released")
+
+
+SNAPSHOT_DIR = Path("/tmp/gaudi-tui-doctor-snapshot")
+"""A fixed folder, so paths shown on screen are the same in every run and every checkout."""
+
+
+def demo_gaudi_host(site_dir: Path, fakes: bool = True) -> Callable[[threading.Event], CheckContext]:
+    """A Gaudi 2 host with a few problems, for the snapshot test and the README screenshot.
+
+    Replayed device map (driver 1.19.1), Intel's torch and a plugin one release behind (N−1),
+    PT_ENABLE_INT64_SUPPORT unset, and card 3 (module 7) held by another user's job while
+    HABANA_VISIBLE_MODULES=6,7 asks for it.
+    """
+    bin_dir = SNAPSHOT_DIR / "bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    tool = bin_dir / "hl-smi"
+    if not tool.exists():
+        tool.write_text("#!/bin/sh\nexit 0\n")
+        tool.chmod(0o755)
+    for name, version in (
+        ("torch", "2.6.0+hpu.1.18.0.524.git4a8e4ba"),
+        ("habana-torch-plugin", "1.18.0.524"),
+    ):
+        fake_dist(site_dir, name, version)
+    root = site_dir / "root"
+    if not root.exists():
+        gaudi_root(root)
+    env = {
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', os.defpath)}",
+        "HOME": str(SNAPSHOT_DIR / "home"),
+        "HF_HOME": str(SNAPSHOT_DIR / "hf"),
+        "HF_HUB_OFFLINE": "1",
+        "PT_HPU_LAZY_MODE": "1",
+        "HABANA_VISIBLE_MODULES": "6,7",
+        "PYTHONPATH": os.pathsep.join([str(site_dir), *([str(FAKES)] if fakes else []), str(ROOT)]),
+    }
+    holders = [FakeHolder(3, 48213, "alice", "python run_lora_clm.py --model_name_or_path Qwen/Qwen3-8B")]
+
+    def factory(cancel: threading.Event) -> CheckContext:
+        return CheckContext(
+            env=env,
+            root=root,
+            snapshot_provider=gaudi2_snapshot,
+            holders_provider=lambda: holders,
+            disk_usage=plenty_of_disk,
+            timeout=90.0,
+            cancel=cancel,
+        )
+
+    return factory
+
+
+def probe_children() -> list[psutil.Process]:
+    """This test process's doctor probe children still alive."""
+    found = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if "gaudi_tui.core.doctor.probe" in " ".join(child.cmdline()):
+                found.append(child)
+        except psutil.NoSuchProcess:
+            continue
+    return found

@@ -6,25 +6,12 @@ import threading
 import time
 from pathlib import Path
 
-import psutil
-
 from gaudi_tui.core.doctor.checks import ALL_CHECKS, by_id
 from gaudi_tui.core.doctor.model import Check, CheckResult, ok
 from gaudi_tui.core.doctor.runner import run_checks
-from tests.doctor.hosts import Gate, fake_dist, gaudi2_snapshot, make_ctx
+from tests.doctor.hosts import Gate, fake_dist, gaudi2_snapshot, make_ctx, probe_children
 
 PLUGIN = by_id()["plugin.importable"]
-
-
-def probe_children() -> list[psutil.Process]:
-    found = []
-    for child in psutil.Process().children(recursive=True):
-        try:
-            if "gaudi_tui.core.doctor.probe" in " ".join(child.cmdline()):
-                found.append(child)
-        except psutil.NoSuchProcess:
-            continue
-    return found
 
 
 def sleeper(seconds: float, name: str) -> Check:
