@@ -138,7 +138,7 @@ def test_busy_cards_warn_with_holders_and_a_free_set(tmp_path: Path) -> None:
         "3 of 8 card(s) of this host busy: card 3 (module 7) pid 4242 alice: python train.py; "
         "card 5 (module 4) pid 4243 bob: python serve.py; card 7 (module 1) pid 107684 ?: ray::_RayTrainW"
     )
-    assert "kill 107684 4242 4243" in result.fix
+    assert "(`kill 4242 4243 107684`)" in result.fix
     # modules 7, 4 and 1 are held: no 4-card set is free, {2,3} is the first free 2-card set
     assert "export HABANA_VISIBLE_MODULES=2,3" in result.fix
 

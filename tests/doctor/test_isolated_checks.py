@@ -113,7 +113,7 @@ def test_transformers_that_fails_to_import(tmp_path: Path) -> None:
     (broken / "transformers" / "__init__.py").write_text(
         "raise ImportError('cannot import name GenerationMixin')\n"
     )
-    result = run_checks(ISOLATED[1:2], make_ctx(tmp_path, site=[broken], fakes=False))[0]
+    result = run_checks(ISOLATED[1:2], make_ctx(tmp_path, site=[broken]))[0]
     assert result.status == "fail"
     assert (
         result.finding == "transformers cannot be imported: ImportError: cannot import name GenerationMixin"

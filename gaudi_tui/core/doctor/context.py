@@ -76,7 +76,11 @@ class CheckContext:
     connect_timeout: float = 3.0
     cancel: threading.Event = field(default_factory=threading.Event)
     _memo: dict[str, object] = field(default_factory=dict, repr=False, compare=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    _locks: dict[str, threading.Lock] = field(
+        default_factory=lambda: {"snapshot": threading.Lock(), "holders": threading.Lock()},
+        repr=False,
+        compare=False,
+    )
     _children: set[int] = field(default_factory=set, repr=False, compare=False)
 
     @classmethod
@@ -95,7 +99,8 @@ class CheckContext:
         return [h for h in found if h.pid not in self._children]  # type: ignore[union-attr]
 
     def _once(self, key: str, provider: Callable[[], object]) -> object:
-        with self._lock:
+        """The provider's value (or its Unavailable), computed by the first caller; others wait."""
+        with self._locks[key]:
             if key not in self._memo:
                 try:
                     self._memo[key] = provider()
@@ -110,8 +115,7 @@ class CheckContext:
 
     def track_child(self, pid: int) -> None:
         """Remember a child of this doctor, so a card it opens is not reported as busy."""
-        with self._lock:
-            self._children.add(pid)
+        self._children.add(pid)  # set.add is atomic under the GIL; never waits on a provider
 
     def version(self, distribution: str) -> str | None:
         """Installed version of a distribution (importlib.metadata, never `pip list`)."""

@@ -45,6 +45,11 @@ def hpu() -> dict[str, object]:
         facts["accelerate"] = importlib.metadata.version("accelerate")
     except importlib.metadata.PackageNotFoundError:
         facts["accelerate"] = None
+    if not facts["habana_frameworks"]:
+        # is_torch_hpu_available() starts with this same find_spec and returns False; importing
+        # transformers only to hear that would cost about a second.
+        facts["available"] = False
+        return facts
     try:
         from transformers.utils import is_torch_hpu_available
     except Exception as exc:  # noqa: BLE001

@@ -142,7 +142,7 @@ class ChecklistScreen(PanelScreen):
 
     def compose_body(self) -> ComposeResult:
         yield Static(
-            f"Not run yet: r runs the {len(ALL_CHECKS)} checks; enter opens a row.",
+            f"Checklist — not run yet: r runs the {len(ALL_CHECKS)} checks; enter opens a row.",
             id="checklist-summary",
         )
         yield ProgressBar(total=len(ALL_CHECKS), show_eta=False, id="checklist-progress")
@@ -212,8 +212,8 @@ class ChecklistScreen(PanelScreen):
             f"[$error]{GLYPHS['fail']} {tally['fail']} fail[/]",
             f"[$text-muted]{GLYPHS['skip']} {tally['skip']} skip[/]",
         ]
-        head = f"Running: {len(self.results)} of {total} done" if self.running else f"{total} checks"
-        self.query_one("#checklist-summary", Static).update(f"{head}   " + "   ".join(parts))
+        head = f"running, {len(self.results)} of {total} done" if self.running else f"{total} checks"
+        self.query_one("#checklist-summary", Static).update(f"Checklist — {head}   " + "   ".join(parts))
 
     def _show_env_fixes(self) -> None:
         fixes = env_fixes(self.results.values())

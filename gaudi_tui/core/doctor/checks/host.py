@@ -179,22 +179,30 @@ def cards_detected(ctx: CheckContext) -> Outcome:
     return ok(finding, "The device map comes from hl-smi." + notes)
 
 
-def _holder_lines(ctx: CheckContext, snapshot: DeviceSnapshot | None) -> tuple[dict[int, list[str]], str]:
-    """Per card index, who holds it ('pid 4242 alice: python train.py'); and why the list may be partial."""
-    busy: dict[int, list[str]] = {}
-    seen: set[tuple[int, int]] = set()
-    partial = ""
+@dataclass(frozen=True)
+class Hold:
+    """A card held by a process, from the /proc scan or hl-smi's process table."""
+
+    index: int
+    pid: int
+    who: str
+
+    def describe(self, modules: dict[int, int]) -> str:
+        return f"{_card(self.index, modules)} pid {self.pid} {self.who}"
+
+
+def _holds(ctx: CheckContext, snapshot: DeviceSnapshot | None) -> tuple[list[Hold], str]:
+    """Who holds which card, and why that list may be incomplete ('' when it is not)."""
     try:
-        holders = ctx.holders()
+        found = [Hold(h.index, h.pid, f"{h.user or '?'}: {h.command}") for h in ctx.holders()]
+        partial = ""
     except Unavailable as exc:
-        holders, partial = [], str(exc)
-    for h in holders:
-        seen.add((h.index, h.pid))
-        busy.setdefault(h.index, []).append(f"pid {h.pid} {h.user or '?'}: {h.command}")
+        found, partial = [], str(exc)
+    seen = {(h.index, h.pid) for h in found}
     for p in snapshot.processes if snapshot else ():
         if (p.index, p.pid) not in seen:
-            busy.setdefault(p.index, []).append(f"pid {p.pid} {p.user or '?'}: {p.name}")
-    return busy, partial
+            found.append(Hold(p.index, p.pid, f"{p.user or '?'}: {p.name}"))
+    return sorted(found, key=lambda h: (h.index, h.pid)), partial
 
 
 def _free_set(free: set[int], sizes: tuple[int, ...]) -> tuple[int, ...] | None:
@@ -208,53 +216,52 @@ def _free_set(free: set[int], sizes: tuple[int, ...]) -> tuple[int, ...] | None:
     return None
 
 
+def _wanted(ctx: CheckContext, modules: dict[int, int], everything: set[int]) -> tuple[set[int], str | None]:
+    """Indices of the cards jobs will use, and the HABANA_VISIBLE_MODULES value that chose them (if any)."""
+    try:
+        chosen = requested_modules(ctx.env)
+    except ValueError:
+        chosen = None
+    index_of = {m: i for i, m in modules.items()}
+    if chosen and all(m in index_of for m in chosen):
+        return {index_of[m] for m in chosen}, visible_modules(chosen)
+    return everything, None
+
+
 def cards_busy(ctx: CheckContext) -> Outcome:
     try:
         snapshot: DeviceSnapshot | None = ctx.snapshot()
     except Unavailable:
         snapshot = None
-    busy, partial = _holder_lines(ctx, snapshot)
+    holds, partial = _holds(ctx, snapshot)
     indices = {d.index for d in snapshot.devices} if snapshot else set()
     if partial and not indices:
         return skip(f"cannot tell: {partial}, and there is no device map")
     modules = _modules_by_index(snapshot)
-    container = detect_container(ctx)
-    blind = f" {CONTAINER_PIDS}" if container else ""
-    try:
-        wanted_modules = requested_modules(ctx.env)
-    except ValueError:
-        wanted_modules = None
-    index_of = {m: i for i, m in modules.items()}
-    if wanted_modules and all(m in index_of for m in wanted_modules):
-        wanted = {index_of[m] for m in wanted_modules}
-        scope = f"HABANA_VISIBLE_MODULES={visible_modules(wanted_modules)}"
-    else:
-        wanted = indices or set(busy)
-        scope = "this host"
-    taken = sorted(i for i in busy if i in wanted)
-    if not taken:
-        note = f" ({partial})" if partial else ""
-        return ok(
-            f"no card of {scope} is held by another process{note}",
-            "Only one process can open a Gaudi card; a second one fails with "
-            f"'synStatus=20 [Device already acquired]'.{blind}",
-        )
-    who = "; ".join(f"{_card(i, modules)} {', '.join(busy[i])}" for i in taken)
-    finding = f"{len(taken)} of {len(wanted)} card(s) of {scope} busy: {who}"
-    pids = sorted({line.split()[1] for i in taken for line in busy[i]})
-    free = {modules[i] for i in indices - set(busy) if i in modules}
-    spare = _free_set(free, (len(wanted),) if scope != "this host" else (8, 4, 2, 1))
-    choose = f"choose free cards: `export HABANA_VISIBLE_MODULES={visible_modules(spare)}`" if spare else ""
-    stop = f"stop the holder if it is yours: `kill {' '.join(pids)}`"
-    fix = (
-        f"Either {stop}, or {choose}."
-        if choose
-        else f"{stop[0].upper()}{stop[1:]}, or wait for it to finish."
-    )
+    wanted, chosen = _wanted(ctx, modules, indices or {h.index for h in holds})
+    scope = f"HABANA_VISIBLE_MODULES={chosen}" if chosen else "this host"
+    blind = f" {CONTAINER_PIDS}" if detect_container(ctx) else ""
     explanation = (
         "Only one process can open a Gaudi card; a job that needs a held card fails with "
         f"'synStatus=20 [Device already acquired] Device acquire failed'.{blind}"
     )
-    if len(taken) == len(wanted):
-        return fail(finding, explanation, fix)
-    return warn(finding, explanation, fix)
+    taken = [h for h in holds if h.index in wanted]
+    if not taken:
+        note = f" ({partial})" if partial else ""
+        return ok(f"no card of {scope} is held by another process{note}", explanation)
+    cards = sorted({h.index for h in taken})
+    finding = f"{len(cards)} of {len(wanted)} card(s) of {scope} busy: " + "; ".join(
+        h.describe(modules) for h in taken
+    )
+    stop = (
+        f"stop the holder if it is yours (`kill {' '.join(str(p) for p in sorted({h.pid for h in taken}))}`)"
+    )
+    free = {modules[i] for i in indices - {h.index for h in holds} if i in modules}
+    spare = _free_set(free, (len(wanted),) if chosen else (8, 4, 2, 1))
+    if spare:
+        fix = (
+            f"Either {stop}, or choose free cards: `export HABANA_VISIBLE_MODULES={visible_modules(spare)}`."
+        )
+    else:
+        fix = f"{stop[0].upper()}{stop[1:]}, or wait for it to finish."
+    return (fail if len(cards) == len(wanted) else warn)(finding, explanation, fix)
