@@ -57,8 +57,10 @@ class FakeHolder:
     device_path: str = ""
 
 
-def unavailable(why: str):
-    def provider():
+def unavailable(why: str) -> Callable[[], object]:
+    """A provider that cannot answer, as the device query on a branch without it."""
+
+    def provider() -> object:
         raise Unavailable(why)
 
     return provider
@@ -93,7 +95,7 @@ def plenty_of_disk(path: str) -> DiskUsage:
 
 def make_ctx(
     tmp: Path,
-    env: Mapping[str, str] | None = None,
+    env: Mapping[str, str | None] | None = None,
     *,
     site: Sequence[Path] = (),
     fakes: bool = True,
@@ -101,12 +103,13 @@ def make_ctx(
     holders: Sequence[Holder] = (),
     **kwargs: object,
 ) -> CheckContext:
-    """A context whose every input is controlled: `env` on top of a clean base, `site` folders
-    (fake metadata) first on PYTHONPATH, then the fake habana_frameworks when `fakes`."""
+    """A context whose every input is controlled: `env` on top of a clean base (None removes a
+    variable), `site` folders (fake metadata) first on PYTHONPATH, then the fake habana_frameworks
+    when `fakes`."""
     home = tmp / "home"
     home.mkdir(exist_ok=True)
     path = [str(p) for p in site] + ([str(FAKES)] if fakes else []) + [str(ROOT)]
-    base = {
+    base: dict[str, str | None] = {
         "PATH": os.environ.get("PATH", os.defpath),
         "HOME": str(home),
         "HF_HOME": str(tmp / "hf"),
@@ -122,7 +125,7 @@ def make_ctx(
         "timeout": 60.0,
     }
     settings.update(kwargs)
-    return CheckContext(env={k: v for k, v in base.items() if v is not None}, **settings)
+    return CheckContext(env={k: v for k, v in base.items() if v is not None}, **settings)  # type: ignore[arg-type]
 
 
 @dataclass
@@ -131,7 +134,7 @@ class Gate:
 
     released: threading.Event = field(default_factory=threading.Event)
 
-    def __call__(self, ctx: CheckContext):
+    def __call__(self, ctx: CheckContext) -> None:
         self.released.wait(30)
         raise AssertionError("released")
 
@@ -140,7 +143,7 @@ SNAPSHOT_DIR = Path("/tmp/gaudi-tui-doctor-snapshot")
 """A fixed folder, so paths shown on screen are the same in every run and every checkout."""
 
 
-def demo_gaudi_host(site_dir: Path, fakes: bool = True) -> Callable[[threading.Event], CheckContext]:
+def demo_gaudi_host(site_dir: Path) -> Callable[[threading.Event], CheckContext]:
     """A Gaudi 2 host with a few problems, for the snapshot test and the README screenshot.
 
     Replayed device map (driver 1.19.1), Intel's torch and a plugin one release behind (N−1),
@@ -168,7 +171,7 @@ def demo_gaudi_host(site_dir: Path, fakes: bool = True) -> Callable[[threading.E
         "HF_HUB_OFFLINE": "1",
         "PT_HPU_LAZY_MODE": "1",
         "HABANA_VISIBLE_MODULES": "6,7",
-        "PYTHONPATH": os.pathsep.join([str(site_dir), *([str(FAKES)] if fakes else []), str(ROOT)]),
+        "PYTHONPATH": os.pathsep.join([str(site_dir), str(FAKES), str(ROOT)]),
     }
     holders = [FakeHolder(3, 48213, "alice", "python run_lora_clm.py --model_name_or_path Qwen/Qwen3-8B")]
 

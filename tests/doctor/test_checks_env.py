@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -104,8 +105,7 @@ def test_visible_inconsistent_lengths_without_a_device_map(tmp_path: Path) -> No
 
 
 def test_visible_module_missing_from_the_device_map_fails(tmp_path: Path) -> None:
-    snapshot = gaudi2_snapshot()
-    four = snapshot.__class__(snapshot.source, snapshot.devices[:4], (), None, snapshot.driver_version)
+    four = dataclasses.replace(gaudi2_snapshot(), devices=gaudi2_snapshot().devices[:4])
     env = {"HABANA_VISIBLE_MODULES": "0,1"}
     result = envvars.env_visible_modules(make_ctx(tmp_path, env, snapshot=four))
     assert result.status == "fail"

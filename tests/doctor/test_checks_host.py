@@ -5,10 +5,10 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
-from gaudi_tui.core.devices.model import DeviceProcess
+from gaudi_tui.core.devices.model import DeviceProcess, DeviceSnapshot
 from gaudi_tui.core.doctor.checks import host
 from gaudi_tui.core.doctor.context import DiskUsage
-from tests.doctor.hosts import FakeHolder, gaudi2_snapshot, gaudi_root, make_ctx
+from tests.doctor.hosts import FakeHolder, gaudi2_snapshot, gaudi_root, make_ctx, unavailable
 
 
 def test_driver_loaded_with_device_nodes(tmp_path: Path) -> None:
@@ -98,7 +98,7 @@ def test_cards_detected_reads_the_device_map(tmp_path: Path) -> None:
 
 
 def test_cards_detected_fails_without_cards_and_says_why(tmp_path: Path) -> None:
-    empty = gaudi2_snapshot().__class__("none", errors=("hl-smi not found on PATH",))
+    empty = DeviceSnapshot("none", errors=("hl-smi not found on PATH",))
     result = host.cards_detected(make_ctx(tmp_path, snapshot=empty))
     assert result.status == "fail"
     assert result.finding == "no Gaudi card detected (hl-smi not found on PATH)"
@@ -172,16 +172,12 @@ def test_busy_in_a_container_explains_invisible_holders(tmp_path: Path) -> None:
 
 
 def test_busy_skips_without_any_source(tmp_path: Path) -> None:
-    from tests.doctor.hosts import unavailable
-
     result = host.cards_busy(make_ctx(tmp_path, holders_provider=unavailable("no /proc scan")))
     assert result.status == "skip"
     assert "no /proc scan" in result.finding
 
 
 def test_busy_uses_hl_smi_processes_when_the_scan_is_missing(tmp_path: Path) -> None:
-    from tests.doctor.hosts import unavailable
-
     snapshot = gaudi2_snapshot(processes=(DeviceProcess(2, 77, "python3", 1024, "root"),))
     result = host.cards_busy(make_ctx(tmp_path, snapshot=snapshot, holders_provider=unavailable("no scan")))
     assert result.status == "warn"
