@@ -121,6 +121,13 @@ def test_visible_unsupported_set_warns_with_the_nearest(tmp_path: Path) -> None:
     assert result.fix == "export HABANA_VISIBLE_MODULES=0,1,2,3"
 
 
+def test_visible_module_out_of_range_without_a_device_map(tmp_path: Path) -> None:
+    result = visible(tmp_path, modules="8,9", mapped=False)
+    assert result.status == "warn"
+    assert "module IDs run from 0 to 7" in result.finding
+    assert result.fix.startswith("Use module IDs 0–7")
+
+
 def test_visible_devices_none_warns(tmp_path: Path) -> None:
     result = visible(tmp_path, devices="none")
     assert result.status == "warn"

@@ -139,7 +139,9 @@ def env_visible_modules(ctx: CheckContext) -> Outcome:
         return warn(
             f"{name}: {verdict.message}",
             f"{SUPPORTED}; other partial sets are not supported for distributed jobs.",
-            f"export {MODULES}={visible_modules(verdict.nearest or ())}",
+            f"export {MODULES}={visible_modules(verdict.nearest)}"
+            if verdict.nearest
+            else f"Use module IDs 0–7 from `hl-smi -Q index,module_id -f csv`: export {MODULES}=0,1",
         )
     return ok(f"{name}: {verdict.message}")
 
