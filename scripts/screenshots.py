@@ -11,43 +11,56 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from textual.pilot import Pilot
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "screenshots"
 SIZE = (100, 30)
 
 
-async def chat_conversation(pilot: Pilot) -> None:
+async def run_checklist(pilot) -> None:
+    """The checklist of a replayed Gaudi 2 host (tests/doctor/hosts.py), one finding opened."""
+    sys.path.insert(0, str(ROOT))
+    from gaudi_tui.core.doctor.checks import ALL_CHECKS
+    from gaudi_tui.ui.screens.checklist import CheckList
+    from tests.doctor.hosts import demo_gaudi_host
+
+    pilot.app.screen.context_factory = demo_gaudi_host(Path(tempfile.mkdtemp(prefix="gaudi-tui-shots-site-")))
+    await pilot.press("r")
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+    pilot.app.screen.query_one(CheckList).index = [c.id for c in ALL_CHECKS].index("cards.busy")
+    await pilot.press("enter")
+
+
+async def chat_conversation(pilot) -> None:
     """Two conversations with the real demo model (its engine loads on the first question)."""
     screen = pilot.app.screen
     for question in ("Which card is HL-225?", "What is hl-smi?"):
         await pilot.press("n", *question, "enter")
         await pilot.pause(0.2)
         deadline = time.monotonic() + 180
-        while screen.engine_state != "ready" or screen.live is not None:  # type: ignore[attr-defined]
+        while screen.engine_state != "ready" or screen.live is not None:
             if time.monotonic() > deadline:
                 raise RuntimeError("the demo model did not answer in time")
             await pilot.pause(0.1)
         await pilot.press("escape")
 
 
-# (file name, keys pressed after start-up, what to do then)
-SHOTS: list[tuple[str, list[str], Callable[[Pilot], Awaitable[None]] | None]] = [
-    ("devices.svg", ["1"], None),
-    ("checklist.svg", ["2"], None),
-    ("chat.svg", ["3"], chat_conversation),
-    ("training.svg", ["4"], None),
-    ("help.svg", ["question_mark"], None),
+# what a screen needs after its keys to show real content
+SETUPS = {"checklist.svg": run_checklist, "chat.svg": chat_conversation}
+
+# (file name, keys pressed after start-up)
+SHOTS = [
+    ("devices.svg", ["1"]),
+    ("checklist.svg", ["2"]),
+    ("chat.svg", ["3"]),
+    ("training.svg", ["4"]),
+    ("help.svg", ["question_mark"]),
 ]
 
 
-async def shoot(name: str, keys: list[str], then: Callable[[Pilot], Awaitable[None]] | None) -> None:
+async def shoot(name: str, keys: list[str]) -> None:
     from gaudi_tui.core.accelerator import Accelerator
     from gaudi_tui.ui.app import GaudiApp
 
@@ -55,8 +68,8 @@ async def shoot(name: str, keys: list[str], then: Callable[[Pilot], Awaitable[No
     app = GaudiApp(accelerator=cpu, hostname="gaudi-host")
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press(*keys)
-        if then is not None:
-            await then(pilot)
+        if name in SETUPS:
+            await SETUPS[name](pilot)
         await pilot.pause(0.5)
         app.save_screenshot(filename=name, path=str(OUT))
     print(f"wrote screenshots/{name}")
@@ -65,8 +78,8 @@ async def shoot(name: str, keys: list[str], then: Callable[[Pilot], Awaitable[No
 def main() -> int:
     os.environ.setdefault("GAUDI_TUI_HOME", tempfile.mkdtemp(prefix="gaudi-tui-shots-"))
     OUT.mkdir(exist_ok=True)
-    for name, keys, then in SHOTS:
-        asyncio.run(shoot(name, keys, then))
+    for name, keys in SHOTS:
+        asyncio.run(shoot(name, keys))
     return 0
 
 
