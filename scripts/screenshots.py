@@ -34,7 +34,8 @@ async def run_checklist(pilot) -> None:
 
 
 async def chat_conversation(pilot) -> None:
-    """Two conversations with the real demo model (its engine loads on the first question)."""
+    """Two conversations with the real demo model (its engine loads on the first question), and the
+    parameters panel."""
     screen = pilot.app.screen
     for question in ("Which card is HL-225?", "What is hl-smi?"):
         await pilot.press("n", *question, "enter")
@@ -45,6 +46,7 @@ async def chat_conversation(pilot) -> None:
                 raise RuntimeError("the demo model did not answer in time")
             await pilot.pause(0.1)
         await pilot.press("escape")
+    await pilot.press("p")  # and the parameters panel
 
 
 # what a screen needs after its keys to show real content
