@@ -141,7 +141,10 @@ async def test_switch_rename_copy_export_delete_and_bad_parameters(
         assert app.clipboard == ANSWER
         await pilot.press("e")
         exports = sorted(p.name for p in (gaudi_home / "data" / "exports").iterdir())
-        assert exports == [f"gaudi-2-cards-{screen.conversation_id}.json", f"gaudi-2-cards-{screen.conversation_id}.md"]
+        assert exports == [
+            f"gaudi-2-cards-{screen.conversation_id}.json",
+            f"gaudi-2-cards-{screen.conversation_id}.md",
+        ]
 
         await pilot.press("i", "tab")  # Tab leaves the message box too
         assert not isinstance(app.focused, Input)

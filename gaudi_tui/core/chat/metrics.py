@@ -6,13 +6,16 @@ Plain values that travel as JSON between the engine child, the store and the UI.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Any
 
+from gaudi_tui.core.chat.protocol import known_fields
 
-def _pick(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
-    known = {f.name for f in fields(cls)}
-    return {k: v for k, v in data.items() if k in known}
+
+def _with_memory(cls: type, data: Mapping[str, Any]) -> Any:
+    values = known_fields(cls, data)
+    values["memory"] = MemoryReport.from_dict(data.get("memory"))
+    return cls(**values)
 
 
 def format_bytes(n: int | None) -> str:
@@ -57,7 +60,7 @@ class MemoryReport:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> MemoryReport | None:
-        return cls(**_pick(cls, data)) if data else None
+        return cls(**known_fields(cls, data)) if data else None
 
 
 @dataclass(frozen=True)
@@ -90,15 +93,11 @@ class LoadReport:
         return " · ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["memory"] = self.memory.to_dict() if self.memory else None
-        return data
+        return asdict(self)  # the memory report becomes a nested dict
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> LoadReport:
-        values = _pick(cls, data)
-        values["memory"] = MemoryReport.from_dict(data.get("memory"))
-        return cls(**values)
+        return _with_memory(cls, data)
 
 
 @dataclass(frozen=True)
@@ -127,17 +126,11 @@ class AnswerMetrics:
         return " · ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["memory"] = self.memory.to_dict() if self.memory else None
-        return data
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> AnswerMetrics | None:
-        if not data:
-            return None
-        values = _pick(cls, data)
-        values["memory"] = MemoryReport.from_dict(data.get("memory"))
-        return cls(**values)
+        return _with_memory(cls, data) if data else None
 
 
 def decode_rate(tokens_out: int, first_at: float | None, last_at: float | None) -> float | None:

@@ -7,10 +7,11 @@ use them, so an option refused on Gaudi is refused the same way everywhere.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from gaudi_tui.core.accelerator import Kind
+from gaudi_tui.core.chat.protocol import known_fields
 
 Dtype = Literal["auto", "bfloat16", "float16", "float32"]
 Quantization = Literal["none", "nf4", "fp4", "int8"]
@@ -65,8 +66,7 @@ class LoadOptions:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> LoadOptions:
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        return cls(**known_fields(cls, data))
 
 
 @dataclass(frozen=True)
@@ -95,8 +95,7 @@ class GenerationParams:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> GenerationParams:
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        return cls(**known_fields(cls, data))
 
     @classmethod
     def parse(cls, texts: Mapping[str, str], **given: Any) -> GenerationParams:

@@ -9,6 +9,8 @@ stats {memory}, error {kind, message, during}, bye.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from dataclasses import fields
 from typing import Any
 
 OPS = ("load", "generate", "stop", "stats", "shutdown")
@@ -35,3 +37,9 @@ def decode(line: bytes | str, key: str) -> dict[str, Any]:
     if message.get(key) not in known:
         raise ProtocolError(f"unknown {key} {message.get(key)!r}")
     return message
+
+
+def known_fields(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
+    """The items of `data` that dataclass `cls` has fields for (a newer peer may send more)."""
+    names = {f.name for f in fields(cls)}
+    return {k: v for k, v in data.items() if k in names}

@@ -24,16 +24,17 @@ from gaudi_tui.core.chat.errors import ChatError
 from gaudi_tui.core.chat.metrics import AnswerMetrics, LoadReport
 from gaudi_tui.core.chat.options import GenerationParams, LoadOptions
 from gaudi_tui.core.chat.store import ChatStore, Conversation, prompt_messages
+from gaudi_tui.core.demo import DEMO_LABEL, DEMO_MODEL_ID
 from gaudi_tui.ui.screens.base import PanelScreen
 from gaudi_tui.ui.screens.chat_dialogs import ConfirmDialog, LoadDialog, RenameDialog
 from gaudi_tui.ui.widgets.chat_message import STATUS_WORDS, MessageView
 from gaudi_tui.ui.widgets.chat_params import ParamsPanel
 
-CHUNK_INTERVAL_S = 0.1
-"""Tokens reach the pane at most 10 times a second: Markdown re-renders cost CPU the engine needs."""
+CHUNK_INTERVAL_S = 0.2
+"""Tokens reach the pane at most 5 times a second: each Markdown append re-lays out the screen,
+CPU that a CPU-only engine on the same host needs (bench/chat.py measures both)."""
 SAVE_INTERVAL_S = 1.0
 """A streaming answer is written to the store this often, so a crash loses at most a second."""
-DEMO_NAMES = ("", "demo")
 EMPTY_HINT = (
     "No messages yet. i (or Enter on a conversation) moves to the message box; your first "
     "message loads the model. m chooses the model and load options, p shows the parameters, "
@@ -42,9 +43,8 @@ EMPTY_HINT = (
 
 
 def model_label(options: LoadOptions) -> str:
-    from gaudi_tui.core.demo import DEMO_LABEL
-
-    return DEMO_LABEL if options.model.strip() in DEMO_NAMES else options.model
+    """The name shown for a model not loaded yet ("demo model" for the demo)."""
+    return DEMO_LABEL if options.model.strip() in ("", DEMO_MODEL_ID) else options.model
 
 
 # ---- messages from workers ------------------------------------------------------------------
@@ -98,7 +98,7 @@ class LiveAnswer:
 
 
 class ChunkBatcher:
-    """Collects streamed text in the worker thread and posts it at most every `interval` seconds;
+    """Collects streamed text in the worker thread and posts it at most every CHUNK_INTERVAL_S;
     also saves the answer so far to the store every SAVE_INTERVAL_S."""
 
     def __init__(self, screen: ChatScreen, store: ChatStore, message_id: int) -> None:
@@ -134,7 +134,7 @@ class ChatScreen(PanelScreen):
         "and measured. Sending a message loads the model if needed (the demo model by default; m "
         "chooses a local folder or a Hub id and the load options). Esc stops an answer and keeps "
         "it; Esc in the message box goes back to the conversation list, where the single-letter "
-        "keys work. Conversations are saved as you type them."
+        "keys work. Conversations are saved as they happen."
     )
     AUTO_FOCUS = "#conversations"
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
