@@ -208,6 +208,9 @@ class ChatScreen(PanelScreen):
         self.show_state()
 
     def on_unmount(self) -> None:
+        if self.live is not None and self.store is not None:  # quitting mid-answer keeps what came
+            note = "Interrupted: the panel was closed while answering."
+            self.store.update_message(self.live.message_id, self.live.text, "partial", None, note)
         if self.client is not None:
             self.client.shutdown(timeout=2.0)
             self.client = None
