@@ -437,7 +437,7 @@ class ChatScreen(PanelScreen):
         self.notify(message.text, severity="warning", timeout=8)
 
     async def on_answer_done(self, message: AnswerDone) -> None:
-        live = self.live
+        live, self.live = self.live, None  # stored below before anything awaits
         if live is None:
             return
         note = " ".join(live.warnings)
@@ -460,12 +460,11 @@ class ChatScreen(PanelScreen):
             else:
                 self.engine_state = "ready"
                 self.notify(error.message, title="The answer failed", severity="error", timeout=10)
+        self.show_state()
         if live.stream is not None:
             await live.stream.stop()
         if live.view is not None:
             live.view.set_meta(meta, note)
-        self.live = None
-        self.show_state()
 
     # ---- the engine --------------------------------------------------------------------------
     def load_model(self, options: LoadOptions) -> None:
