@@ -45,6 +45,10 @@ def parse_any(text: str, csv_fields: Sequence[str] | None = None) -> Reading:
         if csv_fields is not None or _looks_like_csv(text):
             return parse_csv(text, csv_fields)
     except Exception as error:  # a parser bug must not take the caller down
-        return Reading(kind="unknown", errors=(f"could not parse the input ({type(error).__name__}: {error})",))
+        return Reading(
+            kind="unknown", errors=(f"could not parse the input ({type(error).__name__}: {error})",)
+        )
     first = text.strip().splitlines()[0][:60]
-    return Reading(kind="unknown", errors=(f"not an hl-smi output gaudi-tui knows (starts {first!r}); expected {FORMS}",))
+    return Reading(
+        kind="unknown", errors=(f"not an hl-smi output gaudi-tui knows (starts {first!r}); expected {FORMS}",)
+    )

@@ -93,7 +93,11 @@ def parse_row(fields: Sequence[str], line: str, fallback_index: int) -> Row:
     if "index" not in fields and all(value is None for value in found.values()):
         return Row(None, error=f"no readable value in {_clip(line)!r}")
     free = found.pop("_memory_free_mib", None)
-    if found.get("memory_used_mib") is None and free is not None and found.get("memory_total_mib") is not None:
+    if (
+        found.get("memory_used_mib") is None
+        and free is not None
+        and found.get("memory_total_mib") is not None
+    ):
         found["memory_used_mib"] = found["memory_total_mib"] - free
     aggregate = found.pop("_uncorrected_aggregate", None)
     if found.get("uncorrected_errors") is None:

@@ -55,7 +55,12 @@ def _first_line(cells: list[str]) -> dict[str, Any] | None:
     if bus is None or not (_BUS.match(bus) or bus.upper() == "N/A"):
         return None
     ecc = v.integer(cells[2].split()[0]) if len(cells) > 2 and cells[2].split() else None
-    return {"index": int(tokens[0]), "name": tokens[1], "bus_id": v.text_or_none(bus), "uncorrected_errors": ecc}
+    return {
+        "index": int(tokens[0]),
+        "name": tokens[1],
+        "bus_id": v.text_or_none(bus),
+        "uncorrected_errors": ecc,
+    }
 
 
 def _second_line(cells: list[str]) -> dict[str, Any]:

@@ -1,8 +1,8 @@
 """`hl-smi topo -c -N` (module ID → CPU affinity, NUMA node) → a Reading.
 
-    modID   CPU Affinity    NUMA Affinity
-    -----   ------------    -------------
-    4       40-79, 120-159          1
+modID   CPU Affinity    NUMA Affinity
+-----   ------------    -------------
+4       40-79, 120-159          1
 """
 
 from __future__ import annotations

@@ -46,7 +46,11 @@ class Reading:
 
 
 def _needs_numa(device: Device, reading: Reading) -> bool:
-    return device.numa_node is None and device.module_id is not None and device.module_id in reading.numa_by_module
+    return (
+        device.numa_node is None
+        and device.module_id is not None
+        and device.module_id in reading.numa_by_module
+    )
 
 
 def make_device(index: int, values: Mapping[str, Any]) -> Device:
@@ -93,10 +97,16 @@ def merge(readings: Iterable[Reading]) -> Reading:
             else:
                 processes[key] = replace(
                     known_process,
-                    memory_mib=known_process.memory_mib if known_process.memory_mib is not None else process.memory_mib,
+                    memory_mib=known_process.memory_mib
+                    if known_process.memory_mib is not None
+                    else process.memory_mib,
                     user=known_process.user or process.user,
                 )
-        for mapping, into in ((reading.numa_by_module, numa), (reading.cpus_by_module, cpus), (reading.nic_ports, nic)):
+        for mapping, into in (
+            (reading.numa_by_module, numa),
+            (reading.cpus_by_module, cpus),
+            (reading.nic_ports, nic),
+        ):
             for key, value in mapping.items():
                 into.setdefault(key, value)  # type: ignore[arg-type]
         hl_smi_version = hl_smi_version or reading.hl_smi_version
