@@ -51,7 +51,7 @@ def cards_from_table(text: str) -> list[dict[str, str]]:
     lines = [line.strip() for line in text.splitlines()]
     driver = versions(text).get("Driver", "N/A")
     cards = []
-    for first, second in zip(lines, lines[1:]):
+    for first, second in zip(lines, lines[1:], strict=False):
         head, tail = _LINE1.match(first), _LINE2.match(second)
         if not (head and tail):
             continue
@@ -85,7 +85,7 @@ def cards_from_csv(text: str) -> list[dict[str, str]]:
     cards = []
     for number, line in enumerate(lines[1:]):
         card = {"index": str(number), "bus_id": "N/A", "driver_version": "N/A", "power.max": "N/A"}
-        card.update(zip(fields, (cell.strip() for cell in line.split(","))))
+        card.update(zip(fields, (cell.strip() for cell in line.split(",")), strict=False))
         if "memory.total" in card and "memory.used" in card:
             card["memory.free"] = str(int(card["memory.total"]) - int(card["memory.used"]))
         cards.append(card)

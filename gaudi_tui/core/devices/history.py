@@ -18,7 +18,7 @@ class History:
     def add(self, snapshot: DeviceSnapshot) -> None:
         for device in snapshot.devices:
             for metric, value in zip(
-                METRICS, (device.utilization_pct, device.memory_used_mib, device.power_draw_w)
+                METRICS, (device.utilization_pct, device.memory_used_mib, device.power_draw_w), strict=True
             ):
                 key = (device.index, metric)
                 series = self._series.get(key)

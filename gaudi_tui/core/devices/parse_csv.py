@@ -84,7 +84,7 @@ def parse_row(fields: Sequence[str], line: str, fallback_index: int) -> Row:
     if len(cells) != len(fields):
         return Row(None, error=f"expected {len(fields)} values, got {len(cells)}: {_clip(line)!r}")
     found: dict[str, Any] = {}
-    for name, cell in zip(fields, cells):
+    for name, cell in zip(fields, cells, strict=True):
         attr, convert = _CONVERT.get(name, ("", v.text_or_none))
         if attr:
             found[attr] = convert(cell)
