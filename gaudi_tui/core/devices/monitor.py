@@ -65,7 +65,7 @@ class DeviceMonitor:
         self.config = config
         self.on_update = on_update
         self.cancel = cancel
-        self.read_host = host_reader or HostReader().read
+        self.read_host = host_reader or HostReader(min_gap=config.interval).read
         self.snapshot = DeviceSnapshot(source="none")
         self.faults: tuple[Fault, ...] = ()
         self.retry_in: float | None = None
@@ -73,6 +73,10 @@ class DeviceMonitor:
         self._holders_at = float("-inf")
         self.backoff = hlsmi.Backoff(config.backoff_start, config.backoff_max)
         self.poller: hlsmi.HlSmiPoller | None = None
+
+    def request_holder_scan(self) -> None:
+        """Rescan /proc at the next refresh (after stopping a holder, say)."""
+        self._holders_at = float("-inf")
 
     # -- publishing ---------------------------------------------------------------------------
     def _scan_holders(self) -> None:
@@ -179,3 +183,15 @@ class DeviceMonitor:
                 except NvmlUnavailable:
                     pass
             self._host_only(fault)
+
+
+def quick_fault(config: MonitorConfig) -> Fault | None:
+    """Without running anything: the fault the monitor will report when no source can exist here
+    (no hl-smi on PATH, no pyhlml, no pynvml). Lets the screen show its banner on the first frame."""
+    from importlib.util import find_spec
+
+    if shutil.which(config.hl_smi) or (config.use_hlml and find_spec("pyhlml")):
+        return None
+    if config.use_nvml and find_spec("pynvml"):
+        return None
+    return faults.most_specific(faults.hl_smi_missing(config.hl_smi), config.sys_root, config.dev_root)
