@@ -15,7 +15,7 @@ from gaudi_tui.core.devices.reading import Reading, make_device
 
 _BLOCK = re.compile(r"^\[(\d+)\]\s+AIP\s*(?:\(accel(\d+)\))?\s*(\S+)?")
 _KEY_VALUE = re.compile(r"^(?:\[\s*\d+\]\s*)?([^:]+?)\s*:\s*(.*)$")
-_HEADER = re.compile(r"^(Driver Version|HL-SMI Version)\s*:\s*(\S+)", re.MULTILINE)
+_HEADER = re.compile(r"^\s*(Driver Version|HL-SMI Version)\s*:\s*(\S+)", re.MULTILINE)
 _TOP_LEVEL = {
     "Product Name": ("name", v.text_or_none),
     "Module ID": ("module_id", v.integer),
