@@ -40,17 +40,30 @@ def test_header_less_csv_of_gaudi_tuis_own_query_is_recognised() -> None:
     assert len(row.split(",")) == len(QUERY_FIELDS)
     reading = parse_any(row)
     (d,) = reading.devices
-    assert (d.product, d.module_id, d.memory_total_mib, d.power_cap_w, d.uuid) == ("Gaudi 3", 5, 131072, 850, None)
+    assert (d.product, d.module_id, d.memory_total_mib, d.power_cap_w, d.uuid) == (
+        "Gaudi 3",
+        5,
+        131072,
+        850,
+        None,
+    )
     assert reading.driver_version == "1.22.1-97ec1a4"
 
 
 def test_wrapped_process_row_of_older_hl_smi_is_joined() -> None:
     # hl-smi 1.6/1.8 wrapped long process rows onto a second line (reference §1.4).
     row = "|   6       618796     C   ray::ServeRepli                         26330MiB"
-    wrapped = TABLE_116.replace(row, "|   6       618796     C   ray::ServeRepli\n|                                   26330MiB |")
+    wrapped = TABLE_116.replace(
+        row, "|   6       618796     C   ray::ServeRepli\n|                                   26330MiB |"
+    )
     assert wrapped != TABLE_116
     (process,) = parse_table(wrapped).processes
-    assert (process.index, process.pid, process.name, process.memory_mib) == (6, 618796, "ray::ServeRepli", 26330)
+    assert (process.index, process.pid, process.name, process.memory_mib) == (
+        6,
+        618796,
+        "ray::ServeRepli",
+        26330,
+    )
 
 
 def test_table_cut_short_keeps_the_cards_read_and_says_so() -> None:
@@ -99,7 +112,10 @@ def test_parse_any_never_raises_on_truncated_samples(sample: str, start: int, le
 
 
 @FAST
-@given(st.sampled_from(ALL_SAMPLES), st.lists(st.tuples(st.integers(min_value=0), st.text(max_size=12)), max_size=6))
+@given(
+    st.sampled_from(ALL_SAMPLES),
+    st.lists(st.tuples(st.integers(min_value=0), st.text(max_size=12)), max_size=6),
+)
 def test_parse_any_never_raises_on_mangled_lines(sample: str, edits: list[tuple[int, str]]) -> None:
     lines = sample.splitlines()
     for position, junk in edits:

@@ -28,12 +28,21 @@ def test_every_sample_file_has_a_test() -> None:
 
 def test_gaudi1_hl205_x8_1_4_1_table() -> None:
     r = read("gaudi1-hl205-x8-1.4.1-table.txt")
-    assert (r.kind, r.hl_smi_version, r.driver_version) == ("table", "hl-1.4.1-rc-fw-35.0.2.0", "1.4.0-d8f95f4")
+    assert (r.kind, r.hl_smi_version, r.driver_version) == (
+        "table",
+        "hl-1.4.1-rc-fw-35.0.2.0",
+        "1.4.0-d8f95f4",
+    )
     assert [d.index for d in r.devices] == list(range(8))
     first, six = card(r, 0), card(r, 6)
     assert (first.name, first.product, first.bus_id) == ("HL-205", "Gaudi", "0000:20:1d.0")
     assert (first.memory_used_mib, first.memory_total_mib) == (512, 32768)  # `Mib`, lower-case b
-    assert (first.power_draw_w, first.power_cap_w, first.temperature_c, first.utilization_pct) == (102, 350, 35, 2)
+    assert (first.power_draw_w, first.power_cap_w, first.temperature_c, first.utilization_pct) == (
+        102,
+        350,
+        35,
+        2,
+    )
     assert (six.power_draw_w, six.utilization_pct, six.uncorrected_errors) == (108, 4, 0)
     assert r.processes == ()
 
@@ -44,7 +53,11 @@ def test_gaudi2_hl225_x8_1_12_1_table() -> None:
     assert len(r.devices) == 8
     d2 = card(r, 2)
     assert (d2.product, d2.bus_id, d2.power_draw_w, d2.power_cap_w, d2.utilization_pct) == (
-        "Gaudi 2", "0000:1a:00.0", 93, 600, 1,
+        "Gaudi 2",
+        "0000:1a:00.0",
+        93,
+        600,
+        1,
     )
     assert (card(r, 7).bus_id, card(r, 7).power_draw_w, card(r, 7).temperature_c) == ("0000:cd:00.0", 85, 27)
     assert all(d.memory_used_mib == 768 and d.memory_total_mib == 98304 for d in r.devices)
@@ -55,16 +68,29 @@ def test_gaudi2_hl225_x1_1_15_1_table() -> None:
     assert (r.hl_smi_version, r.driver_version) == ("hl-1.15.1-fw-49.0.0.0", "1.15.1-62f612b")
     (only,) = r.devices
     assert (only.index, only.bus_id, only.temperature_c, only.power_draw_w, only.memory_used_mib) == (
-        0, "0000:19:00.0", 29, 93, 768,
+        0,
+        "0000:19:00.0",
+        29,
+        93,
+        768,
     )
 
 
 def test_gaudi2_hl225_x8_1_16_0_process_table() -> None:
     r = read("gaudi2-hl225-x8-1.16.0-process-table.txt")
     assert r.driver_version == "1.16.0-94aac46"
-    assert (card(r, 6).memory_used_mib, card(r, 6).bus_id, card(r, 5).power_draw_w) == (27098, "0000:43:00.0", 100)
+    assert (card(r, 6).memory_used_mib, card(r, 6).bus_id, card(r, 5).power_draw_w) == (
+        27098,
+        "0000:43:00.0",
+        100,
+    )
     (process,) = r.processes  # the row has no closing `|`
-    assert (process.index, process.pid, process.name, process.memory_mib) == (6, 618796, "ray::ServeRepli", 26330)
+    assert (process.index, process.pid, process.name, process.memory_mib) == (
+        6,
+        618796,
+        "ray::ServeRepli",
+        26330,
+    )
 
 
 def test_gaudi2_hl225_x8_1_20_0_busy_table() -> None:
@@ -76,7 +102,12 @@ def test_gaudi2_hl225_x8_1_20_0_busy_table() -> None:
     assert (card(r, 7).power_draw_w, card(r, 7).power_cap_w, card(r, 7).temperature_c) == (100, 600, 30)
     assert card(r, 3).uncorrected_errors == 0  # `Volatile Uncor-Events` column
     (process,) = r.processes  # trailing spaces, no closing `|`
-    assert (process.index, process.pid, process.name, process.memory_mib) == (7, 107684, "ray::_RayTrainW", 16770)
+    assert (process.index, process.pid, process.name, process.memory_mib) == (
+        7,
+        107684,
+        "ray::_RayTrainW",
+        16770,
+    )
 
 
 def test_gaudi2e_hl288e_x8_1_24_0_table() -> None:
@@ -90,7 +121,11 @@ def test_gaudi2e_hl288e_x8_1_24_0_table() -> None:
 
 def test_gaudi2_hl225_1_12_1_list_detail() -> None:
     r = read("gaudi2-hl225-1.12.1-list-detail.txt")
-    assert (r.kind, r.hl_smi_version, r.driver_version) == ("detail", "hl-1.12.1-fw-46.0.5.0", "1.12.1-cb7a7bc")
+    assert (r.kind, r.hl_smi_version, r.driver_version) == (
+        "detail",
+        "hl-1.12.1-fw-46.0.5.0",
+        "1.12.1-cb7a7bc",
+    )
     (d,) = r.devices
     assert (d.index, d.module_id, d.name, d.product, d.bus_id) == (0, 0, "HL-225", "Gaudi 2", "0000:43:00.0")
     assert d.uuid == "01P0-HL2080A0-15-TF8A81-09-07-06"

@@ -24,10 +24,11 @@ def hl_smi_missing(executable: str) -> Fault:
     )
 
 
-def driver_not_loaded() -> Fault:
+def driver_not_loaded(detail: str = "") -> Fault:
     return Fault(
         "driver-not-loaded",
-        "the habanalabs kernel driver is not loaded (/sys/module/habanalabs is absent)",
+        "the habanalabs kernel driver is not loaded (/sys/module/habanalabs is absent)"
+        + (f"; {detail}" if detail else ""),
         "load it with `sudo modprobe habanalabs` and check `dmesg | grep habanalabs` for errors",
     )
 
@@ -87,5 +88,5 @@ def most_specific(fault: Fault, sys_root: str = "/sys", dev_root: str = "/dev") 
     if denied:
         return permission_denied([str(n) for n in denied])
     if fault.code != "hl-smi-missing" and not sysfs.driver_loaded(sys_root):
-        return driver_not_loaded()
+        return driver_not_loaded(fault.what)
     return fault

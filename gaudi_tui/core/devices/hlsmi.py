@@ -27,6 +27,8 @@ from gaudi_tui.core.devices.reading import Reading, merge
 
 QUIET_S = 0.15
 """A refresh is complete when the pipe has been quiet this long (or an index comes round again)."""
+LONGEST_TICK_S = 1.0
+"""…or when lines have been arriving for this long without either (a child printing garbage)."""
 
 
 def query_args(fields: Sequence[str], interval: int | None = None) -> list[str]:
@@ -280,6 +282,7 @@ class _TickReader:
         self.errors: list[str] = []
         self.driver: str | None = None
         self.last_data = 0.0
+        self.pending_since: float | None = None
         self.done: list[Reading] = []
 
     @property
@@ -288,6 +291,8 @@ class _TickReader:
 
     def feed(self, data: bytes, now: float) -> None:
         self.last_data = now
+        if self.pending_since is None:
+            self.pending_since = now
         self.buffer += data
         *lines, self.buffer = self.buffer.split(b"\n")
         for raw in lines:
@@ -314,9 +319,11 @@ class _TickReader:
                 )
             )
         self.devices, self.errors = [], []
+        self.pending_since = None
 
     def ready(self, now: float) -> list[Reading]:
-        if now - self.last_data >= QUIET_S:
+        overdue = self.pending_since is not None and now - self.pending_since >= LONGEST_TICK_S
+        if now - self.last_data >= QUIET_S or overdue:
             if self.buffer.strip():
                 self.feed(b"\n", self.last_data)
             self._flush()

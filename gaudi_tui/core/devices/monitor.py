@@ -73,6 +73,7 @@ class DeviceMonitor:
         self._holders_at = float("-inf")
         self.backoff = hlsmi.Backoff(config.backoff_start, config.backoff_max)
         self.poller: hlsmi.HlSmiPoller | None = None
+        self._hlml_after = 0.0
 
     def request_holder_scan(self) -> None:
         """Rescan /proc at the next refresh (after stopping a holder, say)."""
@@ -122,6 +123,7 @@ class DeviceMonitor:
                     return
         except Exception as error:  # a lost card or driver: fall back, retry later
             self._fault(failed(f"{type(error).__name__}: {error}"), None)
+            self.publish()
         finally:
             source.close()
 
@@ -164,9 +166,10 @@ class DeviceMonitor:
     def run(self) -> None:
         while not self.cancel.is_set():
             fault: Fault | None = None
-            if self.config.use_hlml:
+            if self.config.use_hlml and time.monotonic() >= self._hlml_after:
                 try:
                     self._run_in_process(HlmlSource(self.config.sys_root), "hlml", faults.hlml_failed)
+                    self._hlml_after = time.monotonic() + self.backoff.take()  # it failed: not at once again
                     continue
                 except HlmlUnavailable:
                     pass
