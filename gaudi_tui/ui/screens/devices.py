@@ -6,6 +6,7 @@ hl-smi child, NVML or host only) and posts each refresh as a message; this scree
 
 from __future__ import annotations
 
+import logging
 import signal
 import threading
 import time
@@ -31,6 +32,8 @@ from gaudi_tui.ui.screens.base import PanelScreen
 from gaudi_tui.ui.widgets.confirm import ConfirmScreen
 from gaudi_tui.ui.widgets.device_table import DeviceTable
 from gaudi_tui.ui.widgets.sparkline_text import spark
+
+log = logging.getLogger(__name__)
 
 DETAIL_SPARK = 50
 TERM_GRACE_S = 5.0
@@ -102,6 +105,8 @@ class DevicesScreen(PanelScreen):
         self.chosen: set[int] = set()
         self.sort = 0
         self._feed: Feed | None = None
+        self._feed_cancel: threading.Event | None = None
+        self._feed_thread: threading.Thread | None = None
 
     # -- layout -------------------------------------------------------------------------------
     def compose_body(self) -> ComposeResult:
@@ -116,18 +121,29 @@ class DevicesScreen(PanelScreen):
         self.chosen = set(getattr(self.app, "selected_cards", ()) or ())
         fault = quick_fault(self.config)
         self._show_banner(fault.banner() if fault else None)
+        empty = MonitorUpdate(DeviceSnapshot(source="none"), None, ())
+        self.query_one("#devices-status", Static).update(self._status_text(empty))
         self._render_choice()
         self._render_detail()
         self.watch_devices()
 
     # -- the feed -------------------------------------------------------------------------------
-    @work(thread=True, exclusive=True, exit_on_error=False, group="devices", description="device feed")
     def watch_devices(self) -> None:
-        worker = get_current_worker()
-        self._feed = self.make_feed(
-            lambda update: self.post_message(DevicesUpdated(update)), worker.cancelled_event
-        )
-        self._feed.run()
+        """Start (or restart) the feed in its own thread. Not a Textual worker: it runs for the
+        screen's whole life, and workers are for jobs that finish (the app waits for those)."""
+        self._stop_feed()
+        cancel = threading.Event()
+        feed = self.make_feed(lambda update: self.post_message(DevicesUpdated(update)), cancel)
+        thread = threading.Thread(target=_run_feed, args=(feed,), name="device feed", daemon=True)
+        self._feed, self._feed_cancel, self._feed_thread = feed, cancel, thread
+        thread.start()
+
+    def _stop_feed(self, wait: float = 0.0) -> None:
+        """Cancel the feed; with `wait`, give it that long to end its hl-smi child."""
+        if self._feed_cancel is not None:
+            self._feed_cancel.set()
+        if wait and self._feed_thread is not None:
+            self._feed_thread.join(wait)
 
     def on_devices_updated(self, message: DevicesUpdated) -> None:
         self.latest = message.update
@@ -141,7 +157,7 @@ class DevicesScreen(PanelScreen):
             self._redraw()
 
     def on_unmount(self) -> None:
-        self.workers.cancel_group(self, "devices")
+        self._stop_feed(wait=3.0)
 
     # -- drawing --------------------------------------------------------------------------------
     @property
@@ -186,8 +202,8 @@ class DevicesScreen(PanelScreen):
         device = self._current_device()
         if device is None:
             detail.update(
-                "No card data. The map fills in when HLML, hl-smi or NVML answers; the host row above "
-                "is always live."
+                "Devices — no card data. The map fills in when HLML, hl-smi or NVML answers; the host "
+                "row above is always live."
             )
             return
         detail.update(self._detail_text(device))
@@ -380,6 +396,13 @@ class DevicesScreen(PanelScreen):
             self.notify(
                 f"PID {holder.pid} did not exit after SIGKILL (stuck in the driver?).", severity="error"
             )
+
+
+def _run_feed(feed: Feed) -> None:
+    try:
+        feed.run()
+    except Exception:  # a feed bug must not take the panel down; the map just stops updating
+        log.exception("device feed failed")
 
 
 def _fmt(value: float | int | None) -> str:

@@ -20,19 +20,19 @@ SPARK = 5
 TEMP_WARN, TEMP_HOT = 75.0, 90.0
 """°C; Intel publishes no slowdown threshold for hl-smi to compare with, so these are gaudi-tui's."""
 POWER_WARN = 0.9
-COLUMNS = (
-    ("sel", " "),
-    ("idx", "Idx"),
-    ("mod", "Mod"),
-    ("card", "Card"),
-    ("util", "Util"),
-    ("hbm", "HBM rsvd"),
-    ("power", "Power"),
-    ("temp", "Temp"),
-    ("ecc", "ECC"),
-    ("holder", "Holder"),
-    ("numa", "NUMA"),
-    ("bus", "Bus"),
+COLUMNS = (  # key, label, width: fixed, so the map does not jump as values change
+    ("sel", " ", 1),
+    ("idx", "Idx", 3),
+    ("mod", "Mod", 3),
+    ("card", "Card", 8),
+    ("util", "Util", 4 + 1 + SPARK),
+    ("hbm", "HBM rsvd", 8 + 1 + SPARK),
+    ("power", "Power", 8 + 1 + SPARK),
+    ("temp", "Temp", 5),
+    ("ecc", "ECC", 3),
+    ("holder", "Holder", 25),
+    ("numa", "NUMA", 4),
+    ("bus", "Bus", 12),
 )
 
 
@@ -77,11 +77,11 @@ def row_cells(device: Device, use: CardUse | None, history: History, chosen: boo
             style="green" if (device.utilization_pct or 0) >= 50 else "",
         ),
         Text(
-            f"{_gib(device.memory_used_mib)}/{_gib(device.memory_total_mib)}G {hbm_spark}",
+            f"{_gib(device.memory_used_mib) + '/' + _gib(device.memory_total_mib) + 'G':>8} {hbm_spark}",
             style="bold" if busy else "",
         ),
         Text(
-            f"{_num(device.power_draw_w)}/{_num(device.power_cap_w)}W {power_spark}",
+            f"{_num(device.power_draw_w) + '/' + _num(device.power_cap_w) + 'W':>8} {power_spark}",
             style=power_style(device),
         ),
         Text(f"{_num(device.temperature_c)}°C", style=temperature_style(device.temperature_c)),
@@ -107,12 +107,12 @@ class DeviceTable(DataTable):
         self._order: list[int] = []
 
     def on_mount(self) -> None:
-        for key, label in COLUMNS:
-            self.add_column(label, key=key)
+        for key, label, width in COLUMNS:
+            self.add_column(label, key=key, width=width)
 
     def label_sort(self, column: str | None, arrow: str) -> None:
         """Mark the sort column's header (e.g. `Util ▼`)."""
-        for key, label in COLUMNS:
+        for key, label, _width in COLUMNS:
             self.columns[key].label = Text(f"{label} {arrow}" if key == column else label)  # type: ignore[index]
         self.refresh()
 
@@ -147,7 +147,7 @@ class DeviceTable(DataTable):
         for index in order:
             signature = _signature(rows[index])
             old = self._shown.get(index)
-            for (key, _label), cell, new, before in zip(
+            for (key, _label, _width), cell, new, before in zip(
                 COLUMNS, rows[index], signature, old or (), strict=False
             ):
                 if new != before:
