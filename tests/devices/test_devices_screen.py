@@ -94,11 +94,11 @@ async def test_map_shows_every_card_with_holder_state_and_versions() -> None:
         await pilot.pause(0.3)
         table = app.screen.query_one(DeviceTable)
         assert table.row_count == 8
-        assert cell(app, 3, "hbm").startswith("94/96G")  # last tick: the busy sample
+        assert cell(app, 3, "hbm").strip().startswith("94/96G")  # last tick: the busy sample
         assert cell(app, 3, "holder") == "busy, holder not visible"
         assert cell(app, 7, "holder") == "ray::_RayTrainW (107684)"
         assert cell(app, 0, "mod") == "2" and cell(app, 0, "card") == "Gaudi 2"
-        assert cell(app, 7, "power").startswith("100/600W")
+        assert cell(app, 7, "power").strip().startswith("100/600W")
         status = text(app, "#devices-status")
         assert "host: CPU 7% of 16 cores" in status
         assert "8 cards via hl-smi · hl-smi hl-1.20.0-fw-58.1.1.1 · driver 1.19.1-6f47ddd" in status
