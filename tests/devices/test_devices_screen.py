@@ -84,8 +84,7 @@ def text(app: GaudiApp, selector: str) -> str:
 
 
 def cell(app: GaudiApp, row: int, column: str) -> str:
-    table = app.screen.query_one(DeviceTable)
-    return table.get_cell_at((row, [c.key.value for c in table.ordered_columns].index(column))).plain
+    return app.screen.query_one(DeviceTable).cell_text(row, column)
 
 
 async def test_map_shows_every_card_with_holder_state_and_versions() -> None:

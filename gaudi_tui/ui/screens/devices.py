@@ -19,7 +19,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.message import Message
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 from textual.worker import get_current_worker
 
 from gaudi_tui.core.devices import cardsets, holders
@@ -122,7 +122,7 @@ class DevicesScreen(PanelScreen):
         fault = quick_fault(self.config)
         self._show_banner(fault.banner() if fault else None)
         empty = MonitorUpdate(DeviceSnapshot(source="none"), None, ())
-        self.query_one("#devices-status", Static).update(self._status_text(empty))
+        _show(self.query_one("#devices-status", Static), self._status_text(empty))
         self._render_choice()
         self._render_detail()
         self.watch_devices()
@@ -166,7 +166,7 @@ class DevicesScreen(PanelScreen):
 
     def _show_banner(self, text: str | None) -> None:
         banner = self.query_one("#devices-banner", Static)
-        banner.update(f"⚠ {text} (retries automatically; r retries now)" if text else "")
+        _show(banner, f"⚠ {text} (retries automatically; r retries now)" if text else "")
         banner.set_class(bool(text), "shown")
 
     def _redraw(self) -> None:
@@ -174,7 +174,7 @@ class DevicesScreen(PanelScreen):
         if update is None:
             return
         self._show_banner(update.faults[0].banner() if update.faults else None)
-        self.query_one("#devices-status", Static).update(self._status_text(update))
+        _show(self.query_one("#devices-status", Static), self._status_text(update))
         key = SORTS[self.sort][2]
         devices = sorted(update.snapshot.devices, key=lambda d: (key(d), d.index))
         table = self.query_one(DeviceTable)
@@ -201,12 +201,13 @@ class DevicesScreen(PanelScreen):
         detail = self.query_one("#devices-detail", Static)
         device = self._current_device()
         if device is None:
-            detail.update(
+            _show(
+                detail,
                 "Devices — no card data. The map fills in when HLML, hl-smi or NVML answers; the host "
-                "row above is always live."
+                "row above is always live.",
             )
             return
-        detail.update(self._detail_text(device))
+        _show(detail, self._detail_text(device))
 
     def _detail_text(self, device: Device) -> Text:
         window = self.history.size
@@ -256,7 +257,7 @@ class DevicesScreen(PanelScreen):
         return text
 
     def _render_choice(self) -> None:
-        self.query_one("#devices-choice", Static).update(self._choice_text())
+        _show(self.query_one("#devices-choice", Static), self._choice_text())
 
     def _modules_here(self) -> dict[int, Device]:
         return {d.module_id: d for d in self.snapshot.devices if d.module_id is not None}
@@ -290,7 +291,7 @@ class DevicesScreen(PanelScreen):
             index_of = {}
         return cardsets.export_line(self.chosen, index_of or None)
 
-    def on_data_table_row_highlighted(self, _event: DataTable.RowHighlighted) -> None:
+    def on_device_table_row_highlighted(self, _event: DeviceTable.RowHighlighted) -> None:
         self._render_detail()
 
     # -- actions --------------------------------------------------------------------------------
@@ -396,6 +397,19 @@ class DevicesScreen(PanelScreen):
             self.notify(
                 f"PID {holder.pid} did not exit after SIGKILL (stuck in the driver?).", severity="error"
             )
+
+
+def _show(widget: Static, content: str | Text) -> None:
+    """Update a Static only when its text changed, and re-layout only when its shape did (a
+    layout pass redraws the whole screen: that is most of a refresh's CPU)."""
+    plain = content.plain if isinstance(content, Text) else content
+    lines = plain.split("\n")
+    shape = (len(lines), max(len(line) for line in lines))
+    seen = getattr(widget, "_shown", None)
+    if seen is not None and seen[0] == plain and content == seen[2]:
+        return
+    widget.update(content, layout=seen is None or seen[1] != shape)
+    widget._shown = (plain, shape, content)  # type: ignore[attr-defined]
 
 
 def _run_feed(feed: Feed) -> None:

@@ -1,14 +1,18 @@
-"""The device map: one row per card with values, colour thresholds and 5-minute sparklines.
-
-Only cells whose text changed are redrawn, so a 1 s refresh of 8 cards stays cheap.
-"""
+"""The device map: one row per card with values, colour thresholds and 5-minute sparklines."""
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
+from rich.style import Style
 from rich.text import Text
-from textual.widgets import DataTable
+from textual import events
+from textual.binding import Binding
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 
 from gaudi_tui.core.devices.history import History
 from gaudi_tui.core.devices.model import Device
@@ -34,6 +38,8 @@ COLUMNS = (  # key, label, width: fixed, so the map does not jump as values chan
     ("numa", "NUMA", 4),
     ("bus", "Bus", 12),
 )
+
+TOTAL_WIDTH = sum(width + 2 for _, _, width in COLUMNS)
 
 
 def _num(value: float | int | None, fmt: str = "{:.0f}") -> str:
@@ -92,36 +98,60 @@ def row_cells(device: Device, use: CardUse | None, history: History, chosen: boo
     )
 
 
-def _signature(cells: Sequence[Text]) -> tuple[str, ...]:
-    return tuple(cell.plain + str(cell.style) for cell in cells)
+class DeviceTable(ScrollView, can_focus=True):
+    """The map as a line-API widget: each row is rendered once into a Strip and kept until its
+    values change, so a refresh costs a few changed rows, not the whole table (a DataTable
+    re-renders every cell on any update)."""
 
-
-class DeviceTable(DataTable):
+    COMPONENT_CLASSES = {"device-table--header", "device-table--cursor"}
     DEFAULT_CSS = """
     DeviceTable { height: auto; max-height: 12; }
+    DeviceTable > .device-table--header { text-style: bold; color: $text-accent; }
+    DeviceTable > .device-table--cursor { background: $block-cursor-blurred-background; }
+    DeviceTable:focus > .device-table--cursor {
+        background: $block-cursor-background; color: $block-cursor-foreground; text-style: bold;
+    }
     """
+    BINDINGS = [
+        Binding("up", "move(-1)", "Up", show=False, id="devices.up"),
+        Binding("down", "move(1)", "Down", show=False, id="devices.down"),
+        Binding("home", "move(-1000)", "First card", show=False, id="devices.first"),
+        Binding("end", "move(1000)", "Last card", show=False, id="devices.last"),
+    ]
+
+    cursor_row: reactive[int] = reactive(0)
+
+    class RowHighlighted(Message):
+        """The cursor moved to another card."""
 
     def __init__(self, **kwargs: object) -> None:
-        super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)  # type: ignore[arg-type]
-        self._shown: dict[int, tuple[str, ...]] = {}
+        super().__init__(**kwargs)  # type: ignore[arg-type]
         self._order: list[int] = []
+        self._cells: dict[int, tuple[Text, ...]] = {}
+        self._strips: dict[int, Strip] = {}
+        self._labels = {key: label for key, label, _ in COLUMNS}
+        self._header: Strip | None = None
+        self.virtual_size = Size(TOTAL_WIDTH, 1)
 
-    def on_mount(self) -> None:
-        for key, label, width in COLUMNS:
-            self.add_column(label, key=key, width=width)
-
-    def label_sort(self, column: str | None, arrow: str) -> None:
-        """Mark the sort column's header (e.g. `Util ▼`)."""
-        for key, label, _width in COLUMNS:
-            self.columns[key].label = Text(f"{label} {arrow}" if key == column else label)  # type: ignore[index]
-        self.refresh()
+    # -- data ---------------------------------------------------------------------------------
+    @property
+    def row_count(self) -> int:
+        return len(self._order)
 
     @property
     def current_index(self) -> int | None:
         """The card index under the cursor."""
-        if not self._order or not 0 <= self.cursor_row < len(self._order):
-            return None
-        return self._order[self.cursor_row]
+        return self._order[self.cursor_row] if 0 <= self.cursor_row < len(self._order) else None
+
+    def cell_text(self, row: int, column: str) -> str:
+        keys = [key for key, _, _ in COLUMNS]
+        return self._cells[self._order[row]][keys.index(column)].plain
+
+    def label_sort(self, column: str | None, arrow: str) -> None:
+        """Mark the sort column's header (e.g. `Util ▼`)."""
+        self._labels = {key: f"{label} {arrow}" if key == column else label for key, label, _ in COLUMNS}
+        self._header = None
+        self.refresh()
 
     def show(
         self,
@@ -130,26 +160,79 @@ class DeviceTable(DataTable):
         history: History,
         chosen_modules: Collection[int],
     ) -> None:
+        keep = self.current_index
         order = [d.index for d in devices]
-        rows = {
-            d.index: row_cells(d, uses.get(d.index), history, d.module_id in chosen_modules) for d in devices
-        }
+        changed = order != self._order
+        for device in devices:
+            cells = row_cells(device, uses.get(device.index), history, device.module_id in chosen_modules)
+            if _signature(cells) != _signature(self._cells.get(device.index, ())):
+                self._cells[device.index] = cells
+                self._strips.pop(device.index, None)
+                changed = True
         if order != self._order:
-            keep = self.current_index
-            self.clear()
-            for index in order:
-                self.add_row(*rows[index], key=str(index))
             self._order = order
-            self._shown = {i: _signature(rows[i]) for i in order}
+            self.virtual_size = Size(TOTAL_WIDTH, len(order) + 1)
+            self.refresh(layout=True)
             if keep in order:
-                self.move_cursor(row=order.index(keep))
-            return
-        for index in order:
-            signature = _signature(rows[index])
-            old = self._shown.get(index)
-            for (key, _label, _width), cell, new, before in zip(
-                COLUMNS, rows[index], signature, old or (), strict=False
-            ):
-                if new != before:
-                    self.update_cell(str(index), key, cell)
-            self._shown[index] = signature
+                self.cursor_row = order.index(keep)
+            self.cursor_row = min(self.cursor_row, max(0, len(order) - 1))
+        if changed:
+            self.refresh()
+
+    # -- rendering ------------------------------------------------------------------------------
+    def _line(self, cells: Sequence[Text], style: Style | None = None) -> Strip:
+        line = Text(no_wrap=True, end="")
+        for (_key, _label, width), cell in zip(COLUMNS, cells, strict=True):
+            cell = cell.copy()
+            if cell.justify == "right" and cell.cell_len < width:
+                cell.pad_left(width - cell.cell_len)
+            cell.truncate(width, overflow="ellipsis", pad=True)
+            line.append(" ")
+            line.append_text(cell)
+            line.append(" ")
+        segments = list(line.render(self.app.console))
+        strip = Strip(segments, line.cell_len)
+        return strip.apply_style(style) if style else strip
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        number = y + scroll_y
+        if number == 0:
+            if self._header is None:
+                style = self.get_component_rich_style("device-table--header")
+                self._header = self._line([Text(self._labels[k]) for k, _, _ in COLUMNS], style)
+            strip = self._header
+        elif number - 1 < len(self._order):
+            index = self._order[number - 1]
+            strip = self._strips.get(index)
+            if strip is None:
+                strip = self._strips[index] = self._line(self._cells[index])
+            if number - 1 == self.cursor_row:
+                strip = strip.apply_style(self.get_component_rich_style("device-table--cursor"))
+        else:
+            return Strip.blank(self.size.width, self.rich_style)
+        return strip.crop_extend(scroll_x, scroll_x + self.size.width, self.rich_style)
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._header = None
+        self._strips.clear()
+
+    # -- cursor ---------------------------------------------------------------------------------
+    def watch_cursor_row(self, old: int, new: int) -> None:
+        self.refresh()
+        self.scroll_to_region(Region(0, new + 1, 1, 1), animate=False, immediate=True)
+        self.post_message(self.RowHighlighted())
+
+    def action_move(self, delta: int) -> None:
+        if self._order:
+            self.cursor_row = max(0, min(len(self._order) - 1, self.cursor_row + delta))
+
+    def on_click(self, event: events.Click) -> None:
+        row = event.y + self.scroll_offset.y - 1
+        if 0 <= row < len(self._order):
+            self.cursor_row = row
+
+
+def _signature(cells: Sequence[Text]) -> tuple[str, ...]:
+    return tuple(cell.plain + str(cell.style) for cell in cells)
