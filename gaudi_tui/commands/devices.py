@@ -118,7 +118,7 @@ def _watch(args: argparse.Namespace) -> int:
         if args.count and seen[0] >= args.count:
             cancel.set()
 
-    monitor = DeviceMonitor(MonitorConfig(interval=max(1.0, args.watch)), on_update, cancel)
+    monitor = DeviceMonitor(MonitorConfig(interval=float(args.watch)), on_update, cancel)
     try:
         monitor.run()
     except KeyboardInterrupt:

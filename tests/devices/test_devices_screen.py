@@ -131,6 +131,8 @@ async def test_detail_pane_follows_the_cursor_and_explains_a_hidden_holder() -> 
         assert detail.startswith("Card 3 · module 7 · Gaudi 2 (HL-225) · 0000:b4:00.0 · NUMA 1")
         assert "96565 / 98304 MiB reserved" in detail
         assert "Busy, holder not visible" in detail and "sudo hl-smi" in detail
+        await pilot.click(DeviceTable, offset=(10, 8))  # row 0 is the header: line 8 is card 7
+        assert text(app, "#devices-detail").startswith("Card 7 · module 1")
 
 
 async def test_choosing_cards_validates_warns_and_shares_the_selection() -> None:

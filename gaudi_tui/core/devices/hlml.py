@@ -9,12 +9,11 @@ those are missing from HLML at most once every `SLOW_EVERY` ticks (as are the EC
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, replace
-from types import ModuleType
 from typing import Any
 
 from gaudi_tui.core.devices import sysfs
+from gaudi_tui.core.devices.library import LibrarySource, SourceUnavailable, load, text
 from gaudi_tui.core.devices.model import Device
 from gaudi_tui.core.devices.reading import Reading, make_device
 
@@ -22,17 +21,6 @@ SLOW_EVERY = 10
 MEMORY_ERROR_UNCORRECTED = 1  # hlml.h: HLML_MEMORY_ERROR_TYPE_UNCORRECTED
 VOLATILE_ECC = 0  # hlml.h: HLML_VOLATILE_ECC
 TEMPERATURE_ON_AIP = 0  # hlml.h: HLML_TEMPERATURE_ON_AIP
-
-
-class HlmlUnavailable(Exception):
-    """HLML cannot be used here; str() says why."""
-
-
-def _text(value: Any) -> str | None:
-    if value is None:
-        return None
-    text = value.decode(errors="replace") if isinstance(value, bytes) else str(value)
-    return text.strip("\x00 ").strip() or None
 
 
 @dataclass
@@ -43,45 +31,35 @@ class _Card:
     errors: int | None = None
 
 
-class HlmlSource:
+class HlmlSource(LibrarySource):
     def __init__(self, sys_root: str = "/sys") -> None:
         self.sys_root = sys_root
         self.ticks = 0
-        try:
-            self.lib: ModuleType = importlib.import_module("pyhlml")
-        except ImportError as error:
-            raise HlmlUnavailable("pyhlml is not installed (`pip install 'gaudi-tui[gaudi]'`)") from error
+        self.lib = load("pyhlml", "gaudi")
         try:
             self.lib.hlmlInit()
         except Exception as error:  # pyhlml raises HLMLError subclasses; libhlml missing is one of them
-            raise HlmlUnavailable(f"HLML could not start: {error}") from error
+            raise SourceUnavailable(f"HLML could not start: {error}") from error
         try:
-            self.driver_version = _text(self.lib.hlmlGetDriverVersion())
+            self.driver_version = text(self.lib.hlmlGetDriverVersion())
             self.cards = [self._open_card(i) for i in range(self.lib.hlmlDeviceGetCount())]
         except Exception as error:
             self.close()
-            raise HlmlUnavailable(f"HLML could not list the cards: {error}") from error
-
-    def _optional(self, name: str, *args: Any) -> Any:
-        """Call an HLML function that some cards or versions lack; None when it fails."""
-        try:
-            return getattr(self.lib, name)(*args)
-        except Exception:
-            return None
+            raise SourceUnavailable(f"HLML could not list the cards: {error}") from error
 
     def _open_card(self, position: int) -> _Card:
         handle = self.lib.hlmlDeviceGetHandleByIndex(position)
-        pci = self._optional("hlmlDeviceGetPCIInfo", handle)
-        bus_id = _text(getattr(pci, "bus_id", None))
-        index = self._optional("hlmlDeviceGetMinorNumber", handle)
-        limit = self._optional("hlmlDeviceGetPowerManagementLimit", handle)
+        pci = self.optional("hlmlDeviceGetPCIInfo", handle)
+        bus_id = text(getattr(pci, "bus_id", None))
+        index = self.optional("hlmlDeviceGetMinorNumber", handle)
+        limit = self.optional("hlmlDeviceGetPowerManagementLimit", handle)
         static = make_device(
             position if index is None else int(index),
             {
-                "name": _text(self.lib.hlmlDeviceGetName(handle)),
-                "module_id": self._optional("hlmlDeviceGetModuleID", handle),
+                "name": text(self.lib.hlmlDeviceGetName(handle)),
+                "module_id": self.optional("hlmlDeviceGetModuleID", handle),
                 "bus_id": bus_id,
-                "uuid": _text(self._optional("hlmlDeviceGetUUID", handle)),
+                "uuid": text(self.optional("hlmlDeviceGetUUID", handle)),
                 "power_cap_w": None if limit is None else limit / 1000.0,
                 "numa_node": sysfs.numa_node(bus_id, self.sys_root),
             },
@@ -96,14 +74,14 @@ class HlmlSource:
         for card in self.cards:
             memory = self.lib.hlmlDeviceGetMemoryInfo(card.handle)
             utilization = self.lib.hlmlDeviceGetUtilizationRates(card.handle)
-            power_mw = self._optional("hlmlDeviceGetPowerUsage", card.handle)
+            power_mw = self.optional("hlmlDeviceGetPowerUsage", card.handle)
             temperature = sysfs.onchip_temperature(card.static.index, self.sys_root)
             if temperature is None and slow:
-                temperature = self._optional("hlmlDeviceGetTemperature", card.handle, TEMPERATURE_ON_AIP)
+                temperature = self.optional("hlmlDeviceGetTemperature", card.handle, TEMPERATURE_ON_AIP)
             if temperature is not None:
                 card.temperature = float(temperature)
             if slow:
-                errors = self._optional(
+                errors = self.optional(
                     "hlmlDeviceGetTotalECCErrors", card.handle, MEMORY_ERROR_UNCORRECTED, VOLATILE_ECC
                 )
                 card.errors = None if errors is None else int(errors)
@@ -121,4 +99,4 @@ class HlmlSource:
         return Reading(kind="hlml", devices=tuple(devices), driver_version=self.driver_version)
 
     def close(self) -> None:
-        self._optional("hlmlShutdown")
+        self.optional("hlmlShutdown")

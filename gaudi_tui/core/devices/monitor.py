@@ -17,11 +17,12 @@ from dataclasses import dataclass, replace
 
 from gaudi_tui.core.devices import faults, hlsmi
 from gaudi_tui.core.devices.faults import Fault
-from gaudi_tui.core.devices.hlml import HlmlSource, HlmlUnavailable
+from gaudi_tui.core.devices.hlml import HlmlSource
 from gaudi_tui.core.devices.holders import DEFAULT_NODE_PATTERN, CardHolder, find_holders
 from gaudi_tui.core.devices.host import HostReader, HostStats
+from gaudi_tui.core.devices.library import SourceUnavailable
 from gaudi_tui.core.devices.model import DeviceSnapshot, Source
-from gaudi_tui.core.devices.nvml import NvmlSource, NvmlUnavailable
+from gaudi_tui.core.devices.nvml import NvmlSource
 from gaudi_tui.core.devices.query import with_kernel_facts
 from gaudi_tui.core.devices.reading import Reading, merge
 from gaudi_tui.core.devices.usage import holder_processes
@@ -171,7 +172,7 @@ class DeviceMonitor:
                     self._run_in_process(HlmlSource(self.config.sys_root), "hlml", faults.hlml_failed)
                     self._hlml_after = time.monotonic() + self.backoff.take()  # it failed: not at once again
                     continue
-                except HlmlUnavailable:
+                except SourceUnavailable:
                     pass
             if shutil.which(self.config.hl_smi):
                 fault = self._run_hl_smi()
@@ -183,7 +184,7 @@ class DeviceMonitor:
                 try:
                     self._run_in_process(NvmlSource(self.config.sys_root), "nvml", faults.nvml_failed)
                     continue
-                except NvmlUnavailable:
+                except SourceUnavailable:
                     pass
             self._host_only(fault)
 

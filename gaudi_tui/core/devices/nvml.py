@@ -2,59 +2,35 @@
 
 from __future__ import annotations
 
-import importlib
-from types import ModuleType
-from typing import Any
-
 from gaudi_tui.core.devices import sysfs
+from gaudi_tui.core.devices.library import LibrarySource, SourceUnavailable, load, text
 from gaudi_tui.core.devices.model import DeviceProcess
 from gaudi_tui.core.devices.reading import Reading, make_device
 
 
-class NvmlUnavailable(Exception):
-    """NVML cannot be used here; str() says why."""
-
-
-def _text(value: Any) -> str | None:
-    if value is None:
-        return None
-    return (value.decode(errors="replace") if isinstance(value, bytes) else str(value)).strip() or None
-
-
-class NvmlSource:
+class NvmlSource(LibrarySource):
     def __init__(self, sys_root: str = "/sys") -> None:
         self.sys_root = sys_root
-        try:
-            self.lib: ModuleType = importlib.import_module("pynvml")
-        except ImportError as error:
-            raise NvmlUnavailable(
-                "nvidia-ml-py is not installed (`pip install 'gaudi-tui[nvidia]'`)"
-            ) from error
+        self.lib = load("pynvml", "nvidia")
         try:
             self.lib.nvmlInit()
-            self.driver_version = _text(self.lib.nvmlSystemGetDriverVersion())
+            self.driver_version = text(self.lib.nvmlSystemGetDriverVersion())
             self.handles = [
                 self.lib.nvmlDeviceGetHandleByIndex(i) for i in range(self.lib.nvmlDeviceGetCount())
             ]
         except Exception as error:  # NVMLError: no driver, no GPU
-            raise NvmlUnavailable(f"NVML could not start: {error}") from error
-
-    def _optional(self, name: str, *args: Any) -> Any:
-        try:
-            return getattr(self.lib, name)(*args)
-        except Exception:
-            return None
+            raise SourceUnavailable(f"NVML could not start: {error}") from error
 
     def read(self) -> Reading:
         devices, processes = [], []
         for index, handle in enumerate(self.handles):
             memory = self.lib.nvmlDeviceGetMemoryInfo(handle)
-            rates = self._optional("nvmlDeviceGetUtilizationRates", handle)
-            power = self._optional("nvmlDeviceGetPowerUsage", handle)
-            cap = self._optional("nvmlDeviceGetEnforcedPowerLimit", handle)
-            pci = self._optional("nvmlDeviceGetPciInfo", handle)
-            bus_id = _text(getattr(pci, "busId", None))
-            errors = self._optional(
+            rates = self.optional("nvmlDeviceGetUtilizationRates", handle)
+            power = self.optional("nvmlDeviceGetPowerUsage", handle)
+            cap = self.optional("nvmlDeviceGetEnforcedPowerLimit", handle)
+            pci = self.optional("nvmlDeviceGetPciInfo", handle)
+            bus_id = text(getattr(pci, "busId", None))
+            errors = self.optional(
                 "nvmlDeviceGetTotalEccErrors",
                 handle,
                 getattr(self.lib, "NVML_MEMORY_ERROR_TYPE_UNCORRECTED", 1),
@@ -64,15 +40,15 @@ class NvmlSource:
                 make_device(
                     index,
                     {
-                        "name": _text(self.lib.nvmlDeviceGetName(handle)),
+                        "name": text(self.lib.nvmlDeviceGetName(handle)),
                         "bus_id": bus_id,
-                        "uuid": _text(self._optional("nvmlDeviceGetUUID", handle)),
+                        "uuid": text(self.optional("nvmlDeviceGetUUID", handle)),
                         "memory_used_mib": int(memory.used / 2**20),
                         "memory_total_mib": int(memory.total / 2**20),
                         "utilization_pct": None if rates is None else float(rates.gpu),
                         "power_draw_w": None if power is None else power / 1000.0,
                         "power_cap_w": None if cap is None else cap / 1000.0,
-                        "temperature_c": self._optional(
+                        "temperature_c": self.optional(
                             "nvmlDeviceGetTemperature", handle, getattr(self.lib, "NVML_TEMPERATURE_GPU", 0)
                         ),
                         "uncorrected_errors": errors,
@@ -80,7 +56,7 @@ class NvmlSource:
                     },
                 )
             )
-            for process in self._optional("nvmlDeviceGetComputeRunningProcesses", handle) or []:
+            for process in self.optional("nvmlDeviceGetComputeRunningProcesses", handle) or []:
                 used = getattr(process, "usedGpuMemory", None)
                 processes.append(
                     DeviceProcess(index, int(process.pid), "?", None if used is None else int(used / 2**20))
@@ -93,7 +69,7 @@ class NvmlSource:
         )
 
     def close(self) -> None:
-        self._optional("nvmlShutdown")
+        self.optional("nvmlShutdown")
 
 
 def _short_bus(bus_id: str | None) -> str | None:

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import replace
 
 from gaudi_tui.core.devices import faults, hlsmi, sysfs
-from gaudi_tui.core.devices.hlml import HlmlSource, HlmlUnavailable
+from gaudi_tui.core.devices.faults import Fault
+from gaudi_tui.core.devices.hlml import HlmlSource
 from gaudi_tui.core.devices.holders import find_holders
+from gaudi_tui.core.devices.library import SourceUnavailable
 from gaudi_tui.core.devices.model import DeviceSnapshot
-from gaudi_tui.core.devices.nvml import NvmlSource, NvmlUnavailable
+from gaudi_tui.core.devices.nvml import NvmlSource
 from gaudi_tui.core.devices.reading import Reading, merge
 from gaudi_tui.core.devices.usage import holder_processes
 
@@ -36,18 +39,24 @@ def with_kernel_facts(reading: Reading, sys_root: str = "/sys") -> Reading:
     return replace(reading, devices=tuple(devices))
 
 
-def _read_hlml(sys_root: str) -> Reading:
-    source = HlmlSource(sys_root)
+def _read_library(
+    kind: type[HlmlSource] | type[NvmlSource],
+    sys_root: str,
+    failed: Callable[[str], Fault],
+    errors: list[str],
+) -> Reading | None:
+    """One reading through HLML or NVML, or None (why goes into `errors`, unless not installed)."""
+    try:
+        source = kind(sys_root)
+    except SourceUnavailable as why:
+        if why.installed:
+            errors.append(str(why))
+        return None
     try:
         return source.read()
-    finally:
-        source.close()
-
-
-def _read_nvml(sys_root: str) -> Reading:
-    source = NvmlSource(sys_root)
-    try:
-        return source.read()
+    except Exception as error:
+        errors.append(failed(f"{type(error).__name__}: {error}").banner())
+        return None
     finally:
         source.close()
 
@@ -76,14 +85,8 @@ def read_once(
     """One snapshot from HLML, else hl-smi (one-shot), else NVML, else host only (`source="none"`)."""
     errors: list[str] = []
     try:
-        reading, source = None, "none"
-        try:
-            reading, source = _read_hlml(sys_root), "hlml"
-        except HlmlUnavailable as why:
-            if "not installed" not in str(why):
-                errors.append(str(why))
-        except Exception as error:
-            errors.append(faults.hlml_failed(str(error)).banner())
+        source = "hlml"
+        reading = _read_library(HlmlSource, sys_root, faults.hlml_failed, errors)
         if reading is not None and shutil.which(hl_smi):
             table = hlsmi.run_once(hl_smi, [], min(timeout, 5.0))
             if table.fault is None:
@@ -93,13 +96,7 @@ def read_once(
             errors.extend(problems)
             source = "hl-smi" if reading is not None else "none"
         if reading is None:
-            try:
-                reading, source = _read_nvml(sys_root), "nvml"
-            except NvmlUnavailable as why:
-                if "not installed" not in str(why):
-                    errors.append(str(why))
-            except Exception as error:
-                errors.append(faults.nvml_failed(str(error)).banner())
+            reading, source = _read_library(NvmlSource, sys_root, faults.nvml_failed, errors), "nvml"
         if reading is None:
             base = faults.hl_smi_missing(hl_smi) if not shutil.which(hl_smi) else faults.hl_smi_exited(-1, "")
             fault = faults.most_specific(base, sys_root, dev_root)

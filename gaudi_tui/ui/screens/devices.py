@@ -10,6 +10,7 @@ import logging
 import signal
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import Protocol
 
@@ -125,10 +126,10 @@ class DevicesScreen(PanelScreen):
         _show(self.query_one("#devices-status", Static), self._status_text(empty))
         self._render_choice()
         self._render_detail()
-        self.watch_devices()
+        self.start_feed()
 
     # -- the feed -------------------------------------------------------------------------------
-    def watch_devices(self) -> None:
+    def start_feed(self) -> None:
         """Start (or restart) the feed in its own thread. Not a Textual worker: it runs for the
         screen's whole life, and workers are for jobs that finish (the app waits for those)."""
         self._stop_feed()
@@ -344,7 +345,7 @@ class DevicesScreen(PanelScreen):
         self.notify(f"Sorted by {name}.")
 
     def action_retry(self) -> None:
-        self.watch_devices()
+        self.start_feed()
         self.notify("Looking for the card sources again.")
 
     def action_stop_holder(self) -> None:
@@ -399,17 +400,20 @@ class DevicesScreen(PanelScreen):
             )
 
 
+_SHOWN: weakref.WeakKeyDictionary[Static, tuple[str | Text, tuple[int, int]]] = weakref.WeakKeyDictionary()
+
+
 def _show(widget: Static, content: str | Text) -> None:
-    """Update a Static only when its text changed, and re-layout only when its shape did (a
+    """Update a Static only when its content changed, and re-layout only when its shape did (a
     layout pass redraws the whole screen: that is most of a refresh's CPU)."""
     plain = content.plain if isinstance(content, Text) else content
     lines = plain.split("\n")
     shape = (len(lines), max(len(line) for line in lines))
-    seen = getattr(widget, "_shown", None)
-    if seen is not None and seen[0] == plain and content == seen[2]:
+    seen = _SHOWN.get(widget)
+    if seen is not None and seen[0] == content:
         return
     widget.update(content, layout=seen is None or seen[1] != shape)
-    widget._shown = (plain, shape, content)  # type: ignore[attr-defined]
+    _SHOWN[widget] = (content, shape)
 
 
 def _run_feed(feed: Feed) -> None:
