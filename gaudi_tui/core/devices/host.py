@@ -26,21 +26,23 @@ class HostStats:
 
 
 class HostReader:
-    """CPU % is measured between two reads, so the first read primes the counter; reads closer
-    than `min_gap` seconds return the previous figures (a CPU % over a few ms means nothing)."""
+    """CPU % is measured between two reads. The first figures come `first_after` seconds after
+    the priming read (a CPU % over a few ms means nothing; a few seconds gives a steady first
+    figure); later reads closer than `min_gap` seconds return the previous figures."""
 
-    def __init__(self, min_gap: float = 0.5) -> None:
+    def __init__(self, min_gap: float = 0.5, first_after: float | None = None) -> None:
         psutil.cpu_percent(interval=None)
         self.min_gap = min_gap
+        self._wait = min_gap if first_after is None else first_after
         self._last: HostStats | None = None
         self._at = time.monotonic()
 
     def read(self) -> HostStats | None:
-        """The host figures, or None until `min_gap` has passed since the priming read."""
+        """The host figures, or None until the first window has passed."""
         now = time.monotonic()
-        if now - self._at < self.min_gap:
+        if now - self._at < self._wait:
             return self._last
-        self._at = now
+        self._at, self._wait = now, self.min_gap
         self._last = self._measure()
         return self._last
 

@@ -27,6 +27,9 @@ from gaudi_tui.core.devices.query import with_kernel_facts
 from gaudi_tui.core.devices.reading import Reading, merge
 from gaudi_tui.core.devices.usage import holder_processes
 
+FIRST_HOST_S = 3.0
+"""The host row's first CPU % is averaged over this long (then every refresh)."""
+
 
 @dataclass(frozen=True)
 class MonitorConfig:
@@ -66,7 +69,7 @@ class DeviceMonitor:
         self.config = config
         self.on_update = on_update
         self.cancel = cancel
-        self.read_host = host_reader or HostReader(min_gap=config.interval).read
+        self.read_host = host_reader or HostReader(min_gap=config.interval, first_after=FIRST_HOST_S).read
         self.snapshot = DeviceSnapshot(source="none")
         self.faults: tuple[Fault, ...] = ()
         self.retry_in: float | None = None
@@ -131,6 +134,9 @@ class DeviceMonitor:
     def _run_hl_smi(self) -> Fault | None:
         metadata = hlsmi.read_metadata(self.config.hl_smi, self.config.metadata_timeout, self.cancel)
         metadata = replace(metadata, processes=(), errors=())
+        if metadata.devices:  # the table is a full snapshot too: show it while the loop starts
+            self._set(metadata, "hl-smi")
+            self.publish()
 
         def on_reading(tick: Reading) -> None:
             self._set(merge([tick, metadata]), "hl-smi")
