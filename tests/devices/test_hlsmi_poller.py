@@ -137,6 +137,15 @@ def test_an_older_hl_smi_refusing_power_max_gets_the_documented_fields(fake_hl_s
     assert recorder.faults == []
 
 
+def test_a_failing_hl_smi_keeps_the_full_field_list(fake_hl_smi: FakeHlSmi) -> None:
+    fake_hl_smi.set(fault="exit")  # "driver is not loaded": not about the fields
+    recorder = Recorder()
+    poller, thread = start(recorder)
+    recorder.wait_for(lambda: len(recorder.faults) >= 2)
+    stop(recorder, thread)
+    assert poller.fields != BASIC_FIELDS
+
+
 def test_missing_hl_smi_ends_the_poller_with_that_fault(no_hl_smi: None) -> None:
     recorder = Recorder()
     poller, thread = start(recorder)

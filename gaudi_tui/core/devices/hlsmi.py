@@ -102,9 +102,17 @@ def read_csv_once(
                 return reading, None
             return None, faults.hl_smi_garbage(outcome.stdout.strip()[:60])
         fault = outcome.fault
-        if fault.code != "hl-smi-exit":
+        if not _refused_fields(fault):
             break
     return None, fault
+
+
+def _refused_fields(fault: Fault) -> bool:
+    """Did hl-smi exit complaining about the query itself (not, say, a failing driver)?"""
+    said = fault.what.lower()
+    return fault.code == "hl-smi-exit" and any(
+        w in said for w in ("power.max", "query", "invalid", "unknown")
+    )
 
 
 class Backoff:
@@ -162,7 +170,7 @@ class HlSmiPoller:
                 if fault.code == "hl-smi-missing":
                     self.on_fault(fault, None)
                     return fault
-                if not got_rows and fault.code == "hl-smi-exit" and self.fields == QUERY_FIELDS:
+                if not got_rows and self.fields == QUERY_FIELDS and _refused_fields(fault):
                     self.fields = BASIC_FIELDS  # an older hl-smi refusing `power.max`: ask for less
                     continue
                 pause = self.backoff.take()
