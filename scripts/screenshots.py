@@ -1,7 +1,8 @@
 """Write the README's screenshots (SVG) into screenshots/: each screen at 100×30.
 
 Run with `make screenshots`. The host name and accelerator are fixed so the images only change
-when the screens do.
+when the screens do. Each shot may put a test double on PATH first (`env`), wait for live data
+(`settle`), and drive the screen after its keys (`setup`) so it shows real content.
 """
 
 from __future__ import annotations
@@ -11,11 +12,33 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "screenshots"
 SIZE = (100, 30)
+SAMPLES = ROOT.parent / "shared" / "hl-smi-samples"
+
+# Devices: 8 cards replayed from real hl-smi samples by the test-double hl-smi (tests/fakes/bin),
+# one sample per refresh, refreshed every 0.05 s so the sparklines fill in seconds, then holding
+# the busy one (three cards with HBM reserved, one process) for the picture.
+FAKE_HL_SMI = {
+    "PATH": os.pathsep.join(
+        [str(ROOT / "tests" / "fakes" / "bin"), str(Path(sys.executable).parent), os.environ.get("PATH", "")]
+    ),
+    "FAKE_HLSMI_SAMPLES_DIR": str(SAMPLES),
+    "FAKE_HLSMI_SAMPLE": ",".join(
+        [
+            "gaudi2-hl225-x8-1.20.0-busy-table.txt",
+            "gaudi2-hl225-x8-1.16.0-process-table.txt",
+            "gaudi2-hl225-x8-1.12.1-table.txt",
+        ]
+    ),
+    "FAKE_HLSMI_PERIOD": "0.05",
+    "FAKE_HLSMI_HOLD": "140",
+}
 
 
 async def run_checklist(pilot) -> None:
@@ -49,39 +72,51 @@ async def chat_conversation(pilot) -> None:
     await pilot.press("p")  # and the parameters panel
 
 
-# what a screen needs after its keys to show real content
-SETUPS = {"checklist.svg": run_checklist, "chat.svg": chat_conversation}
+@dataclass(frozen=True)
+class Shot:
+    name: str
+    keys: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    settle: float = 0.0
+    setup: Callable[..., Awaitable[None]] | None = None
 
-# (file name, keys pressed after start-up)
+
 SHOTS = [
-    ("devices.svg", ["1"]),
-    ("checklist.svg", ["2"]),
-    ("chat.svg", ["3"]),
-    ("training.svg", ["4"]),
-    ("help.svg", ["question_mark"]),
+    Shot("devices.svg", ["1", "space", "down", "down", "down", "space", "n"], env=FAKE_HL_SMI, settle=9.0),
+    Shot("checklist.svg", ["2"], setup=run_checklist),
+    Shot("chat.svg", ["3"], setup=chat_conversation),
+    Shot("training.svg", ["4"]),
+    Shot("help.svg", ["question_mark"]),
 ]
 
 
-async def shoot(name: str, keys: list[str]) -> None:
+async def shoot(shot: Shot) -> None:
     from gaudi_tui.core.accelerator import Accelerator
     from gaudi_tui.ui.app import GaudiApp
 
     cpu = Accelerator("cpu", "no CUDA device; no Gaudi software (habana_frameworks is not installed)")
     app = GaudiApp(accelerator=cpu, hostname="gaudi-host")
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.press(*keys)
-        if name in SETUPS:
-            await SETUPS[name](pilot)
-        await pilot.pause(0.5)
-        app.save_screenshot(filename=name, path=str(OUT))
-    print(f"wrote screenshots/{name}")
+    saved_env = dict(os.environ)
+    os.environ.update(shot.env)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause(shot.settle)
+            await pilot.press(*shot.keys)
+            if shot.setup is not None:
+                await shot.setup(pilot)
+            await pilot.pause(0.5)
+            app.save_screenshot(filename=shot.name, path=str(OUT))
+    finally:
+        os.environ.clear()
+        os.environ.update(saved_env)
+    print(f"wrote screenshots/{shot.name}")
 
 
 def main() -> int:
     os.environ.setdefault("GAUDI_TUI_HOME", tempfile.mkdtemp(prefix="gaudi-tui-shots-"))
     OUT.mkdir(exist_ok=True)
-    for name, keys in SHOTS:
-        asyncio.run(shoot(name, keys))
+    for shot in SHOTS:
+        asyncio.run(shoot(shot))
     return 0
 
 

@@ -1,20 +1,140 @@
-"""`gaudi-tui devices`: print the device map (hl-smi / HLML / NVML / host)."""
+"""`gaudi-tui devices`: print the device map (HLML / hl-smi / NVML / host), once or repeatedly,
+or read a saved hl-smi output of any form (`--input FILE`, `-` for stdin)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
+HOST_WINDOW_S = 0.25
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "devices",
         help="print the device map (hl-smi / HLML / NVML / host)",
-        description="print the device map (hl-smi / HLML / NVML / host).",
+        description=(
+            "Print the device map once (HLML, else hl-smi, else NVML, else the host only). "
+            "Exit 0 on success, 2 when no source works or the input cannot be read."
+        ),
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print the JSON schema of DESIGN.md instead of a table"
+    )
+    parser.add_argument(
+        "--watch",
+        type=float,
+        metavar="SECONDS",
+        help="refresh every SECONDS until Ctrl-C (one long-lived hl-smi)",
+    )
+    parser.add_argument("--count", type=int, metavar="N", help="with --watch: stop after N refreshes")
+    parser.add_argument(
+        "--input",
+        action="append",
+        metavar="FILE",
+        help="read a saved hl-smi output instead of querying (table, -Q CSV, -L/-q, topo -c -N, -n link; "
+        "auto-detected); '-' reads stdin; repeat to combine, e.g. a table and an index,module_id CSV",
+    )
+    parser.add_argument(
+        "--fields",
+        metavar="F,F,…",
+        help="field names of a header-less CSV given with --input (hl-smi -Q order)",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=10.0, metavar="SECONDS", help="give up on hl-smi after this"
     )
     parser.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    print("gaudi-tui devices: not built yet", file=sys.stderr)
+def _fail(reason: str) -> int:
+    print(f"gaudi-tui devices: {reason}", file=sys.stderr)
     return 2
+
+
+def _from_files(args: argparse.Namespace) -> int:
+    import json
+
+    from gaudi_tui.core.devices import render
+    from gaudi_tui.core.devices.detect import parse_any
+    from gaudi_tui.core.devices.reading import merge
+
+    fields = [f.strip() for f in args.fields.split(",")] if args.fields else None
+    readings = []
+    for name in args.input:
+        try:
+            text = sys.stdin.read() if name == "-" else open(name, encoding="utf-8", errors="replace").read()
+        except OSError as error:
+            return _fail(f"cannot read {name}: {error.strerror}")
+        readings.append(parse_any(text, fields))
+    reading = merge(readings)
+    snapshot = reading.to_snapshot("file")
+    if not (reading.devices or reading.cpus_by_module or reading.nic_ports):
+        first = reading.errors[0] if reading.errors else "no card data found"
+        return _fail(f"cannot read the input: {first}")
+    print(json.dumps(snapshot.to_json(), indent=2) if args.json else render.table(snapshot, extra=reading))
+    return 0
+
+
+def _once(args: argparse.Namespace) -> int:
+    import json
+    import time
+
+    from gaudi_tui.core.devices import render
+    from gaudi_tui.core.devices.holders import find_holders
+    from gaudi_tui.core.devices.host import HostReader
+    from gaudi_tui.core.devices.query import read_once
+
+    started = time.monotonic()
+    host = HostReader(min_gap=0.0)
+    snapshot = read_once(timeout=args.timeout)
+    time.sleep(max(0.0, HOST_WINDOW_S - (time.monotonic() - started)))  # CPU % needs a window
+    if args.json:
+        print(json.dumps(snapshot.to_json(), indent=2))
+    else:
+        holders = tuple(find_holders()) if snapshot.source in ("hl-smi", "hlml") else ()
+        print(render.table(snapshot, host.read(), holders))
+    if snapshot.source == "none":
+        return _fail(snapshot.errors[0] if snapshot.errors else "no device source works on this host")
+    return 0
+
+
+def _watch(args: argparse.Namespace) -> int:
+    import json
+    import threading
+
+    from gaudi_tui.core.devices import render
+    from gaudi_tui.core.devices.monitor import DeviceMonitor, MonitorConfig, MonitorUpdate
+
+    cancel = threading.Event()
+    seen = [0]
+
+    def on_update(update: MonitorUpdate) -> None:
+        if args.json:
+            print(json.dumps(update.snapshot.to_json()), flush=True)
+        else:
+            stamp = "\033[H\033[2J" if sys.stdout.isatty() else "---\n"
+            print(stamp + render.table(update.snapshot, update.host, update.holders), flush=True)
+        seen[0] += 1
+        if args.count and seen[0] >= args.count:
+            cancel.set()
+
+    monitor = DeviceMonitor(MonitorConfig(interval=float(args.watch)), on_update, cancel)
+    try:
+        monitor.run()
+    except KeyboardInterrupt:
+        cancel.set()
+        if monitor.poller is not None:
+            monitor.poller.stop()
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.input and args.watch:
+        return _fail("--input and --watch do not go together: a saved output does not change")
+    if args.watch is not None and args.watch <= 0:
+        return _fail("--watch needs a positive number of seconds")
+    if args.input:
+        return _from_files(args)
+    if args.watch:
+        return _watch(args)
+    return _once(args)

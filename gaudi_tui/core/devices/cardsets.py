@@ -33,14 +33,22 @@ def _fmt(modules: Iterable[int]) -> str:
     return "{" + ",".join(str(m) for m in sorted(modules)) + "}"
 
 
-def check_modules(modules: Iterable[int]) -> CardSetCheck:
-    """Is this set of module IDs a supported card set? If not, say why and name the nearest valid one."""
+def check_modules(modules: Iterable[int], available: Iterable[int] | None = None) -> CardSetCheck:
+    """Is this set of module IDs a supported card set? If not, say why and name the nearest valid one.
+
+    `available`, when given, is the module IDs this host has: a chosen module it lacks is an error.
+    """
     chosen = frozenset(modules)
     ordered = tuple(sorted(chosen))
     if not chosen:
         return CardSetCheck(ordered, False, "no card chosen")
     if any(m < 0 or m > 7 for m in chosen):
         return CardSetCheck(ordered, False, f"module IDs run from 0 to 7; got {_fmt(chosen)}")
+    if available is not None and (missing := chosen - frozenset(available)):
+        here = _fmt(available) if available else "none"
+        return CardSetCheck(
+            ordered, False, f"module {_fmt(missing)} is not on this host (modules here: {here})"
+        )
     if len(chosen) == 1 or chosen in SUPPORTED_SETS:
         return CardSetCheck(ordered, True, f"{_fmt(chosen)} is a supported set")
     nearest = min(

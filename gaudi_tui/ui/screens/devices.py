@@ -1,20 +1,435 @@
-"""Devices: the hl-smi device map."""
+"""Devices: the live device map, card holders, and choosing the cards a job may use.
+
+A thread worker runs the device feed (`core.devices.monitor.DeviceMonitor`: HLML, one long-lived
+hl-smi child, NVML or host only) and posts each refresh as a message; this screen only draws.
+"""
 
 from __future__ import annotations
 
-from textual.app import ComposeResult
+import logging
+import signal
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from typing import Protocol
 
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.message import Message
+from textual.widgets import Static
+from textual.worker import get_current_worker
+
+from gaudi_tui.core.devices import cardsets, holders
+from gaudi_tui.core.devices.history import History
+from gaudi_tui.core.devices.holders import CardHolder
+from gaudi_tui.core.devices.model import Device, DeviceSnapshot
+from gaudi_tui.core.devices.monitor import DeviceMonitor, MonitorConfig, MonitorUpdate, quick_fault
+from gaudi_tui.core.devices.usage import CardUse, card_uses
 from gaudi_tui.ui.screens.base import PanelScreen
-from gaudi_tui.ui.screens.placeholder import coming
+from gaudi_tui.ui.widgets.confirm import ConfirmScreen
+from gaudi_tui.ui.widgets.device_table import DeviceTable
+from gaudi_tui.ui.widgets.sparkline_text import spark
+
+log = logging.getLogger(__name__)
+
+DETAIL_SPARK = 50
+TERM_GRACE_S = 5.0
+SORTS: tuple[tuple[str, str | None, Callable[[Device], float]], ...] = (
+    ("index", None, lambda d: d.index),
+    ("module ID", "mod", lambda d: d.module_id if d.module_id is not None else 99),
+    ("utilization", "util", lambda d: -(d.utilization_pct or 0)),
+    ("HBM", "hbm", lambda d: -(d.memory_used_mib or 0)),
+    ("power", "power", lambda d: -(d.power_draw_w or 0)),
+    ("temperature", "temp", lambda d: -(d.temperature_c or 0)),
+)
+
+
+class Feed(Protocol):
+    def run(self) -> None: ...
+
+
+FeedFactory = Callable[[Callable[[MonitorUpdate], None], threading.Event], Feed]
+
+
+class DevicesUpdated(Message):
+    def __init__(self, update: MonitorUpdate) -> None:
+        super().__init__()
+        self.update = update
+
+
+class HolderSignalled(Message):
+    """A TERM or KILL was sent (or refused); `gone` says whether the process has exited."""
+
+    def __init__(self, holder: CardHolder, sig: signal.Signals, gone: bool, refusal: str | None) -> None:
+        super().__init__()
+        self.holder, self.sig, self.gone, self.refusal = holder, sig, gone, refusal
 
 
 class DevicesScreen(PanelScreen):
     TITLE = "Devices"
-    HELP = "Live per-card metrics and history, card holders, and choosing cards for a job."
+    HELP = (
+        "Live per-card metrics with 5-minute sparklines, who holds each card, and choosing cards for a "
+        "job. HBM rsvd is hl-smi's memory.used: memory reserved on the card (a framework reserves nearly "
+        "all of it when it starts), so it tells busy from free. The chosen cards (module IDs) are what "
+        "Training uses; they are checked against Intel's supported sets."
+    )
+    DEFAULT_CSS = """
+    DevicesScreen #devices-banner { display: none; border: round $warning; padding: 0 1; height: auto; }
+    DevicesScreen #devices-banner.shown { display: block; }
+    DevicesScreen #devices-status { height: auto; padding: 0 1; color: $text-muted; }
+    DevicesScreen #devices-choice { height: auto; padding: 0 1; border-top: solid $primary; }
+    DevicesScreen #devices-detail-box { height: 1fr; border-top: solid $primary; padding: 0 1; }
+    """
+    BINDINGS = [
+        Binding("space", "toggle_card", "Choose", id="devices.choose"),
+        Binding("n", "nearest_set", "Nearest set", id="devices.nearest"),
+        Binding("x", "clear_cards", "Clear", id="devices.clear", show=False),
+        Binding("c", "copy_export", "Copy export", id="devices.copy"),
+        Binding("s", "cycle_sort", "Sort", id="devices.sort"),
+        Binding("k", "stop_holder", "Stop holder", id="devices.stop"),
+        Binding("r", "retry", "Retry now", id="devices.retry", show=False),
+    ]
 
-    def compose_body(self) -> ComposeResult:
-        yield coming(
-            "Devices — coming next: live per-card metrics from hl-smi/HLML with history, "
-            "which process holds which card, index ↔ module-ID mapping, and choosing cards "
-            "for a job (HABANA_VISIBLE_MODULES)."
+    def __init__(self, config: MonitorConfig | None = None, feed: FeedFactory | None = None) -> None:
+        super().__init__()
+        self.config = config or MonitorConfig()
+        self.make_feed: FeedFactory = feed or (
+            lambda on_update, cancel: DeviceMonitor(self.config, on_update, cancel)
         )
+        self.history = History(seconds=300, interval=self.config.interval)
+        self.latest: MonitorUpdate | None = None
+        self.uses: dict[int, CardUse] = {}
+        self.chosen: set[int] = set()
+        self.sort = 0
+        self._feed: Feed | None = None
+        self._feed_cancel: threading.Event | None = None
+        self._feed_thread: threading.Thread | None = None
+
+    # -- layout -------------------------------------------------------------------------------
+    def compose_body(self) -> ComposeResult:
+        yield Static("", id="devices-banner", markup=False)
+        yield Static("host: measuring…", id="devices-status", markup=False)
+        yield DeviceTable(id="devices-table")
+        yield Static("", id="devices-choice", markup=False)
+        with VerticalScroll(id="devices-detail-box"):
+            yield Static("", id="devices-detail", markup=False)
+
+    def on_mount(self) -> None:
+        self.chosen = set(getattr(self.app, "selected_cards", ()) or ())
+        fault = quick_fault(self.config)
+        self._show_banner(fault.banner() if fault else None)
+        empty = MonitorUpdate(DeviceSnapshot(source="none"), None, ())
+        _show(self.query_one("#devices-status", Static), self._status_text(empty))
+        self._render_choice()
+        self._render_detail()
+        self.start_feed()
+
+    # -- the feed -------------------------------------------------------------------------------
+    def start_feed(self) -> None:
+        """Start (or restart) the feed in its own thread. Not a Textual worker: it runs for the
+        screen's whole life, and workers are for jobs that finish (the app waits for those)."""
+        self._stop_feed()
+        cancel = threading.Event()
+        feed = self.make_feed(lambda update: self.post_message(DevicesUpdated(update)), cancel)
+        thread = threading.Thread(target=_run_feed, args=(feed,), name="device feed", daemon=True)
+        self._feed, self._feed_cancel, self._feed_thread = feed, cancel, thread
+        thread.start()
+
+    def _stop_feed(self, wait: float = 0.0) -> None:
+        """Cancel the feed; with `wait`, give it that long to end its hl-smi child."""
+        if self._feed_cancel is not None:
+            self._feed_cancel.set()
+        if wait and self._feed_thread is not None:
+            self._feed_thread.join(wait)
+
+    def on_devices_updated(self, message: DevicesUpdated) -> None:
+        self.latest = message.update
+        self.history.add(message.update.snapshot)
+        self.uses = card_uses(message.update.snapshot, message.update.holders)
+        if self.is_current:
+            self._redraw()
+
+    def on_screen_resume(self) -> None:
+        if self.latest is not None:
+            self._redraw()
+
+    def on_unmount(self) -> None:
+        self._stop_feed(wait=3.0)
+
+    # -- drawing --------------------------------------------------------------------------------
+    @property
+    def snapshot(self) -> DeviceSnapshot:
+        return self.latest.snapshot if self.latest else DeviceSnapshot(source="none")
+
+    def _show_banner(self, text: str | None) -> None:
+        banner = self.query_one("#devices-banner", Static)
+        _show(banner, f"⚠ {text} (retries automatically; r retries now)" if text else "")
+        banner.set_class(bool(text), "shown")
+
+    def _redraw(self) -> None:
+        update = self.latest
+        if update is None:
+            return
+        self._show_banner(update.faults[0].banner() if update.faults else None)
+        _show(self.query_one("#devices-status", Static), self._status_text(update))
+        key = SORTS[self.sort][2]
+        devices = sorted(update.snapshot.devices, key=lambda d: (key(d), d.index))
+        table = self.query_one(DeviceTable)
+        table.show(devices, self.uses, self.history, self.chosen)
+        self._render_choice()
+        self._render_detail()
+
+    def _status_text(self, update: MonitorUpdate) -> str:
+        snapshot = update.snapshot
+        host = update.host.describe() if update.host else "host: measuring…"
+        parts = [f"{len(snapshot.devices)} cards via {snapshot.source}"]
+        if snapshot.hl_smi_version:
+            parts.append(f"hl-smi {snapshot.hl_smi_version}")
+        if snapshot.driver_version:
+            parts.append(f"driver {snapshot.driver_version}")
+        parts.append(f"sort: {SORTS[self.sort][0]}")
+        return host + "\n" + " · ".join(parts)
+
+    def _current_device(self) -> Device | None:
+        index = self.query_one(DeviceTable).current_index
+        return next((d for d in self.snapshot.devices if d.index == index), None)
+
+    def _render_detail(self) -> None:
+        detail = self.query_one("#devices-detail", Static)
+        device = self._current_device()
+        if device is None:
+            _show(
+                detail,
+                "Devices — no card data. The map fills in when HLML, hl-smi or NVML answers; the host "
+                "row above is always live.",
+            )
+            return
+        _show(detail, self._detail_text(device))
+
+    def _detail_text(self, device: Device) -> Text:
+        window = self.history.size
+        text = Text()
+        title = f"Card {device.index} · module {device.module_id if device.module_id is not None else '?'}"
+        title += f" · {device.product or '?'} ({device.name or '?'}) · {device.bus_id or 'bus ?'}"
+        title += f" · NUMA {device.numa_node if device.numa_node is not None else '?'}"
+        text.append(title + "\n", style="bold")
+        rows = (
+            ("Util ", f"{_fmt(device.utilization_pct)} %", "utilization", 100),
+            (
+                "HBM  ",
+                f"{_fmt(device.memory_used_mib)} / {_fmt(device.memory_total_mib)} MiB reserved",
+                "memory",
+                device.memory_total_mib,
+            ),
+            (
+                "Power",
+                f"{_fmt(device.power_draw_w)} / {_fmt(device.power_cap_w)} W",
+                "power",
+                device.power_cap_w,
+            ),
+        )
+        for label, value, metric, top in rows:
+            line = spark(self.history.series(device.index, metric), DETAIL_SPARK, window, top)
+            text.append(f"{label} {line} {value}\n")
+        text.append(
+            f"Temp {_fmt(device.temperature_c)} °C · uncorrected ECC errors {_fmt(device.uncorrected_errors)}"
+            f" · UUID {device.uuid or '?'}\n"
+        )
+        use = self.uses.get(device.index)
+        for holder in use.holders if use else ():
+            started = _clock(holder.started)
+            text.append(
+                f"Held by PID {holder.pid} ({holder.user or '?'}, started {started}): {holder.command}"
+                f" via {holder.device_path} — k stops it\n"
+            )
+        for process in use.processes if use and not use.holders else ():
+            text.append(f"hl-smi lists PID {process.pid} {process.name} ({_fmt(process.memory_mib)} MiB)\n")
+        if use and (why := use.explanation()):
+            text.append("Busy, holder not visible: " + why + "\n", style="yellow")
+        text.append(
+            "Sparklines: last 5 minutes, left to right. HBM rsvd = hl-smi memory.used (reserved, not in use); "
+            "power from `-Q power.draw` is the 54 V rail only.",
+            style="dim",
+        )
+        return text
+
+    def _render_choice(self) -> None:
+        _show(self.query_one("#devices-choice", Static), self._choice_text())
+
+    def _modules_here(self) -> dict[int, Device]:
+        return {d.module_id: d for d in self.snapshot.devices if d.module_id is not None}
+
+    def _choice_text(self) -> Text:
+        if not self.chosen:
+            return Text(
+                "No cards chosen — space chooses the card under the cursor; jobs started from the panel "
+                "use the chosen cards (HABANA_VISIBLE_MODULES)."
+            )
+        here = self._modules_here()
+        check = cardsets.check_modules(self.chosen, here.keys() if here else None)
+        text = Text()
+        text.append(self._export_line() + "\n")
+        text.append(("✓ " if check.ok else "✗ ") + check.message, style="green" if check.ok else "bold red")
+        if not check.ok and check.nearest:
+            text.append(" (n uses it)")
+        for module in sorted(self.chosen):
+            device = here.get(module)
+            use = self.uses.get(device.index) if device else None
+            if device is not None and use is not None and use.busy:
+                text.append(
+                    f"\n⚠ card {device.index} (module {module}) is busy: {use.label()}", style="yellow"
+                )
+        return text
+
+    def _export_line(self) -> str:
+        here = self._modules_here()
+        index_of = {m: d.index for m, d in here.items()}
+        if not all(m in index_of for m in self.chosen):
+            index_of = {}
+        return cardsets.export_line(self.chosen, index_of or None)
+
+    def on_device_table_row_highlighted(self, _event: DeviceTable.RowHighlighted) -> None:
+        self._render_detail()
+
+    # -- actions --------------------------------------------------------------------------------
+    def _set_chosen(self, modules: set[int]) -> None:
+        self.chosen = modules
+        self.app.selected_cards = tuple(sorted(modules))  # type: ignore[attr-defined]
+        if self.latest is not None:
+            self._redraw()
+        else:
+            self._render_choice()
+
+    def action_toggle_card(self) -> None:
+        device = self._current_device()
+        if device is None:
+            self.notify("No card under the cursor.", severity="warning")
+            return
+        if device.module_id is None:
+            self.notify(
+                f"Card {device.index} has no module ID (the source did not report it), so it cannot go in "
+                "HABANA_VISIBLE_MODULES.",
+                severity="error",
+            )
+            return
+        self._set_chosen(self.chosen ^ {device.module_id})
+
+    def action_nearest_set(self) -> None:
+        check = cardsets.check_modules(self.chosen, self._modules_here().keys() or None)
+        if check.ok or not check.nearest:
+            self.notify(check.message if not check.ok else "The chosen cards are already a supported set.")
+            return
+        self._set_chosen(set(check.nearest))
+
+    def action_clear_cards(self) -> None:
+        self._set_chosen(set())
+
+    def action_copy_export(self) -> None:
+        if not self.chosen:
+            self.notify("Choose cards first (space).", severity="warning")
+            return
+        line = self._export_line()
+        self.app.copy_to_clipboard(line)
+        self.notify(f"Copied to the clipboard: {line}", title="Export line")
+
+    def action_cycle_sort(self) -> None:
+        self.sort = (self.sort + 1) % len(SORTS)
+        name, column, _ = SORTS[self.sort]
+        self.query_one(DeviceTable).label_sort(column, "▲" if column == "mod" else "▼")
+        if self.latest is not None:
+            self._redraw()
+        self.notify(f"Sorted by {name}.")
+
+    def action_retry(self) -> None:
+        self.start_feed()
+        self.notify("Looking for the card sources again.")
+
+    def action_stop_holder(self) -> None:
+        device = self._current_device()
+        use = self.uses.get(device.index) if device else None
+        if device is None or use is None or not use.holders:
+            why = use.explanation() if use else None
+            self.notify(why or "No visible process holds this card.", severity="warning")
+            return
+        holder = use.holders[0]
+        refusal = holders.can_signal(holder, self.config.proc_root)
+        if refusal:
+            self.notify(refusal, severity="error", title="Cannot stop it")
+            return
+        question = (
+            f"Stop PID {holder.pid} ({holder.user or '?'}), holding card {holder.index}?\n{holder.command}\n\n"
+            f"Sends SIGTERM; if it is still running after {TERM_GRACE_S:.0f} s you are asked about SIGKILL."
+        )
+        self.app.push_screen(
+            ConfirmScreen(question), lambda yes: self._signal(holder, signal.SIGTERM) if yes else None
+        )
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="stop-holder", description="stop holder")
+    def _signal(self, holder: CardHolder, sig: signal.Signals) -> None:
+        refusal = holders.send(holder, sig, self.config.proc_root)
+        grace = TERM_GRACE_S if sig == signal.SIGTERM else 2.0
+        gone = refusal is None and holders.wait_gone(
+            holder, grace, get_current_worker().cancelled_event, self.config.proc_root
+        )
+        self.post_message(HolderSignalled(holder, sig, gone, refusal))
+
+    def on_holder_signalled(self, message: HolderSignalled) -> None:
+        holder = message.holder
+        request = getattr(self._feed, "request_holder_scan", None)
+        if request is not None:
+            request()
+        if message.refusal:
+            self.notify(message.refusal, severity="error", title="Not stopped")
+        elif message.gone:
+            self.notify(f"PID {holder.pid} has exited; card {holder.index} is free once the map refreshes.")
+        elif message.sig == signal.SIGTERM:
+            question = (
+                f"PID {holder.pid} is still running {TERM_GRACE_S:.0f} s after SIGTERM.\n{holder.command}\n\n"
+                "Send SIGKILL? It cannot clean up: unsaved work is lost."
+            )
+            self.app.push_screen(
+                ConfirmScreen(question), lambda yes: self._signal(holder, signal.SIGKILL) if yes else None
+            )
+        else:
+            self.notify(
+                f"PID {holder.pid} did not exit after SIGKILL (stuck in the driver?).", severity="error"
+            )
+
+
+_SHOWN: weakref.WeakKeyDictionary[Static, tuple[str | Text, tuple[int, int]]] = weakref.WeakKeyDictionary()
+
+
+def _show(widget: Static, content: str | Text) -> None:
+    """Update a Static only when its content changed, and re-layout only when its shape did (a
+    layout pass redraws the whole screen: that is most of a refresh's CPU)."""
+    plain = content.plain if isinstance(content, Text) else content
+    lines = plain.split("\n")
+    shape = (len(lines), max(len(line) for line in lines))
+    seen = _SHOWN.get(widget)
+    if seen is not None and seen[0] == content:
+        return
+    widget.update(content, layout=seen is None or seen[1] != shape)
+    _SHOWN[widget] = (content, shape)
+
+
+def _run_feed(feed: Feed) -> None:
+    try:
+        feed.run()
+    except Exception:  # a feed bug must not take the panel down; the map just stops updating
+        log.exception("device feed failed")
+
+
+def _fmt(value: float | int | None) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.0f}" if isinstance(value, float) else str(value)
+
+
+def _clock(epoch: float | None) -> str:
+    if epoch is None:
+        return "?"
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(epoch))

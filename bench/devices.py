@@ -1,0 +1,186 @@
+"""Devices: parse time, the TUI's CPU with the Devices screen open, and the long-lived poller's CPU.
+
+1. Median time to parse an 8-card hl-smi table and an 8-card CSV snapshot (real samples), against
+   `csv.reader` splitting the same CSV (the least any parser can do).
+2. CPU used by the TUI process (its own, not hl-smi's) with the Devices screen open at 1 s refresh
+   for 30 s, 8 cards replayed by the fake hl-smi, as % of one core — against a bare Textual app
+   with a table of 8 rows and 3 sparklines each, updated every second. Target < 1 %.
+3. CPU of the long-lived `hl-smi -Q … -l N` poller vs. spawning `hl-smi -Q …` every tick (parent
+   and children, same fake hl-smi, same ticks).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT.parent / "shared" / "hl-smi-samples"
+FAKE_BIN = ROOT / "tests" / "fakes" / "bin"
+TABLE = SAMPLES / "gaudi2-hl225-x8-1.20.0-busy-table.txt"
+CSV = SAMPLES / "gaudi1-hl205-x8-1.18.0-query.csv"
+CYCLE = "gaudi2-hl225-x8-1.20.0-busy-table.txt,gaudi2-hl225-x8-1.16.0-process-table.txt,gaudi2-hl225-x8-1.12.1-table.txt"
+WARMUP_S, MEASURE_S = 5.0, 30.0
+TICK_S, TICKS = 0.5, 20
+
+TUI = r"""
+import sys
+from gaudi_tui.core.accelerator import Accelerator
+from gaudi_tui.ui.app import GaudiApp
+
+class Bench(GaudiApp):
+    def on_mount(self):
+        super().on_mount()
+        self.set_timer(float(sys.argv[1]), self.exit)
+
+Bench(accelerator=Accelerator("cpu", "bench"), hostname="bench").run(headless=True, size=(100, 30))
+"""
+
+BARE = r"""
+import random, sys
+from textual.app import App
+from textual.widgets import DataTable
+
+LEVELS = "▁▂▃▄▅▆▇█"
+
+class Bare(App):
+    def compose(self):
+        yield DataTable()
+
+    def on_mount(self):
+        table = self.query_one(DataTable)
+        for column in ("card", "util", "hbm", "power"):
+            table.add_column(column, key=column)
+        self.history = [[[] for _ in range(3)] for _ in range(8)]
+        for card in range(8):
+            table.add_row(str(card), "", "", "", key=str(card))
+        self.set_interval(1.0, self.tick)
+        self.set_timer(float(sys.argv[1]), self.exit)
+
+    def tick(self):
+        table = self.query_one(DataTable)
+        for card in range(8):
+            for metric, column in enumerate(("util", "hbm", "power")):
+                series = self.history[card][metric]
+                series.append(random.random())
+                spark = "".join(LEVELS[int(v * 7)] for v in series[-5:])
+                table.update_cell(str(card), column, f"{series[-1] * 100:3.0f}% {spark}")
+
+Bare().run(headless=True, size=(100, 30))
+"""
+
+
+def median_us(action, repeat: int = 300) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e6
+
+
+def fake_env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(FAKE_BIN), str(Path(sys.executable).parent), env.get("PATH", "")])
+    env["PYTHONPATH"] = str(ROOT)
+    env["FAKE_HLSMI_SAMPLES_DIR"] = str(SAMPLES)
+    env.update(extra)
+    return env
+
+
+def own_cpu_percent(code: str, env: dict[str, str]) -> float:
+    """CPU % of one core used by a child app itself between WARMUP_S and WARMUP_S + MEASURE_S."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", code, str(WARMUP_S + MEASURE_S + 2)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    process = psutil.Process(child.pid)
+    time.sleep(WARMUP_S)
+    before = process.cpu_times()
+    time.sleep(MEASURE_S)
+    after = process.cpu_times()
+    child.wait(30)
+    used = (after.user - before.user) + (after.system - before.system)
+    return 100.0 * used / MEASURE_S
+
+
+def cpu_of(run) -> float:
+    """CPU seconds of this process and its reaped children while `run` runs."""
+    before = os.times()
+    run()
+    after = os.times()
+    return sum(after[:4]) - sum(before[:4])
+
+
+def long_lived(env: dict[str, str]) -> None:
+    from gaudi_tui.core.devices.hlsmi import Backoff, HlSmiPoller
+
+    cancel = threading.Event()
+    ticks: list[object] = []
+
+    def on_reading(reading: object) -> None:
+        ticks.append(reading)
+        if len(ticks) >= TICKS:
+            cancel.set()
+
+    poller = HlSmiPoller("hl-smi", 1, on_reading, lambda *_: None, cancel, backoff=Backoff())
+    poller.run()
+
+
+def spawn_per_tick(env: dict[str, str]) -> None:
+    from gaudi_tui.core.devices.hlsmi import query_args, run_once
+    from gaudi_tui.core.devices.parse_csv import QUERY_FIELDS, parse_csv
+
+    for _ in range(TICKS):
+        start = time.monotonic()
+        parse_csv(run_once("hl-smi", query_args(QUERY_FIELDS), 10).stdout, QUERY_FIELDS)
+        time.sleep(max(0.0, TICK_S - (time.monotonic() - start)))
+
+
+def main() -> int:
+    sys.path.insert(0, str(ROOT))
+    os.environ["GAUDI_TUI_HOME"] = tempfile.mkdtemp(prefix="gaudi-tui-bench-")
+    from gaudi_tui.core.devices.parse_csv import parse_csv
+    from gaudi_tui.core.devices.parse_table import parse_table
+
+    table_text, csv_text = TABLE.read_text(), CSV.read_text()
+    table_us = median_us(lambda: parse_table(table_text))
+    csv_us = median_us(lambda: parse_csv(csv_text))
+    floor_us = median_us(lambda: list(csv.reader(io.StringIO(csv_text))))
+    print(
+        f"parse, median of 300: 8-card table {table_us:.0f} µs, 8-card CSV {csv_us:.0f} µs; "
+        f"csv.reader alone {floor_us:.0f} µs (CSV ratio {csv_us / floor_us:.1f})"
+    )
+
+    env = fake_env(FAKE_HLSMI_SAMPLE=CYCLE)
+    tui = own_cpu_percent(TUI, env)
+    bare = own_cpu_percent(BARE, env)
+    print(
+        f"TUI CPU, Devices screen at 1 s refresh, 8 replayed cards, {MEASURE_S:.0f} s: {tui:.2f} % of one core "
+        f"(target < 1 %); bare Textual table with 8×3 sparklines: {bare:.2f} % (ratio {tui / max(bare, 0.01):.1f})"
+    )
+
+    os.environ.update(fake_env(FAKE_HLSMI_SAMPLE=CYCLE, FAKE_HLSMI_PERIOD=str(TICK_S)))
+    poller = cpu_of(lambda: long_lived(env))
+    spawner = cpu_of(lambda: spawn_per_tick(env))
+    print(
+        f"{TICKS} ticks of hl-smi (fake), parent + children CPU: long-lived poller {poller * 1000:.0f} ms, "
+        f"spawn per tick {spawner * 1000:.0f} ms (spawn/long-lived ratio {spawner / max(poller, 1e-3):.1f})"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

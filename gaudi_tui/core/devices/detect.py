@@ -1,0 +1,54 @@
+"""Tell which hl-smi output a text is (table, CSV, detail, topo, NIC link) and parse it.
+
+This is the "send me your hl-smi output" path: `gaudi-tui devices --input FILE` reads any of the
+forms gaudi-tui knows, pasted or saved, and says so when it cannot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gaudi_tui.core.devices.parse_csv import header_fields, parse_csv, split_cells
+from gaudi_tui.core.devices.parse_detail import looks_like_detail, parse_detail
+from gaudi_tui.core.devices.parse_nic import looks_like_nic, parse_nic
+from gaudi_tui.core.devices.parse_table import looks_like_table, parse_table
+from gaudi_tui.core.devices.parse_topo import looks_like_topo, parse_topo
+from gaudi_tui.core.devices.reading import Reading
+
+FORMS = "the hl-smi table, `-Q … -f csv` output, `-L`/`-q` detail, `topo -c -N` or `-n link`"
+
+
+def _looks_like_csv(text: str) -> bool:
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines:
+        return False
+    if header_fields(lines[0]) is not None and "," in lines[0]:
+        return True
+    widths = {len(split_cells(line)) for line in lines[:8]}
+    return len(widths) == 1 and widths.pop() >= 2
+
+
+def parse_any(text: str, csv_fields: Sequence[str] | None = None) -> Reading:
+    """Parse `text` as whichever hl-smi output it is; never raises."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff")
+    if not text.strip():
+        return Reading(kind="empty", errors=("the input is empty",))
+    try:
+        if looks_like_detail(text):
+            return parse_detail(text)
+        if looks_like_table(text):
+            return parse_table(text)
+        if looks_like_topo(text):
+            return parse_topo(text)
+        if looks_like_nic(text):
+            return parse_nic(text)
+        if csv_fields is not None or _looks_like_csv(text):
+            return parse_csv(text, csv_fields)
+    except Exception as error:  # a parser bug must not take the caller down
+        return Reading(
+            kind="unknown", errors=(f"could not parse the input ({type(error).__name__}: {error})",)
+        )
+    first = text.strip().splitlines()[0][:60]
+    return Reading(
+        kind="unknown", errors=(f"not an hl-smi output gaudi-tui knows (starts {first!r}); expected {FORMS}",)
+    )

@@ -1,0 +1,339 @@
+"""Running hl-smi: one-shot commands with a timeout, and the long-lived `-l N` poller.
+
+The poller keeps ONE child, `hl-smi -Q <fields> -f csv,noheader,nounits -l N`, and turns each
+refresh into a Reading. If the child dies, hangs (prints nothing for `stall_timeout`) or refuses
+the field list, it is ended and started again after a growing pause (backoff), and each problem is
+reported as a Fault. The child is always ended when the poller stops.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from gaudi_tui.core.devices import faults
+from gaudi_tui.core.devices.faults import Fault
+from gaudi_tui.core.devices.model import Device
+from gaudi_tui.core.devices.parse_csv import BASIC_FIELDS, QUERY_FIELDS, parse_csv, parse_row
+from gaudi_tui.core.devices.parse_table import parse_table
+from gaudi_tui.core.devices.parse_topo import parse_topo
+from gaudi_tui.core.devices.reading import Reading, merge
+
+QUIET_S = 0.15
+"""A refresh is complete when the pipe has been quiet this long (or an index comes round again)."""
+LONGEST_TICK_S = 1.0
+"""…or when lines have been arriving for this long without either (a child printing garbage)."""
+
+
+def query_args(fields: Sequence[str], interval: int | None = None) -> list[str]:
+    args = ["-Q", ",".join(fields), "-f", "csv,noheader,nounits"]
+    return args + ["-l", str(interval)] if interval else args
+
+
+@dataclass(frozen=True)
+class Outcome:
+    stdout: str
+    fault: Fault | None = None
+
+
+def _tail(data: bytes, width: int = 160) -> str:
+    text = " ".join(data.decode(errors="replace").split())
+    return text if len(text) <= width else "…" + text[-width:]
+
+
+def run_once(
+    executable: str, args: Sequence[str], timeout: float, cancel: threading.Event | None = None
+) -> Outcome:
+    """Run `hl-smi args` once; a timeout or cancel ends it. Never raises."""
+    try:
+        child = subprocess.Popen(
+            [executable, *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+    except FileNotFoundError:
+        return Outcome("", faults.hl_smi_missing(executable))
+    except OSError as error:
+        return Outcome("", faults.hl_smi_exited(-1, f"cannot start {executable}: {error.strerror}"))
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            out, err = child.communicate(timeout=0.1)
+            break
+        except subprocess.TimeoutExpired:
+            if time.monotonic() > deadline or (cancel is not None and cancel.is_set()):
+                child.kill()
+                child.communicate()
+                return Outcome("", faults.hl_smi_hung(timeout))
+    if child.returncode != 0:
+        return Outcome(out.decode(errors="replace"), faults.hl_smi_exited(child.returncode, _tail(err)))
+    return Outcome(out.decode(errors="replace"))
+
+
+def read_metadata(executable: str, timeout: float, cancel: threading.Event | None = None) -> Reading:
+    """What the CSV loop lacks: versions and power caps (the table) and NUMA affinity (`topo -c -N`)."""
+    readings = []
+    table = run_once(executable, [], timeout, cancel)
+    if table.fault is None:
+        readings.append(parse_table(table.stdout))
+    topo = run_once(executable, ["topo", "-c", "-N"], timeout, cancel)
+    if topo.fault is None:
+        parsed = parse_topo(topo.stdout)
+        readings.append(
+            Reading(kind="topo", numa_by_module=parsed.numa_by_module, cpus_by_module=parsed.cpus_by_module)
+        )
+    return merge(readings)
+
+
+def read_csv_once(
+    executable: str, timeout: float, cancel: threading.Event | None = None
+) -> tuple[Reading | None, Fault | None]:
+    """One `-Q` query: the full field list, then the documented one if this hl-smi refuses it."""
+    fault = None
+    for fields in (QUERY_FIELDS, BASIC_FIELDS):
+        outcome = run_once(executable, query_args(fields), timeout, cancel)
+        if outcome.fault is None:
+            reading = parse_csv(outcome.stdout, fields)
+            if reading.devices:
+                return reading, None
+            return None, faults.hl_smi_garbage(outcome.stdout.strip()[:60])
+        fault = outcome.fault
+        if not _refused_fields(fault):
+            break
+    return None, fault
+
+
+def _refused_fields(fault: Fault) -> bool:
+    """Did hl-smi exit complaining about the query itself (not, say, a failing driver)?"""
+    said = fault.what.lower()
+    return fault.code == "hl-smi-exit" and any(
+        w in said for w in ("power.max", "query", "invalid", "unknown")
+    )
+
+
+class Backoff:
+    """Pauses of start, 2×start, 4×start … up to `limit`; `reset()` after a success."""
+
+    def __init__(self, start: float = 1.0, limit: float = 30.0) -> None:
+        self.start, self.limit = start, limit
+        self.next = start
+
+    def take(self) -> float:
+        pause = self.next
+        self.next = min(self.limit, self.next * 2)
+        return pause
+
+    def reset(self) -> None:
+        self.next = self.start
+
+
+class HlSmiPoller:
+    """One long-lived `hl-smi -Q … -l N` child, restarted with backoff; call `run()` in a thread."""
+
+    def __init__(
+        self,
+        executable: str,
+        interval: int,
+        on_reading: Callable[[Reading], None],
+        on_fault: Callable[[Fault, float | None], None],
+        cancel: threading.Event,
+        stall_timeout: float | None = None,
+        backoff: Backoff | None = None,
+        on_wait: Callable[[], None] | None = None,
+    ) -> None:
+        self.executable = executable
+        self.interval = max(1, int(interval))
+        self.on_reading = on_reading
+        self.on_fault = on_fault
+        self.on_wait = on_wait
+        self.cancel = cancel
+        self.stall_timeout = stall_timeout or 3 * self.interval + 10
+        self.backoff = backoff or Backoff()
+        self.fields: tuple[str, ...] = QUERY_FIELDS
+        self.child: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+        self._lock = threading.Lock()
+
+    def run(self) -> Fault | None:
+        """Poll until cancelled (returns None) or hl-smi is missing (returns that fault)."""
+        try:
+            while not self.cancel.is_set():
+                fault, got_rows = self._run_child()
+                if self.cancel.is_set():
+                    return None
+                if fault is None:
+                    continue
+                if fault.code == "hl-smi-missing":
+                    self.on_fault(fault, None)
+                    return fault
+                if not got_rows and self.fields == QUERY_FIELDS and _refused_fields(fault):
+                    self.fields = BASIC_FIELDS  # an older hl-smi refusing `power.max`: ask for less
+                    continue
+                pause = self.backoff.take()
+                self.on_fault(fault, pause)
+                self._wait(pause)
+            return None
+        finally:
+            self.stop()
+
+    def _wait(self, pause: float) -> None:
+        """Sleep `pause` seconds (cancel-aware), calling on_wait once per interval so the host row lives on."""
+        deadline = time.monotonic() + pause
+        while not self.cancel.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            if self.cancel.wait(min(left, self.interval)):
+                return
+            if self.on_wait is not None and time.monotonic() < deadline:
+                self.on_wait()
+
+    def stop(self) -> None:
+        """End the child (TERM, then KILL after 1 s) and reap it."""
+        with self._lock:
+            child, self.child = self.child, None
+        if child is None:
+            return
+        if child.poll() is None:
+            child.send_signal(signal.SIGTERM)
+            try:
+                child.wait(1.0)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+        for stream in (child.stdout, child.stderr):
+            if stream is not None:
+                stream.close()
+
+    def _start(self) -> Fault | None:
+        try:
+            child = subprocess.Popen(
+                [self.executable, *query_args(self.fields, self.interval)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                bufsize=0,
+            )
+        except FileNotFoundError:
+            return faults.hl_smi_missing(self.executable)
+        except OSError as error:
+            return faults.hl_smi_exited(-1, f"cannot start {self.executable}: {error.strerror}")
+        with self._lock:
+            self.child = child
+        self.starts += 1
+        return None
+
+    def _run_child(self) -> tuple[Fault | None, bool]:
+        """Start a child and read it until it ends, hangs or we are cancelled; (fault, rows seen)."""
+        fault = self._start()
+        if fault is not None:
+            return fault, False
+        child = self.child
+        assert child is not None and child.stdout is not None and child.stderr is not None
+        reader = _TickReader(self.fields)
+        stderr = b""
+        got_rows = False
+        with selectors.DefaultSelector() as selector:
+            selector.register(child.stdout, selectors.EVENT_READ, "out")
+            selector.register(child.stderr, selectors.EVENT_READ, "err")
+            last_progress = time.monotonic()
+            open_streams = 2
+            while not self.cancel.is_set() and open_streams:
+                events = selector.select(0.05 if reader.pending else 0.2)
+                now = time.monotonic()
+                for key, _ in events:
+                    data = os.read(key.fd, 65536)
+                    if not data:
+                        selector.unregister(key.fileobj)
+                        open_streams -= 1
+                    elif key.data == "err":
+                        stderr = (stderr + data)[-4096:]
+                    else:
+                        reader.feed(data, now)
+                for tick in reader.ready(now):
+                    last_progress = now
+                    if tick.devices:
+                        got_rows = True
+                        self.backoff.reset()
+                        self.on_reading(tick)
+                    else:
+                        self.on_fault(
+                            faults.hl_smi_garbage(tick.errors[0][:60] if tick.errors else "?"), None
+                        )
+                if now - last_progress > self.stall_timeout:
+                    self.stop()
+                    return faults.hl_smi_hung(self.stall_timeout), got_rows
+        if self.cancel.is_set():
+            return None, got_rows
+        for tick in reader.ready(float("inf")):
+            if tick.devices:
+                got_rows = True
+                self.on_reading(tick)
+        code = child.wait()
+        self.stop()
+        if code == 0:
+            return faults.hl_smi_exited(0, "it stopped looping " + _tail(stderr)), got_rows
+        return faults.hl_smi_exited(code, _tail(stderr)), got_rows
+
+
+class _TickReader:
+    """Splits the `-l` stream into refreshes: by a repeated index, or by a quiet pipe."""
+
+    def __init__(self, fields: Sequence[str]) -> None:
+        self.fields = tuple(fields)
+        self.buffer = b""
+        self.devices: list[Device] = []
+        self.errors: list[str] = []
+        self.driver: str | None = None
+        self.last_data = 0.0
+        self.pending_since: float | None = None
+        self.done: list[Reading] = []
+
+    @property
+    def pending(self) -> bool:
+        return bool(self.devices or self.errors or self.buffer)
+
+    def feed(self, data: bytes, now: float) -> None:
+        self.last_data = now
+        if self.pending_since is None:
+            self.pending_since = now
+        self.buffer += data
+        *lines, self.buffer = self.buffer.split(b"\n")
+        for raw in lines:
+            line = raw.decode(errors="replace").strip()
+            if not line:
+                continue
+            row = parse_row(self.fields, line, fallback_index=len(self.devices))
+            if row.device is None:
+                self.errors.append(row.error or line)
+                continue
+            if any(d.index == row.device.index for d in self.devices):
+                self._flush()
+            self.devices.append(row.device)
+            self.driver = row.driver_version or self.driver
+
+    def _flush(self) -> None:
+        if self.devices or self.errors:
+            self.done.append(
+                Reading(
+                    kind="csv",
+                    devices=tuple(self.devices),
+                    driver_version=self.driver,
+                    errors=tuple(self.errors),
+                )
+            )
+        self.devices, self.errors = [], []
+        self.pending_since = None
+
+    def ready(self, now: float) -> list[Reading]:
+        overdue = self.pending_since is not None and now - self.pending_since >= LONGEST_TICK_S
+        if now - self.last_data >= QUIET_S or overdue:
+            if self.buffer.strip():
+                self.feed(b"\n", self.last_data)
+            self._flush()
+        done, self.done = self.done, []
+        return done

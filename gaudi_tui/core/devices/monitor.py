@@ -1,0 +1,207 @@
+"""The live device feed behind the Devices screen and `gaudi-tui devices --watch`.
+
+`DeviceMonitor.run()` (in a worker thread) picks the best source — HLML, else ONE long-lived
+hl-smi child, else NVML, else host only — and calls `on_update` once per refresh with the snapshot,
+the host row, the card holders (rescanned every `holders_every` seconds) and the current faults.
+When a source fails it falls back and tries the better ones again after a backoff. It returns
+when `cancel` is set, with its hl-smi child ended.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from gaudi_tui.core.devices import faults, hlsmi
+from gaudi_tui.core.devices.faults import Fault
+from gaudi_tui.core.devices.hlml import HlmlSource
+from gaudi_tui.core.devices.holders import DEFAULT_NODE_PATTERN, CardHolder, find_holders
+from gaudi_tui.core.devices.host import HostReader, HostStats
+from gaudi_tui.core.devices.library import SourceUnavailable
+from gaudi_tui.core.devices.model import DeviceSnapshot, Source
+from gaudi_tui.core.devices.nvml import NvmlSource
+from gaudi_tui.core.devices.query import with_kernel_facts
+from gaudi_tui.core.devices.reading import Reading, merge
+from gaudi_tui.core.devices.usage import holder_processes
+
+FIRST_HOST_S = 3.0
+"""The host row's first CPU % is averaged over this long (then every refresh)."""
+
+
+@dataclass(frozen=True)
+class MonitorConfig:
+    interval: float = 1.0
+    hl_smi: str = "hl-smi"
+    use_hlml: bool = True
+    use_nvml: bool = True
+    proc_root: str = "/proc"
+    node_pattern: str = DEFAULT_NODE_PATTERN
+    sys_root: str = "/sys"
+    dev_root: str = "/dev"
+    holders_every: float = 5.0
+    stall_timeout: float | None = None
+    backoff_start: float = 1.0
+    backoff_max: float = 30.0
+    metadata_timeout: float = 10.0
+
+
+@dataclass(frozen=True)
+class MonitorUpdate:
+    snapshot: DeviceSnapshot
+    host: HostStats | None
+    holders: tuple[CardHolder, ...]
+    faults: tuple[Fault, ...] = ()
+    retry_in: float | None = None
+    """Seconds until the failed source is tried again, when there is a fault."""
+
+
+class DeviceMonitor:
+    def __init__(
+        self,
+        config: MonitorConfig,
+        on_update: Callable[[MonitorUpdate], None],
+        cancel: threading.Event,
+        host_reader: Callable[[], HostStats | None] | None = None,
+    ) -> None:
+        self.config = config
+        self.on_update = on_update
+        self.cancel = cancel
+        self.read_host = host_reader or HostReader(min_gap=config.interval, first_after=FIRST_HOST_S).read
+        self.snapshot = DeviceSnapshot(source="none")
+        self.faults: tuple[Fault, ...] = ()
+        self.retry_in: float | None = None
+        self.holders: tuple[CardHolder, ...] = ()
+        self._holders_at = float("-inf")
+        self.backoff = hlsmi.Backoff(config.backoff_start, config.backoff_max)
+        self.poller: hlsmi.HlSmiPoller | None = None
+        self._hlml_after = 0.0
+
+    def request_holder_scan(self) -> None:
+        """Rescan /proc at the next refresh (after stopping a holder, say)."""
+        self._holders_at = float("-inf")
+
+    # -- publishing ---------------------------------------------------------------------------
+    def _scan_holders(self) -> None:
+        now = time.monotonic()
+        if now - self._holders_at >= self.config.holders_every:
+            self._holders_at = now
+            self.holders = tuple(find_holders(self.config.proc_root, self.config.node_pattern))
+
+    def publish(self) -> None:
+        self._scan_holders()
+        snapshot = self.snapshot
+        if snapshot.source in ("hl-smi", "hlml"):
+            snapshot = replace(snapshot, processes=holder_processes(self.holders))
+        errors = tuple(f.banner() for f in self.faults)
+        if errors != snapshot.errors:
+            snapshot = replace(snapshot, errors=errors)
+        self.snapshot = snapshot
+        self.on_update(MonitorUpdate(snapshot, self.read_host(), self.holders, self.faults, self.retry_in))
+
+    def _set(self, reading: Reading, source: Source) -> None:
+        reading = with_kernel_facts(reading, self.config.sys_root)
+        self.snapshot = reading.to_snapshot(source)
+        self.faults, self.retry_in = (), None
+
+    def _fault(self, fault: Fault, retry_in: float | None) -> None:
+        fault = faults.most_specific(fault, self.config.sys_root, self.config.dev_root)
+        self.faults, self.retry_in = (fault,), retry_in
+
+    def _tick_wait(self) -> bool:
+        """Wait one interval; True if cancelled."""
+        return self.cancel.wait(self.config.interval)
+
+    # -- sources ------------------------------------------------------------------------------
+    def _run_in_process(
+        self, source: HlmlSource | NvmlSource, name: Source, failed: Callable[[str], Fault]
+    ) -> None:
+        try:
+            while not self.cancel.is_set():
+                self._set(source.read(), name)
+                self.backoff.reset()
+                self.publish()
+                if self._tick_wait():
+                    return
+        except Exception as error:  # a lost card or driver: fall back, retry later
+            self._fault(failed(f"{type(error).__name__}: {error}"), None)
+            self.publish()
+        finally:
+            source.close()
+
+    def _run_hl_smi(self) -> Fault | None:
+        metadata = hlsmi.read_metadata(self.config.hl_smi, self.config.metadata_timeout, self.cancel)
+        metadata = replace(metadata, processes=(), errors=())
+        if metadata.devices:  # the table is a full snapshot too: show it while the loop starts
+            self._set(metadata, "hl-smi")
+            self.publish()
+
+        def on_reading(tick: Reading) -> None:
+            self._set(merge([tick, metadata]), "hl-smi")
+            self.publish()
+
+        def on_fault(fault: Fault, pause: float | None) -> None:
+            self._fault(fault, pause)
+            self.publish()
+
+        self.poller = hlsmi.HlSmiPoller(
+            self.config.hl_smi,
+            int(self.config.interval),
+            on_reading,
+            on_fault,
+            self.cancel,
+            stall_timeout=self.config.stall_timeout,
+            backoff=hlsmi.Backoff(self.config.backoff_start, self.config.backoff_max),
+            on_wait=self.publish,
+        )
+        return self.poller.run()
+
+    def _host_only(self, fault: Fault) -> None:
+        """No Gaudi source: host row (and any stale card data) with a banner, until the retry."""
+        pause = self.backoff.take()
+        self._fault(fault, pause)
+        self.snapshot = replace(self.snapshot, source="none", devices=(), processes=())
+        deadline = time.monotonic() + pause
+        while not self.cancel.is_set():
+            self.retry_in = max(0.0, deadline - time.monotonic())
+            self.publish()
+            if time.monotonic() >= deadline or self._tick_wait():
+                return
+
+    def run(self) -> None:
+        while not self.cancel.is_set():
+            fault: Fault | None = None
+            if self.config.use_hlml and time.monotonic() >= self._hlml_after:
+                try:
+                    self._run_in_process(HlmlSource(self.config.sys_root), "hlml", faults.hlml_failed)
+                    self._hlml_after = time.monotonic() + self.backoff.take()  # it failed: not at once again
+                    continue
+                except SourceUnavailable:
+                    pass
+            if shutil.which(self.config.hl_smi):
+                fault = self._run_hl_smi()
+                if fault is None:
+                    return  # cancelled
+            else:
+                fault = faults.hl_smi_missing(self.config.hl_smi)
+            if self.config.use_nvml and not self.cancel.is_set():
+                try:
+                    self._run_in_process(NvmlSource(self.config.sys_root), "nvml", faults.nvml_failed)
+                    continue
+                except SourceUnavailable:
+                    pass
+            self._host_only(fault)
+
+
+def quick_fault(config: MonitorConfig) -> Fault | None:
+    """Without running anything: the fault the monitor will report when no source can exist here
+    (no hl-smi on PATH, no pyhlml, no pynvml). Lets the screen show its banner on the first frame."""
+    from importlib.util import find_spec
+
+    if shutil.which(config.hl_smi) or (config.use_hlml and find_spec("pyhlml")):
+        return None
+    if config.use_nvml and find_spec("pynvml"):
+        return None
+    return faults.most_specific(faults.hl_smi_missing(config.hl_smi), config.sys_root, config.dev_root)

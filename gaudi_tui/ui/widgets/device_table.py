@@ -1,0 +1,238 @@
+"""The device map: one row per card with values, colour thresholds and 5-minute sparklines."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.binding import Binding
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from gaudi_tui.core.devices.history import History
+from gaudi_tui.core.devices.model import Device
+from gaudi_tui.core.devices.usage import CardUse
+from gaudi_tui.ui.widgets.sparkline_text import spark
+
+SPARK = 5
+"""Sparkline characters per table cell: 5 minutes of history, one minute per character."""
+TEMP_WARN, TEMP_HOT = 75.0, 90.0
+"""°C; Intel publishes no slowdown threshold for hl-smi to compare with, so these are gaudi-tui's."""
+POWER_WARN = 0.9
+COLUMNS = (  # key, label, width: fixed, so the map does not jump as values change
+    ("sel", " ", 1),
+    ("idx", "Idx", 3),
+    ("mod", "Mod", 3),
+    ("card", "Card", 8),
+    ("util", "Util", 4 + 1 + SPARK),
+    ("hbm", "HBM rsvd", 8 + 1 + SPARK),
+    ("power", "Power", 8 + 1 + SPARK),
+    ("temp", "Temp", 5),
+    ("ecc", "ECC", 3),
+    ("holder", "Holder", 25),
+    ("numa", "NUMA", 4),
+    ("bus", "Bus", 12),
+)
+
+TOTAL_WIDTH = sum(width + 2 for _, _, width in COLUMNS)
+
+
+def _num(value: float | int | None, fmt: str = "{:.0f}") -> str:
+    return "–" if value is None else fmt.format(value)
+
+
+def _gib(mib: int | None) -> str:
+    if mib is None:
+        return "–"
+    return f"{mib / 1024:.1f}" if mib < 10 * 1024 else f"{mib / 1024:.0f}"
+
+
+def temperature_style(celsius: float | None) -> str:
+    if celsius is None:
+        return ""
+    return "bold red" if celsius >= TEMP_HOT else "yellow" if celsius >= TEMP_WARN else ""
+
+
+def power_style(device: Device) -> str:
+    if device.power_draw_w is None or not device.power_cap_w:
+        return ""
+    share = device.power_draw_w / device.power_cap_w
+    return "bold red" if share >= 1.0 else "yellow" if share >= POWER_WARN else ""
+
+
+def row_cells(device: Device, use: CardUse | None, history: History, chosen: bool) -> tuple[Text, ...]:
+    window = history.size
+    util_spark = spark(history.series(device.index, "utilization"), SPARK, window, 100)
+    hbm_spark = spark(history.series(device.index, "memory"), SPARK, window, device.memory_total_mib)
+    power_spark = spark(history.series(device.index, "power"), SPARK, window, device.power_cap_w)
+    busy = use is not None and use.busy
+    holder_style = "yellow" if use is not None and use.state == "busy-hidden" else ""
+    errors = device.uncorrected_errors
+    return (
+        Text("✓" if chosen else " ", style="bold"),
+        Text(str(device.index), justify="right"),
+        Text(_num(device.module_id), justify="right"),
+        Text(device.product or device.name or "?"),
+        Text(
+            f"{_num(device.utilization_pct):>3}% {util_spark}",
+            style="green" if (device.utilization_pct or 0) >= 50 else "",
+        ),
+        Text(
+            f"{_gib(device.memory_used_mib) + '/' + _gib(device.memory_total_mib) + 'G':>8} {hbm_spark}",
+            style="bold" if busy else "",
+        ),
+        Text(
+            f"{_num(device.power_draw_w) + '/' + _num(device.power_cap_w) + 'W':>8} {power_spark}",
+            style=power_style(device),
+        ),
+        Text(f"{_num(device.temperature_c)}°C", style=temperature_style(device.temperature_c)),
+        Text(_num(errors), style="bold red" if errors else ""),
+        Text(use.label() if use else "—", style=holder_style),
+        Text(_num(device.numa_node)),
+        Text(device.bus_id or "–"),
+    )
+
+
+class DeviceTable(ScrollView, can_focus=True):
+    """The map as a line-API widget: each row is rendered once into a Strip and kept until its
+    values change, so a refresh costs a few changed rows, not the whole table (a DataTable
+    re-renders every cell on any update)."""
+
+    COMPONENT_CLASSES = {"device-table--header", "device-table--cursor"}
+    DEFAULT_CSS = """
+    DeviceTable { height: auto; max-height: 12; }
+    DeviceTable > .device-table--header { text-style: bold; color: $text-accent; }
+    DeviceTable > .device-table--cursor { background: $block-cursor-blurred-background; }
+    DeviceTable:focus > .device-table--cursor {
+        background: $block-cursor-background; color: $block-cursor-foreground; text-style: bold;
+    }
+    """
+    BINDINGS = [
+        Binding("up", "move(-1)", "Up", show=False, id="devices.up"),
+        Binding("down", "move(1)", "Down", show=False, id="devices.down"),
+        Binding("home", "move(-1000)", "First card", show=False, id="devices.first"),
+        Binding("end", "move(1000)", "Last card", show=False, id="devices.last"),
+    ]
+
+    cursor_row: reactive[int] = reactive(0)
+
+    class RowHighlighted(Message):
+        """The cursor moved to another card."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self._order: list[int] = []
+        self._cells: dict[int, tuple[Text, ...]] = {}
+        self._strips: dict[int, Strip] = {}
+        self._labels = {key: label for key, label, _ in COLUMNS}
+        self._header: Strip | None = None
+        self.virtual_size = Size(TOTAL_WIDTH, 1)
+
+    # -- data ---------------------------------------------------------------------------------
+    @property
+    def row_count(self) -> int:
+        return len(self._order)
+
+    @property
+    def current_index(self) -> int | None:
+        """The card index under the cursor."""
+        return self._order[self.cursor_row] if 0 <= self.cursor_row < len(self._order) else None
+
+    def cell_text(self, row: int, column: str) -> str:
+        keys = [key for key, _, _ in COLUMNS]
+        return self._cells[self._order[row]][keys.index(column)].plain
+
+    def label_sort(self, column: str | None, arrow: str) -> None:
+        """Mark the sort column's header (e.g. `Util ▼`)."""
+        self._labels = {key: f"{label} {arrow}" if key == column else label for key, label, _ in COLUMNS}
+        self._header = None
+        self.refresh()
+
+    def show(
+        self,
+        devices: Sequence[Device],
+        uses: Mapping[int, CardUse],
+        history: History,
+        chosen_modules: Collection[int],
+    ) -> None:
+        keep = self.current_index
+        order = [d.index for d in devices]
+        changed = order != self._order
+        for device in devices:
+            cells = row_cells(device, uses.get(device.index), history, device.module_id in chosen_modules)
+            if _signature(cells) != _signature(self._cells.get(device.index, ())):
+                self._cells[device.index] = cells
+                self._strips.pop(device.index, None)
+                changed = True
+        if order != self._order:
+            self._order = order
+            self.virtual_size = Size(TOTAL_WIDTH, len(order) + 1)
+            self.refresh(layout=True)
+            if keep in order:
+                self.cursor_row = order.index(keep)
+            self.cursor_row = min(self.cursor_row, max(0, len(order) - 1))
+        if changed:
+            self.refresh()
+
+    # -- rendering ------------------------------------------------------------------------------
+    def _line(self, cells: Sequence[Text], style: Style | None = None) -> Strip:
+        line = Text(no_wrap=True, end="")
+        for (_key, _label, width), cell in zip(COLUMNS, cells, strict=True):
+            cell = cell.copy()
+            if cell.justify == "right" and cell.cell_len < width:
+                cell.pad_left(width - cell.cell_len)
+            cell.truncate(width, overflow="ellipsis", pad=True)
+            line.append(" ")
+            line.append_text(cell)
+            line.append(" ")
+        segments = list(line.render(self.app.console))
+        strip = Strip(segments, line.cell_len)
+        return strip.apply_style(style) if style else strip
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        number = y + scroll_y
+        if number == 0:
+            if self._header is None:
+                style = self.get_component_rich_style("device-table--header")
+                self._header = self._line([Text(self._labels[k]) for k, _, _ in COLUMNS], style)
+            strip = self._header
+        elif number - 1 < len(self._order):
+            index = self._order[number - 1]
+            strip = self._strips.get(index)
+            if strip is None:
+                strip = self._strips[index] = self._line(self._cells[index])
+            if number - 1 == self.cursor_row:
+                strip = strip.apply_style(self.get_component_rich_style("device-table--cursor"))
+        else:
+            return Strip.blank(self.size.width, self.rich_style)
+        return strip.crop_extend(scroll_x, scroll_x + self.size.width, self.rich_style)
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._header = None
+        self._strips.clear()
+
+    # -- cursor ---------------------------------------------------------------------------------
+    def watch_cursor_row(self, old: int, new: int) -> None:
+        self.refresh()
+        self.scroll_to_region(Region(0, new + 1, 1, 1), animate=False, immediate=True)
+        self.post_message(self.RowHighlighted())
+
+    def action_move(self, delta: int) -> None:
+        if self._order:
+            self.cursor_row = max(0, min(len(self._order) - 1, self.cursor_row + delta))
+
+    def on_click(self, event: events.Click) -> None:
+        row = event.y + self.scroll_offset.y - 1
+        if 0 <= row < len(self._order):
+            self.cursor_row = row
+
+
+def _signature(cells: Sequence[Text]) -> tuple[str, ...]:
+    return tuple(cell.plain + str(cell.style) for cell in cells)
