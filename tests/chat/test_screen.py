@@ -15,9 +15,10 @@ from gaudi_tui.core.accelerator import Accelerator
 from gaudi_tui.core.chat.options import GAUDI_BNB_REASON, GenerationParams
 from gaudi_tui.ui.app import GaudiApp
 from gaudi_tui.ui.screens.chat import ChatScreen
-from gaudi_tui.ui.screens.chat_dialogs import ConfirmDialog, LoadDialog, RenameDialog
+from gaudi_tui.ui.screens.chat_dialogs import LoadDialog, RenameDialog
 from gaudi_tui.ui.widgets.chat_message import MessageView
 from gaudi_tui.ui.widgets.chat_params import ParamsPanel
+from gaudi_tui.ui.widgets.confirm import ConfirmScreen
 from tests.chat.seed import ANSWER, seed_conversations
 
 GAUDI = Accelerator(
@@ -177,7 +178,7 @@ async def test_switch_rename_copy_export_delete_and_bad_parameters(
         await pilot.press("escape")  # back to the list, where single-letter keys act
         await pilot.click("#conversations")
         await pilot.press("d")
-        assert isinstance(app.screen, ConfirmDialog)
+        assert isinstance(app.screen, ConfirmScreen)
         await pilot.press("y")
         await pilot.pause()
         assert [c.title for c in screen.store.conversations()] == ["How do I watch the cards?"]

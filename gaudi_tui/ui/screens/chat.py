@@ -26,9 +26,10 @@ from gaudi_tui.core.chat.options import GenerationParams, LoadOptions
 from gaudi_tui.core.chat.store import ChatStore, Conversation, prompt_messages
 from gaudi_tui.core.demo import DEMO_LABEL, DEMO_MODEL_ID
 from gaudi_tui.ui.screens.base import PanelScreen
-from gaudi_tui.ui.screens.chat_dialogs import ConfirmDialog, LoadDialog, RenameDialog
+from gaudi_tui.ui.screens.chat_dialogs import LoadDialog, RenameDialog
 from gaudi_tui.ui.widgets.chat_message import STATUS_WORDS, MessageView
 from gaudi_tui.ui.widgets.chat_params import ParamsPanel
+from gaudi_tui.ui.widgets.confirm import ConfirmScreen
 
 CHUNK_INTERVAL_S = 0.2
 """Tokens reach the pane at most 5 times a second: each Markdown append re-lays out the screen,
@@ -303,7 +304,7 @@ class ChatScreen(PanelScreen):
             self.notify(f"Deleted “{conversation.title}”.")
 
         self.app.push_screen(
-            ConfirmDialog(f"Delete “{conversation.title}” and its {count} message(s)?"), confirmed
+            ConfirmScreen(f"Delete “{conversation.title}” and its {count} message(s)?"), confirmed
         )
 
     def action_export(self) -> None:

@@ -1,4 +1,4 @@
-"""Modal dialogs of the Chat screen: load options, rename, confirm delete."""
+"""Modal dialogs of the Chat screen: load options and rename (deleting asks with ConfirmScreen)."""
 
 from __future__ import annotations
 
@@ -155,23 +155,3 @@ class RenameDialog(ModalScreen[str | None]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
-
-
-class ConfirmDialog(ModalScreen[bool]):
-    DEFAULT_CSS = DIALOG_CSS.format(name="ConfirmDialog")
-    BINDINGS = [
-        Binding("y", "answer(True)", "Yes", id="confirm.yes"),
-        Binding("n,escape", "answer(False)", "No", id="confirm.no"),
-    ]
-
-    def __init__(self, question: str) -> None:
-        super().__init__()
-        self.question = question
-
-    def compose(self) -> ComposeResult:
-        with Vertical(classes="dialog"):
-            yield Static(self.question, classes="dialog-title", markup=False)
-            yield Static("y deletes · n or Esc keeps it", classes="dialog-hint", markup=False)
-
-    def action_answer(self, yes: bool) -> None:
-        self.dismiss(yes)
