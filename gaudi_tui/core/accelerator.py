@@ -12,13 +12,13 @@ import importlib.metadata
 import importlib.util
 import json
 import os
-import subprocess
 import sys
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Literal
+
+from gaudi_tui.core.childprobe import ProbeCancelled, ProbeFailed, ProbeTimedOut, run_json_child
 
 Kind = Literal["hpu", "cuda", "cpu"]
 MIN_ACCELERATE_FOR_HPU = (1, 5, 0)
@@ -166,41 +166,17 @@ def probe(
     cancel: threading.Event | None = None,
 ) -> Accelerator:
     """Run the probe child and select; a hung, broken or cancelled child yields CPU with the reason."""
-    child = subprocess.Popen(
-        [sys.executable, "-m", "gaudi_tui.core.accelerator"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=dict(env) if env is not None else None,
-    )
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            stdout, stderr = child.communicate(timeout=min(0.1, max(deadline - time.monotonic(), 0.001)))
-            break
-        except subprocess.TimeoutExpired:
-            stopped = cancel is not None and cancel.is_set()
-            if stopped or time.monotonic() >= deadline:
-                child.kill()
-                child.communicate()
-                why = "cancelled" if stopped else f"timed out after {timeout:g} s"
-                return select({"probe_error": f"accelerator probe {why}"})
-    facts = _last_json_line(stdout)
-    if facts is None:
-        tail = (stderr.strip().splitlines() or ["no output"])[-1]
-        return select({"probe_error": f"accelerator probe failed (exit {child.returncode}): {tail}"})
+    try:
+        facts = run_json_child(
+            [sys.executable, "-m", "gaudi_tui.core.accelerator"], timeout=timeout, env=env, cancel=cancel
+        )
+    except ProbeCancelled:
+        return select({"probe_error": "accelerator probe cancelled"})
+    except ProbeTimedOut:
+        return select({"probe_error": f"accelerator probe timed out after {timeout:g} s"})
+    except ProbeFailed as exc:
+        return select({"probe_error": f"accelerator probe failed ({exc})"})
     return select(facts)
-
-
-def _last_json_line(text: str) -> dict[str, object] | None:
-    for line in reversed(text.splitlines()):
-        if line.startswith("{"):
-            try:
-                return json.loads(line)
-            except json.JSONDecodeError:
-                return None
-    return None
 
 
 def collect_facts() -> dict[str, object]:
