@@ -33,7 +33,7 @@ def run_tui() -> int:
     logsetup.configure()
     from gaudi_tui.ui.app import GaudiApp
 
-    result = GaudiApp().run()
+    result = GaudiApp(autorun_checks=True).run()
     return int(result or 0)
 
 

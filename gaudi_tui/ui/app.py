@@ -62,9 +62,14 @@ class GaudiApp(App[int]):
     env_fixes: reactive[dict[str, str]] = reactive(dict)
     """Environment fixes the Checklist applies to jobs launched from the panel (empty = off)."""
 
-    def __init__(self, accelerator: Accelerator | None = None, hostname: str | None = None) -> None:
+    def __init__(
+        self, accelerator: Accelerator | None = None, hostname: str | None = None, autorun_checks: bool = False
+    ) -> None:
+        """`autorun_checks`: the Checklist runs its checks when first opened (the panel does this;
+        tests leave it off so what they see does not depend on the host)."""
         super().__init__()
         self.hostname = hostname or socket.gethostname()
+        self.autorun_checks = autorun_checks
         self._given_accelerator = accelerator
 
     def on_mount(self) -> None:

@@ -193,3 +193,16 @@ async def test_works_at_80_by_24(tmp_path: Path) -> None:
         await pilot.press("down", "enter")
         assert screen.query_one("#row-hlsmi-present", CheckRow).has_class("-open")
         assert screen.query_one(CheckList).region.height >= 10
+
+
+async def test_the_panel_runs_the_checks_when_the_checklist_opens() -> None:
+    app = GaudiApp(accelerator=CPU, hostname="gaudi-host", autorun_checks=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("2")
+        screen = app.screen
+        deadline = time.monotonic() + 60
+        while screen.running or not screen.results:
+            assert time.monotonic() < deadline, "the checks did not run on open"
+            await pilot.pause(0.1)
+        assert len(screen.results) == len(ALL_CHECKS)
+        assert "not run yet" not in text_of(screen, "#checklist-summary")

@@ -153,6 +153,8 @@ class ChecklistScreen(PanelScreen):
         self.query_one(ProgressBar).display = False
         self._show_env_fixes()
         self.query_one(CheckList).focus()
+        if self.app.autorun_checks:  # type: ignore[attr-defined]
+            self.call_after_refresh(self.action_run)
 
     def _row(self, check_id: str) -> CheckRow:
         return self.query_one(f"#row-{check_id.replace('.', '-')}", CheckRow)
