@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
 import socket
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from textual import work
@@ -16,11 +17,8 @@ from textual.worker import get_current_worker
 
 from gaudi_tui.core import accelerator as accel_mod
 from gaudi_tui.core.accelerator import Accelerator
-from gaudi_tui.ui.screens.chat import ChatScreen
-from gaudi_tui.ui.screens.checklist import ChecklistScreen
 from gaudi_tui.ui.screens.devices import DevicesScreen
 from gaudi_tui.ui.screens.help import HelpScreen
-from gaudi_tui.ui.screens.training import TrainingScreen
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +30,16 @@ SCREENS_BY_KEY = (
 )
 
 
+def _on_first_use(module: str, name: str) -> Callable[[], Screen]:
+    """A mode screen whose module is imported when the mode is first opened, not before the first
+    frame (the Devices screen, shown first, is imported at once)."""
+
+    def make() -> Screen:
+        return getattr(importlib.import_module(f"gaudi_tui.ui.screens.{module}"), name)()
+
+    return make
+
+
 class GaudiApp(App[int]):
     """The control panel. Pass `accelerator` to skip the probe (tests, screenshots)."""
 
@@ -39,9 +47,9 @@ class GaudiApp(App[int]):
     CSS_PATH = Path(__file__).with_name("app.tcss")
     MODES = {
         "devices": DevicesScreen,
-        "checklist": ChecklistScreen,
-        "chat": ChatScreen,
-        "training": TrainingScreen,
+        "checklist": _on_first_use("checklist", "ChecklistScreen"),
+        "chat": _on_first_use("chat", "ChatScreen"),
+        "training": _on_first_use("training", "TrainingScreen"),
     }
     DEFAULT_MODE = "devices"
     BINDINGS = [
