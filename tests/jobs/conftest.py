@@ -23,7 +23,14 @@ GAUDI1 = Accelerator("hpu", "fake", device_count=8, device_name="GAUDI", dtype="
 
 def tiny(**changes: object) -> JobSpec:
     """A demo fine-tune small enough for 2 shared cores: short sequences, small batches."""
-    base = {"max_seq_len": 64, "batch_size": 8, "max_steps": 20, "logging_steps": 1, "device": "cpu"}
+    base = {
+        "max_seq_len": 64,
+        "batch_size": 8,
+        "max_steps": 20,
+        "warmup_steps": 2,
+        "logging_steps": 1,
+        "device": "cpu",
+    }
     base.update(changes)
     return JobSpec(**base)  # type: ignore[arg-type]
 
@@ -98,3 +105,15 @@ def no_stray_processes(gaudi_home: Path):
         except psutil.Error:
             pass
     assert not described, "processes outlived the test:\n" + "\n".join(described)
+
+
+def replay(run_id: str | None = None) -> RunFolder:
+    """Copy a recorded run folder (tests/jobs/data/runs, see its README) into this test's runs folder."""
+    from gaudi_tui.core import paths
+
+    source = sorted((DATA / "runs").iterdir())[-1] if run_id is None else DATA / "runs" / run_id
+    target = paths.runs_dir() / source.name
+    target.mkdir(mode=0o700)
+    for item in source.iterdir():
+        (target / item.name).write_text(item.read_text().replace("{RUN}", str(target)))
+    return RunFolder(target)

@@ -90,7 +90,7 @@ class TrainingScreen(PanelScreen):
     )
     DEFAULT_CSS = """
     TrainingScreen #jobs { height: auto; max-height: 9; min-height: 3; }
-    TrainingScreen #job-error { color: $error; height: auto; max-height: 2; }
+    TrainingScreen #job-error { color: $error; height: auto; max-height: 2; display: none; }
     TrainingScreen TabbedContent { height: 1fr; }
     TrainingScreen TabPane { padding: 0; }
     TrainingScreen #job-log { height: 1fr; }
@@ -117,7 +117,11 @@ class TrainingScreen(PanelScreen):
     def compose_body(self) -> ComposeResult:
         table: DataTable[str] = DataTable(id="jobs", cursor_type="row", zebra_stripes=True)
         yield table
-        yield Static("No jobs yet. Press n to launch one (try the demo fine-tune).", id="empty", markup=False)
+        yield Static(
+            "Training — no jobs yet: press n to launch one (try the demo fine-tune preset).",
+            id="empty",
+            markup=False,
+        )
         yield Static("", id="job-error", markup=False)
         with TabbedContent(initial="charts"):
             with TabPane("Charts", id="charts"):
@@ -196,7 +200,9 @@ class TrainingScreen(PanelScreen):
         self.query_one("#job-details", Static).update(detail.text)
         view = self.views.get(detail.run_id)
         error = f"{view.state}: {view.error}" if view is not None and view.error else ""
-        self.query_one("#job-error", Static).update(error)
+        shown = self.query_one("#job-error", Static)
+        shown.update(error)
+        shown.display = bool(error)
 
     def _show_table(self, views: list[JobView]) -> None:
         """Newest first; rows are updated in place so the cursor stays on its job."""
@@ -214,7 +220,7 @@ class TrainingScreen(PanelScreen):
         for view in views:
             for column, cell in zip(COLUMNS, self._cells(view), strict=True):
                 if table.get_cell(view.id, column) != cell:
-                    table.update_cell(view.id, column, cell)
+                    table.update_cell(view.id, column, cell, update_width=True)
 
     @staticmethod
     def _cells(view: JobView) -> tuple[str, ...]:
