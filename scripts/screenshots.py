@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -26,6 +27,18 @@ SHOTS = [
 ]
 
 
+def replay_training_run() -> None:
+    """Training shows a recorded real run of the demo fine-tune (tests/jobs/data/runs)."""
+    from gaudi_tui.core import paths
+
+    source = sorted((ROOT / "tests" / "jobs" / "data" / "runs").iterdir())[-1]
+    target = paths.runs_dir() / source.name
+    if not target.exists():
+        shutil.copytree(source, target)
+        for item in target.iterdir():
+            item.write_text(item.read_text().replace("{RUN}", str(target)))
+
+
 async def shoot(name: str, keys: list[str]) -> None:
     from gaudi_tui.core.accelerator import Accelerator
     from gaudi_tui.ui.app import GaudiApp
@@ -42,6 +55,7 @@ async def shoot(name: str, keys: list[str]) -> None:
 def main() -> int:
     os.environ.setdefault("GAUDI_TUI_HOME", tempfile.mkdtemp(prefix="gaudi-tui-shots-"))
     OUT.mkdir(exist_ok=True)
+    replay_training_run()
     for name, keys in SHOTS:
         asyncio.run(shoot(name, keys))
     return 0

@@ -98,7 +98,7 @@ async def test_keys_on_a_finished_job_explain_why_nothing_happens() -> None:
         await settle(pilot, lambda: rows(app))
         await pilot.press("s", "r", "k", "k")
         assert notes[0].endswith("is succeeded: nothing to stop")
-        assert "has no complete checkpoint to resume from" in notes[1]
+        assert "already finished; its weights are in" in notes[1]
         assert notes[2] == "Press k again to kill this job (no checkpoint is saved)."
         await settle(pilot, lambda: len(notes) > 3)
         assert notes[3].endswith("is succeeded: nothing to kill")
@@ -119,3 +119,18 @@ async def test_a_job_that_fails_at_run_time_shows_its_error(tmp_path: Path) -> N
             str(error.render())
             == "failed: dataset d.csv has no column 'text' (columns: prompt); set text_field"
         )
+
+
+def test_snapshot_of_a_recorded_run(snap_compare) -> None:  # noqa: ANN001 - pytest-textual-snapshot fixture
+    replay()
+
+    async def until_drawn(pilot) -> None:  # noqa: ANN001
+        await pilot.press("4")
+        await settle(pilot, lambda: rows(pilot.app) and "loss 0" in _loss_title(pilot.app))
+        await pilot.pause(0.3)
+
+    assert snap_compare(make_app(), terminal_size=(100, 30), run_before=until_drawn)
+
+
+def _loss_title(app: GaudiApp) -> str:
+    return str(app.screen.query_one("#chart-loss").plt._active.monitor.title)  # noqa: SLF001 - plotext state

@@ -93,6 +93,8 @@ def resume(run: RunFolder, env: Mapping[str, str] | None = None) -> Path:
     state = effective_state(status, time.time())
     if state in ACTIVE:
         raise JobControlError(f"{run.id} is still {state}: stop it first")
+    if state == "succeeded":
+        raise JobControlError(f"{run.id} already finished; its weights are in {run.model_dir}")
     checkpoint = run.newest_complete_checkpoint()
     if checkpoint is None:
         raise JobControlError(

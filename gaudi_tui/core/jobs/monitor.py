@@ -241,7 +241,12 @@ class RunWatcher:
         losses = [p.loss for p in metrics.points if p.loss is not None]
         error = status.error
         if state == "lost" and not error:
-            error = "the supervisor is gone (machine rebooted or process killed); resume from a checkpoint"
+            if any(r.alive() for r in (status.launcher, *status.workers) if r is not None):
+                error = "the supervisor is gone but the job's processes still run: k kills them"
+            else:
+                error = (
+                    "the supervisor is gone (machine rebooted or process killed): r resumes from a checkpoint"
+                )
         return JobView(
             id=self.run.id,
             name=spec.name,

@@ -25,6 +25,7 @@ import psutil
 
 from gaudi_tui.core.jobs import launch
 from gaudi_tui.core.jobs.runfolder import RunFolder
+from gaudi_tui.core.jobs.spec import SpecError
 from gaudi_tui.core.jobs.status import JobStatus, ProcRef
 
 POLL_S = 0.2
@@ -58,8 +59,8 @@ class Supervisor:
     def __init__(self, run: RunFolder, resume: Path | None) -> None:
         self.run = run
         self.resume = resume
-        self.spec = run.spec()
         self.status = run.status() or JobStatus(created=time.time())
+        self.spec = run.spec()
         self.kill_requested = threading.Event()
         self.known: dict[int, ProcRef] = {}
 
@@ -225,7 +226,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("run", type=Path)
     parser.add_argument("--resume", type=Path, default=None)
     args = parser.parse_args(argv)
-    return Supervisor(RunFolder(args.run), args.resume).main()
+    run = RunFolder(args.run)
+    try:
+        supervisor = Supervisor(run, args.resume)
+    except SpecError as exc:  # spec.toml edited into something unreadable after launch
+        status = run.status() or JobStatus(created=time.time())
+        run.write_status(status.with_(state="failed", ended=time.time(), error=str(exc)))
+        return 1
+    return supervisor.main()
 
 
 if __name__ == "__main__":
