@@ -92,7 +92,7 @@ def test_kill_ends_every_process_even_when_the_supervisor_and_torchrun_were_sigk
     # The trap from the research notes: SIGKILL of torchrun leaves its workers running.
     os.kill(status.supervisor.pid, signal.SIGKILL)
     os.kill(status.launcher.pid, signal.SIGKILL)
-    wait_for(lambda: not status.launcher.alive(), 10, "torchrun to die")
+    wait_for(lambda: not (status.launcher.alive() or status.supervisor.alive()), 10, "both to die")
     assert all(w.alive() for w in workers), "workers should have been orphaned"
     assert effective_state(run.status(), time.time()) == "lost"
     control.kill(run)

@@ -71,13 +71,13 @@ def kill(run: RunFolder, cancel: threading.Event | None = None) -> None:
     while time.monotonic() < deadline and any(r.alive() for r in refs):
         if waiter.wait(0.2):
             break
-    for ref in refs:
-        proc = ref.process()
-        if proc is not None:
-            try:
-                proc.kill()
-            except psutil.Error:
-                pass
+    still = [p for p in (ref.process() for ref in refs) if p is not None]
+    for proc in still:
+        try:
+            proc.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(still, timeout=5)
     run.write_status(
         status.with_(
             state="cancelled", kill_requested=True, ended=time.time(), error="killed (no supervisor)"
