@@ -16,6 +16,7 @@ is on screen. Target: median < 100 ms. Skipped without tmux.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shlex
@@ -195,11 +196,16 @@ def latency() -> None:
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--part", choices=["all", "throughput", "latency"], default="all")
+    part = parser.parse_args().part
     os.environ["GAUDI_TUI_HOME"] = tempfile.mkdtemp(prefix="gaudi-tui-bench-train-")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     sys.path.insert(0, str(ROOT))
-    throughput()
-    latency()
+    if part in ("all", "throughput"):
+        throughput()
+    if part in ("all", "latency"):
+        latency()
     shutil.rmtree(os.environ["GAUDI_TUI_HOME"], ignore_errors=True)
     return 0
 

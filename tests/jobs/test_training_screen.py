@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import psutil
 from textual.widgets import Checkbox, DataTable, Input, Log, Select, Static
 
-from gaudi_tui.core.jobs import runfolder, supervisor
+from gaudi_tui.core.jobs import control, runfolder, supervisor
 from gaudi_tui.ui.app import GaudiApp
 from gaudi_tui.ui.screens.job_form import JobFormScreen
 from gaudi_tui.ui.screens.training import TrainingScreen
 from tests.conftest import CPU
-from tests.jobs.conftest import replay, tiny, wait_done
+from tests.jobs.conftest import replay, tiny, wait_done, wait_for
 
 
 def make_app() -> GaudiApp:
@@ -134,3 +135,25 @@ def test_snapshot_of_a_recorded_run(snap_compare) -> None:  # noqa: ANN001 - pyt
 
 def _loss_title(app: GaudiApp) -> str:
     return str(app.screen.query_one("#chart-loss").plt._active.monitor.title)  # noqa: SLF001 - plotext state
+
+
+async def test_form_launch_carries_the_checklists_env_fixes_into_the_job() -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.env_fixes = {"PT_ENABLE_INT64_SUPPORT": "1"}
+        await pilot.press("4", "n")
+        form = app.screen
+        form.query_one("#f-max_steps", Input).value = "10000"
+        form.query_one("#f-kill_grace_s", Input).value = "3"
+        await pilot.press("ctrl+s")
+        await settle(
+            pilot, lambda: isinstance(app.screen, TrainingScreen) and runfolder.all_runs(), timeout=20
+        )
+    (run,) = runfolder.all_runs()
+    try:
+        assert run.spec().env == {"PT_ENABLE_INT64_SUPPORT": "1"}
+        launcher = wait_for(lambda: (s := run.status()) and s.launcher, 30, "the launcher")
+        assert psutil.Process(launcher.pid).environ()["PT_ENABLE_INT64_SUPPORT"] == "1"
+    finally:
+        control.kill(run)
+    assert wait_done(run, timeout=30) == "cancelled"
