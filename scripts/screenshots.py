@@ -36,7 +36,7 @@ def replay_training_run() -> None:
     if not target.exists():
         shutil.copytree(source, target)
         for item in target.iterdir():
-            item.write_text(item.read_text().replace("{RUN}", str(target)))
+            item.write_bytes(item.read_bytes().replace(b"{RUN}", str(target).encode()))
 
 
 async def shoot(name: str, keys: list[str]) -> None:

@@ -115,5 +115,5 @@ def replay(run_id: str | None = None) -> RunFolder:
     target = paths.runs_dir() / source.name
     target.mkdir(mode=0o700)
     for item in source.iterdir():
-        (target / item.name).write_text(item.read_text().replace("{RUN}", str(target)))
+        (target / item.name).write_bytes(item.read_bytes().replace(b"{RUN}", str(target).encode()))
     return RunFolder(target)

@@ -127,13 +127,19 @@ def test_a_bad_dataset_fails_with_its_error(tmp_path: Path) -> None:
     assert "failed" in listed.stdout and "line 100 is not valid JSON" in listed.stdout
 
 
-def test_lora_through_accelerate_launch_saves_an_adapter() -> None:
-    run = control.submit(tiny(lora=True, learning_rate=5e-3, max_steps=12, launcher="accelerate"), CPU)
+def test_lora_through_accelerate_launch_evaluates_checkpoints_and_saves_an_adapter() -> None:
+    spec = tiny(lora=True, learning_rate=5e-3, max_steps=12, launcher="accelerate", eval_split=0.2, eval_steps=6,
+                save_steps=6)  # fmt: skip
+    run = control.submit(spec, CPU)
     assert wait_done(run) == "succeeded", log_tail(run)
     assert "accelerate.commands.launch" in " ".join(run.status().command)
     assert (run.model_dir / "adapter_model.safetensors").is_file()
     logs = events(run, "log")
     assert logs[-1]["loss"] < logs[0]["loss"]
+    assert [e["step"] for e in events(run, "eval")] == [6, 12]
+    assert all(e["eval_loss"] > 0 for e in events(run, "eval"))
+    assert [c.name for c in run.checkpoints()] == ["checkpoint-6", "checkpoint-12"]
+    assert all(is_complete(c) for c in run.checkpoints())
 
 
 def test_qlora_trains_nf4_with_lora() -> None:

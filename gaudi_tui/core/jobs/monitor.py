@@ -78,7 +78,10 @@ class AppendReader:
         if skipped:
             data = data.split(b"\n", 1)[1] if b"\n" in data else b""  # drop the cut first line
         *complete, self.partial = data.split(b"\n")
-        return [line.decode("utf-8", "replace").rstrip("\r") for line in complete], skipped
+        # A progress bar redraws itself with \r: keep what a terminal would show, the last redraw.
+        return [
+            line.decode("utf-8", "replace").rstrip("\r").rsplit("\r", 1)[-1] for line in complete
+        ], skipped
 
 
 class MetricsReader:

@@ -40,7 +40,8 @@ class Detail:
 
     run_id: str
     points: tuple[LogPoint, ...] | None
-    """None when unchanged since the previous poll."""
+    """None when unchanged since the previous poll (and then `evals` is empty)."""
+    evals: tuple[tuple[int, float], ...]
     new_lines: tuple[str, ...]
     reset_log: bool
     text: str
@@ -153,7 +154,7 @@ class TrainingScreen(PanelScreen):
         monitor = Monitor()
         tail: LogTail | None = None
         tail_for: str | None = None
-        sent_points: tuple[str | None, int, int] = (None, -1, -1)
+        sent_points: tuple[str | None, int, int, int] = (None, -1, -1, -1)
         while not worker.is_cancelled:
             views = monitor.poll()
             detail = None
@@ -164,12 +165,14 @@ class TrainingScreen(PanelScreen):
                 if reset:
                     tail, tail_for = LogTail(watcher.run.log_path, max_lines=LOG_LINES), selected
                 new_lines = tail.poll() if tail is not None else []
-                points = watcher.metrics.points
-                key = (selected, len(points), points[-1].step if points else -1)
+                points, evals = watcher.metrics.points, watcher.metrics.evals
+                key = (selected, len(points), points[-1].step if points else -1, len(evals))
+                changed = key != sent_points
                 view = next(v for v in views if v.id == selected)
                 detail = Detail(
                     run_id=selected,
-                    points=tuple(points) if key != sent_points else None,
+                    points=tuple(points) if changed else None,
+                    evals=tuple(evals) if changed else (),
                     new_lines=tuple(new_lines[-LOG_LINES_PER_POLL:]),
                     reset_log=reset,
                     text=details_text(view, watcher.run),
@@ -191,7 +194,7 @@ class TrainingScreen(PanelScreen):
         if detail.run_id != self.selected:
             return
         if detail.points is not None:
-            self.query_one(MetricCharts).show(detail.points)
+            self.query_one(MetricCharts).show(detail.points, detail.evals)
         log = self.query_one("#job-log", Log)
         if detail.reset_log:
             log.clear()

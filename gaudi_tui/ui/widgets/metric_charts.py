@@ -43,34 +43,36 @@ class MetricCharts(Grid):
     def on_mount(self) -> None:
         self.show(())
 
-    def show(self, points: Sequence[LogPoint]) -> None:
+    def show(self, points: Sequence[LogPoint], evals: Sequence[tuple[int, float]] = ()) -> None:
+        """Redraw every chart from the job's log points and (step, eval_loss) pairs."""
         xs, loss = series(points, "loss")
-        self._draw("loss", "loss", [(xs, loss, "gray"), (xs, smooth(loss), "cyan")], smoothed=True)
-        self._draw("lr", "learning rate", [(*series(points, "learning_rate"), "yellow")])
-        self._draw("grad", "grad norm", [(*series(points, "grad_norm"), "magenta")])
-        sx, samples = series(points, "samples_per_s")
+        smoothed = smooth(loss)
+        lines = [(xs, loss, "gray"), (xs, smoothed, "cyan")]
+        head = f"loss {_fmt(loss[-1])} (smoothed {_fmt(smoothed[-1])})" if loss else ""
+        if evals:
+            lines.append(([float(s) for s, _ in evals], [v for _, v in evals], "red"))
+            head += f" · eval {_fmt(evals[-1][1])}"
+        self._draw("loss", "loss", lines, head)
+        self._single("lr", "learning rate", *series(points, "learning_rate"), "yellow")
+        self._single("grad", "grad norm", *series(points, "grad_norm"), "magenta")
         _, tokens = series(points, "tokens_per_s")
         extra = f" · {_fmt(tokens[-1])} tok/s" if tokens else ""
-        self._draw("speed", "samples/s", [(sx, samples, "green")], suffix=extra)
+        self._single("speed", "samples/s", *series(points, "samples_per_s"), "green", extra)
+
+    def _single(
+        self, name: str, title: str, xs: list[float], ys: list[float], color: str, extra: str = ""
+    ) -> None:
+        self._draw(name, title, [(xs, ys, color)], f"{title} {_fmt(ys[-1])}{extra}" if ys else "")
 
     def _draw(
-        self,
-        name: str,
-        title: str,
-        lines: list[tuple[list[float], list[float], str]],
-        smoothed: bool = False,
-        suffix: str = "",
+        self, name: str, title: str, lines: list[tuple[list[float], list[float], str]], head: str
     ) -> None:
         plot = self.query_one(f"#chart-{name}", PlotextPlot)
         plt = plot.plt
         plt.clear_data()
         plt.clear_figure()
-        last = lines[-1][1]
-        if last:
-            head = f"{title} {_fmt(last[-1])}"
-            if smoothed:
-                head = f"{title} {_fmt(lines[0][1][-1])} (smoothed {_fmt(last[-1])})"
-            plt.title(head + suffix)
+        if head:
+            plt.title(head)
             for xs, ys, color in lines:
                 px, py = thin(xs, ys)
                 plt.plot(px, py, color=color, marker="braille")
