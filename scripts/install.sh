@@ -21,7 +21,7 @@ torch_version=$("$py" -c 'import torch; print(torch.__version__)' 2>/dev/null ||
 if [ -z "$torch_version" ]; then
   echo "install: no torch found; installing the CPU build torch==2.13.0"
   "$py" -m pip install "${pip_quiet[@]}" torch==2.13.0
-  torch_version=$("$py" -c 'import torch; print(torch.__version__)')
+  torch_version=$("$py" -c 'import torch; print(torch.__version__)' 2>/dev/null)
 fi
 constraints=$(mktemp)
 trap 'rm -f "$constraints"' EXIT

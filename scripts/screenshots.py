@@ -17,6 +17,25 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "screenshots"
 SIZE = (100, 30)
 
+
+async def run_checklist(pilot) -> None:
+    """The checklist of a replayed Gaudi 2 host (tests/doctor/hosts.py), one finding opened."""
+    sys.path.insert(0, str(ROOT))
+    from gaudi_tui.core.doctor.checks import ALL_CHECKS
+    from gaudi_tui.ui.screens.checklist import CheckList
+    from tests.doctor.hosts import demo_gaudi_host
+
+    pilot.app.screen.context_factory = demo_gaudi_host(Path(tempfile.mkdtemp(prefix="gaudi-tui-shots-site-")))
+    await pilot.press("r")
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+    pilot.app.screen.query_one(CheckList).index = [c.id for c in ALL_CHECKS].index("cards.busy")
+    await pilot.press("enter")
+
+
+# what a screen needs after its keys to show real content
+SETUPS = {"checklist.svg": run_checklist}
+
 # (file name, keys pressed after start-up)
 SHOTS = [
     ("devices.svg", ["1"]),
@@ -47,6 +66,8 @@ async def shoot(name: str, keys: list[str]) -> None:
     app = GaudiApp(accelerator=cpu, hostname="gaudi-host")
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press(*keys)
+        if name in SETUPS:
+            await SETUPS[name](pilot)
         await pilot.pause(0.5)
         app.save_screenshot(filename=name, path=str(OUT))
     print(f"wrote screenshots/{name}")

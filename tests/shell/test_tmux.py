@@ -80,10 +80,10 @@ def wait_exit(exit_file: Path, timeout: float = 15.0) -> int:
 def test_keys_walk_every_screen_and_q_exits_zero(tmux: Tmux, tmp_path: Path, term: str) -> None:
     term_name, *rest = term.split()
     exit_file = start(tmux, tmp_path, f"TERM={term_name} {' '.join(rest)}")
-    tmux.wait_for("Devices — ")
+    tmux.wait_for(" gaudi-tui  Devices ")  # the header: app name, then the screen's title
     for key, title in (("2", "Checklist"), ("3", "Chat"), ("4", "Training"), ("1", "Devices")):
         tmux.run("send-keys", "-t", "panel", key)
-        tmux.wait_for(f"{title} — ")
+        tmux.wait_for(f" gaudi-tui  {title} ")
     tmux.wait_for("cpu: ")  # the probe finished and the header says why
     tmux.run("send-keys", "-t", "panel", "?")
     tmux.wait_for("Help — Devices")

@@ -1,0 +1,1 @@
+"""`habana_frameworks.torch.distributed`: the HCCL backend lives in `hccl`."""
