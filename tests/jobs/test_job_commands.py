@@ -46,7 +46,7 @@ def test_jobs_lists_logs_and_refuses_actions_on_a_finished_job(capsys: pytest.Ca
     assert main(["jobs"]) == 0
     header, row = capsys.readouterr().out.splitlines()
     assert header.split() == ["ID", "NAME", "STATE", "ELAPSED", "STEP", "ETA", "LOSS", "NOTE"]
-    assert row.split()[:6] == [run.id, "demo", "fine-tune", "succeeded", "2:04", "200/200"]
+    assert row.split()[:6] == [run.id, "demo", "fine-tune", "succeeded", "3:42", "200/200"]
     assert main(["jobs", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)[0]["state"] == "succeeded"
     assert main(["jobs", "logs", run.id[-4:], "-n", "2"]) == 0

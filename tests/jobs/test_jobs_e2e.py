@@ -127,8 +127,8 @@ def test_a_bad_dataset_fails_with_its_error(tmp_path: Path) -> None:
     assert "failed" in listed.stdout and "line 100 is not valid JSON" in listed.stdout
 
 
-def test_lora_through_accelerate_launch_evaluates_checkpoints_and_saves_an_adapter() -> None:
-    spec = tiny(lora=True, learning_rate=5e-3, max_steps=12, launcher="accelerate", eval_split=0.2, eval_steps=6,
+def test_lora_in_bf16_through_accelerate_launch_evaluates_checkpoints_and_saves_an_adapter() -> None:
+    spec = tiny(lora=True, learning_rate=5e-3, max_steps=12, launcher="accelerate", eval_split=0.2, eval_steps=6, bf16=True,
                 save_steps=6)  # fmt: skip
     run = control.submit(spec, CPU)
     assert wait_done(run) == "succeeded", log_tail(run)

@@ -39,13 +39,13 @@ async def test_recorded_run_shows_in_the_list_with_charts_and_log() -> None:
         await pilot.press("4")
         await settle(pilot, lambda: rows(app))
         assert rows(app) == [
-            ["demo fine-tune · " + run.id[-4:], "succeeded", "2:04", "200/200", "—", "0.0758"]
+            ["demo fine-tune · " + run.id[-4:], "succeeded", "3:42", "200/200", "—", "0.1311"]
         ]
         screen = app.screen
         assert isinstance(screen, TrainingScreen)
         await settle(pilot, lambda: screen.query_one("#job-log", Log).line_count > 10)
         title = screen.query_one("#chart-loss").plt._active.monitor.title  # noqa: SLF001 - plotext state
-        assert title.startswith("loss 0.07577 (smoothed")
+        assert title.startswith("loss 0.1311 (smoothed")
         await pilot.press("l")
         assert screen.query_one("TabbedContent").active == "log"
         await pilot.press("d")

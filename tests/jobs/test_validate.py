@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from gaudi_tui.core.accelerator import Accelerator
+from gaudi_tui.core.demo import model_dir
 from gaudi_tui.core.jobs.launch import prepare
 from gaudi_tui.core.jobs.spec import PRESETS, JobSpec
 from gaudi_tui.core.jobs.validate import validate
@@ -97,6 +98,13 @@ def test_quantized_weights_need_lora() -> None:
 )
 def test_nonsense_numbers_are_refused(changes: dict, field: str, text: str) -> None:
     assert text in problems(JobSpec(**changes))[field]
+
+
+def test_sequences_longer_than_the_model_allows() -> None:
+    limit = json.loads((model_dir() / "config.json").read_text())["max_position_embeddings"]
+    found = problems(JobSpec(max_seq_len=limit + 1))["max_seq_len"]
+    assert found == f"{limit + 1} is longer than the model's {limit} positions"
+    assert "max_seq_len" not in problems(JobSpec(max_seq_len=limit))
 
 
 def test_too_many_processes_for_this_cpu(monkeypatch: pytest.MonkeyPatch) -> None:

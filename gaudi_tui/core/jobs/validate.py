@@ -7,6 +7,7 @@ calls `validate` from a worker thread.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -174,6 +175,12 @@ def sources(spec: JobSpec) -> list[Problem]:
     model_problem = _model_problem(spec.model)
     if model_problem:
         out.append(Problem("model", model_problem))
+    else:
+        limit = _max_positions(spec.model)
+        if limit is not None and spec.max_seq_len > limit:
+            out.append(
+                Problem("max_seq_len", f"{spec.max_seq_len} is longer than the model's {limit} positions")
+            )
     if not spec.text_field.strip():
         out.append(Problem("text_field", "name the column that holds the text"))
         return out
@@ -182,6 +189,20 @@ def sources(spec: JobSpec) -> list[Problem]:
     except data.DatasetError as exc:
         out.append(Problem("dataset", str(exc)))
     return out
+
+
+def _max_positions(model: str) -> int | None:
+    """`max_position_embeddings` of a local model folder (the demo included), else None."""
+    from gaudi_tui.core.demo import resolve_model
+
+    try:
+        config = json.loads(
+            (Path(resolve_model(model)).expanduser() / "config.json").read_text(encoding="utf-8")
+        )
+    except (OSError, ValueError):
+        return None
+    value = config.get("max_position_embeddings") if isinstance(config, dict) else None
+    return value if isinstance(value, int) and value > 0 else None
 
 
 def _model_problem(model: str) -> str | None:
