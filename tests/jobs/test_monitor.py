@@ -154,3 +154,11 @@ def test_hpu_metrics_dump_is_read_while_still_open(tmp_path: Path) -> None:
     hpu_metrics.rank_file(path, 0).write_text(text + json.dumps(later) + "]")
     assert hpu_metrics.graph_compilations(path) == 5
     assert hpu_metrics.graph_compilations(tmp_path / "none.json") is None
+
+
+def test_a_run_with_a_broken_spec_is_listed_with_the_reason() -> None:
+    run = runfolder.create(JobSpec(), accelerator="cpu")
+    run.spec_path.write_text("max_steps = [\n")
+    (view,) = Monitor().poll()
+    assert view.name == "(unreadable spec.toml)"
+    assert "spec.toml: not valid TOML" in view.error

@@ -212,6 +212,7 @@ class RunWatcher:
         self.metrics = MetricsReader(run.metrics_path)
         self.status: JobStatus | None = None
         self.spec: JobSpec | None = None
+        self.spec_error: str | None = None
         self._status_mtime = -1.0
 
     def poll(self) -> bool:
@@ -224,17 +225,17 @@ class RunWatcher:
             status = self.run.status()
             if status is not None:
                 self.status, self._status_mtime, changed = status, mtime, True
-        if self.spec is None:
+        if self.spec is None and self.spec_error is None:
             try:
                 self.spec = self.run.spec()
-            except SpecError:
-                self.spec = JobSpec(name="(unreadable spec.toml)")
+            except SpecError as exc:
+                self.spec_error = str(exc)
         return changed
 
     def view(self, now: float) -> JobView:
         status = self.status or JobStatus()
         state = effective_state(status, now)
-        spec = self.spec or JobSpec()
+        spec = self.spec or JobSpec(name="(unreadable spec.toml)", max_steps=0)
         metrics = self.metrics
         max_steps = metrics.max_steps or (spec.max_steps or None)
         eta = None
@@ -242,7 +243,7 @@ class RunWatcher:
         if state in ("running", "stopping") and per_step is not None and max_steps:
             eta = max(0.0, (max_steps - metrics.step) * per_step)
         losses = [p.loss for p in metrics.points if p.loss is not None]
-        error = status.error
+        error = status.error or self.spec_error
         if state == "lost" and not error:
             if any(r.alive() for r in (status.launcher, *status.workers) if r is not None):
                 error = "the supervisor is gone but the job's processes still run: k kills them"

@@ -6,7 +6,6 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid, Vertical, VerticalScroll
-from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widget import Widget
 from textual.widgets import Checkbox, Input, Label, Select, Static
@@ -37,11 +36,6 @@ class JobFormScreen(ModalScreen[str | None]):
         Binding("ctrl+s", "launch", "Launch", id="jobform.launch", priority=True),
         Binding("escape", "cancel", "Cancel", id="jobform.cancel"),
     ]
-
-    class Launched(Message):
-        def __init__(self, run_id: str) -> None:
-            super().__init__()
-            self.run_id = run_id
 
     def __init__(self, selected_cards: tuple[int, ...] = ()) -> None:
         super().__init__()

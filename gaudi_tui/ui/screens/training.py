@@ -58,7 +58,7 @@ def job_label(view: JobView) -> str:
     return f"{view.name} · {view.id[-4:]}"
 
 
-def details_text(view: JobView, run: runfolder.RunFolder) -> str:
+def details_text(view: JobView, run: runfolder.RunFolder, spec: spec_mod.JobSpec | None) -> str:
     lines = [
         f"job      {view.id}",
         f"state    {view.state}"
@@ -70,14 +70,11 @@ def details_text(view: JobView, run: runfolder.RunFolder) -> str:
         lines.append(f"error    {view.error}")
     if view.checkpoint:
         lines.append(f"saved    {view.checkpoint}")
-    try:
-        spec = run.spec()
+    if spec is not None:
         lines.append("")
         lines += [
             f"{name:<20} {spec_mod.display(name, getattr(spec, name))}" for name in spec_mod.field_names()
         ]
-    except spec_mod.SpecError as exc:
-        lines.append(str(exc))
     return "\n".join(lines)
 
 
@@ -175,7 +172,7 @@ class TrainingScreen(PanelScreen):
                     evals=tuple(evals) if changed else (),
                     new_lines=tuple(new_lines[-LOG_LINES_PER_POLL:]),
                     reset_log=reset,
-                    text=details_text(view, watcher.run),
+                    text=details_text(view, watcher.run, watcher.spec),
                 )
                 sent_points = key
             self.post_message(JobsPolled(views, detail))
