@@ -56,7 +56,7 @@ async def _scenario(tmp_path: Path) -> None:
     try:
         wait_screen(socket, "cpu: ")  # the accelerator probe finished
         tmux(socket, "send-keys", "-t", "panel", "4")
-        wait_screen(socket, "no jobs yet")
+        wait_screen(socket, "No jobs yet")
         tmux(socket, "send-keys", "-t", "panel", "n")
         wait_screen(socket, "New training job")
         tmux(socket, "send-keys", "-t", "panel", "C-s")  # the demo fine-tune preset as it is

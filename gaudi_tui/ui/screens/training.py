@@ -116,7 +116,7 @@ class TrainingScreen(PanelScreen):
         table: DataTable[str] = DataTable(id="jobs", cursor_type="row", zebra_stripes=True)
         yield table
         yield Static(
-            "Training — no jobs yet: press n to launch one (try the demo fine-tune preset).",
+            "No jobs yet: press n to launch one (try the demo fine-tune preset).",
             id="empty",
             markup=False,
         )
