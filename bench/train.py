@@ -161,6 +161,7 @@ def latency() -> None:
         return
     from gaudi_tui.core.accelerator import Accelerator
     from gaudi_tui.core.jobs import control
+    from gaudi_tui.core.jobs.status import TERMINAL
 
     run = control.submit(bench_spec(name="flood", max_steps=100_000), Accelerator("cpu", "bench"), env=env())
     panel = Panel(f"gaudi-tui-bench-{os.getpid()}")
@@ -184,6 +185,8 @@ def latency() -> None:
             flood.wait()
         panel.tmux("kill-server")
         control.kill(run)
+        while run.status().state not in TERMINAL:  # the folder is deleted afterwards: let it finish
+            time.sleep(0.5)
     q, f = statistics.median(quiet), statistics.median(flooded)
     print(f"key-press-to-screen (tmux, 100x30): quiet log {q * 1000:.0f} ms, ", end="")
     print(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -150,3 +151,11 @@ def test_qlora_trains_nf4_with_lora() -> None:
     config = json.loads((run.model_dir / "adapter_config.json").read_text())
     assert config["r"] == 8 and set(config["target_modules"]) == {"q_proj", "v_proj"}
     assert len(events(run, "log")) >= 2
+
+
+def test_deleting_a_running_jobs_folder_ends_the_job() -> None:
+    run = control.submit(tiny(max_steps=10_000, kill_grace_s=3.0), CPU)
+    wait_for(lambda: last_step(run) >= 1, 120, "training to start")
+    status = run.status()
+    shutil.rmtree(run.path)
+    wait_for(lambda: not (status.launcher.alive() or status.supervisor.alive()), 30, "the job to end")

@@ -66,7 +66,10 @@ class Supervisor:
 
     def save(self, **changes: object) -> None:
         self.status = self.status.with_(**changes)
-        self.run.write_status(self.status)
+        try:
+            self.run.write_status(self.status)
+        except OSError as exc:  # the folder is gone or the disk is full: keep supervising regardless
+            print(f"cannot write {self.run.status_path}: {exc}", file=sys.stderr, flush=True)
 
     def main(self) -> int:
         os.umask(0o077)  # everything the job writes stays private, like the run folder
@@ -121,6 +124,8 @@ class Supervisor:
             if code is not None:
                 return code
             self.record_tree(child.pid)
+            if not self.run.path.is_dir():
+                self.kill_requested.set()  # the run folder was deleted: nothing may run on without it
             if self.run.stop_requested() and not self.status.stop_requested:
                 self.save(state="stopping", stop_requested=True)
             if self.kill_requested.is_set() and kill_deadline is None:
