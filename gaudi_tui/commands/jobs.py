@@ -152,6 +152,7 @@ def follow_metrics(job: RunFolder) -> int:
     try:
         while True:
             watcher.poll()
+            shown = min(shown, len(watcher.metrics.points))  # a resume drops points after its checkpoint
             for point in watcher.metrics.points[shown:]:
                 print(
                     f"step {point.step}: loss {point.loss:.4f}"
