@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -90,6 +91,18 @@ SHOTS = [
 ]
 
 
+def replay_training_run() -> None:
+    """Training shows a recorded real run of the demo fine-tune (tests/jobs/data/runs)."""
+    from gaudi_tui.core import paths
+
+    source = sorted((ROOT / "tests" / "jobs" / "data" / "runs").iterdir())[-1]
+    target = paths.runs_dir() / source.name
+    if not target.exists():
+        shutil.copytree(source, target)
+        for item in target.iterdir():
+            item.write_bytes(item.read_bytes().replace(b"{RUN}", str(target).encode()))
+
+
 async def shoot(shot: Shot) -> None:
     from gaudi_tui.core.accelerator import Accelerator
     from gaudi_tui.ui.app import GaudiApp
@@ -115,6 +128,7 @@ async def shoot(shot: Shot) -> None:
 def main() -> int:
     os.environ.setdefault("GAUDI_TUI_HOME", tempfile.mkdtemp(prefix="gaudi-tui-shots-"))
     OUT.mkdir(exist_ok=True)
+    replay_training_run()
     for shot in SHOTS:
         asyncio.run(shoot(shot))
     return 0

@@ -1,20 +1,170 @@
-"""`gaudi-tui jobs`: list, follow, stop and resume training jobs."""
+"""`gaudi-tui jobs`: list, follow, stop and resume training jobs (the Training screen, headless)."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gaudi_tui.core.jobs.monitor import JobView
+    from gaudi_tui.core.jobs.runfolder import RunFolder
+
+FOLLOW_POLL_S = 0.5
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "jobs",
         help="list, follow, stop and resume training jobs",
-        description="list, follow, stop and resume training jobs.",
+        description="List training jobs, or act on one: logs, stop, resume. ID may be a unique part of the id.",
     )
+    parser.add_argument("--json", action="store_true", help="print the job list as JSON")
+    actions = parser.add_subparsers(dest="action", metavar="ACTION")
+    logs = actions.add_parser("logs", help="print a job's output", description="print a job's output")
+    logs.add_argument("id", metavar="ID")
+    logs.add_argument("-f", "--follow", action="store_true", help="keep printing until the job ends")
+    logs.add_argument("-n", "--lines", type=int, default=50, help="lines from the end to start with")
+    stop = actions.add_parser(
+        "stop",
+        help="graceful stop (checkpoint, then exit)",
+        description="Graceful stop: all ranks stop at the same step and save one checkpoint.",
+    )
+    stop.add_argument("id", metavar="ID")
+    stop.add_argument(
+        "--force",
+        action="store_true",
+        help="kill: SIGTERM to the launcher, SIGKILL to its workers after a grace",
+    )
+    resume = actions.add_parser(
+        "resume", help="continue from the newest complete checkpoint", description="resume a stopped job"
+    )
+    resume.add_argument("id", metavar="ID")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    print("gaudi-tui jobs: not built yet", file=sys.stderr)
-    return 2
+    from gaudi_tui.core.jobs import control, runfolder
+
+    if args.action is None:
+        return list_jobs(as_json=args.json)
+    try:
+        job = runfolder.find(args.id)
+        if args.action == "logs":
+            return print_logs(job, lines=args.lines, follow=args.follow)
+        if args.action == "stop":
+            if args.force:
+                control.kill(job)
+                print(f"{job.id}: killing (SIGTERM to the launcher, SIGKILL after the grace period)")
+            else:
+                control.stop(job)
+                print(
+                    f"{job.id}: stop requested; it saves a checkpoint and exits (resume with `jobs resume`)"
+                )
+            return 0
+        checkpoint = control.resume(job)
+        print(f"{job.id}: resuming from {checkpoint.name}")
+        return 0
+    except (runfolder.RunNotFound, control.JobControlError) as exc:
+        print(f"gaudi-tui jobs: {exc}", file=sys.stderr)
+        return 1
+
+
+def list_jobs(as_json: bool) -> int:
+    from gaudi_tui.core.jobs.monitor import Monitor
+
+    views = Monitor().poll()
+    if as_json:
+        print(json.dumps([v.to_dict() for v in views], indent=1))
+        return 0
+    if not views:
+        print("no jobs yet: `gaudi-tui train demo` starts the demo fine-tune")
+        return 0
+    print(format_table(views))
+    return 0
+
+
+def format_table(views: list[JobView]) -> str:
+    from gaudi_tui.core.jobs.monitor import format_duration
+
+    header = ("ID", "NAME", "STATE", "ELAPSED", "STEP", "ETA", "LOSS", "NOTE")
+    rows = [header]
+    for v in views:
+        step = f"{v.step}/{v.max_steps}" if v.max_steps else str(v.step)
+        loss = f"{v.loss:.4f}" if v.loss is not None else "—"
+        rows.append(
+            (
+                v.id,
+                v.name,
+                v.state,
+                format_duration(v.elapsed_s),
+                step,
+                format_duration(v.eta_s),
+                loss,
+                v.error or "",
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header) - 1)]
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1] for r in rows
+    ).rstrip()
+
+
+def print_logs(job: RunFolder, lines: int, follow: bool) -> int:
+    from gaudi_tui.core.jobs.monitor import LogTail
+
+    tail = LogTail(job.log_path, max_lines=max(lines, 1))
+    tail.poll()
+    for line in list(tail.lines)[-lines:] if lines > 0 else []:
+        print(line)
+    if not follow:
+        return 0
+    try:
+        while True:
+            new = tail.poll()
+            for line in new:
+                print(line, flush=True)
+            if not new and _finished(job):
+                new = tail.poll()
+                for line in new:
+                    print(line)
+                return 0
+            time.sleep(FOLLOW_POLL_S)
+    except KeyboardInterrupt:
+        return 130
+
+
+def _finished(job: RunFolder) -> bool:
+    from gaudi_tui.core.jobs.status import TERMINAL, effective_state
+
+    status = job.status()
+    return status is not None and effective_state(status, time.time()) in TERMINAL
+
+
+def follow_metrics(job: RunFolder) -> int:
+    """Print one line per metrics event until the job ends; exit 0 only if it succeeded."""
+    from gaudi_tui.core.jobs.monitor import RunWatcher
+
+    watcher = RunWatcher(job)
+    shown = 0
+    try:
+        while True:
+            watcher.poll()
+            shown = min(shown, len(watcher.metrics.points))  # a resume drops points after its checkpoint
+            for point in watcher.metrics.points[shown:]:
+                print(
+                    f"step {point.step}: loss {point.loss:.4f}"
+                    if point.loss is not None
+                    else f"step {point.step}"
+                )
+            shown = len(watcher.metrics.points)
+            view = watcher.view(time.time())
+            if view.state in ("succeeded", "failed", "cancelled", "lost"):
+                print(f"{job.id}: {view.state}" + (f" — {view.error}" if view.error else ""))
+                return 0 if view.state == "succeeded" else 1
+            time.sleep(FOLLOW_POLL_S)
+    except KeyboardInterrupt:
+        print(f"\nstopped following; the job goes on: gaudi-tui jobs logs {job.id} -f")
+        return 130

@@ -1,20 +1,313 @@
-"""Training: Trainer jobs that survive the panel."""
+"""Training: launch Trainer jobs from a form and watch them live; jobs survive the panel.
+
+The screen only reads run folders (a worker polls them), so quitting never touches a job, and a
+new panel finds every job again. `s` asks for a graceful stop (STOP file), `k` kills (SIGTERM to
+the launcher, SIGKILL to its workers after a grace), `r` resumes from the newest checkpoint.
+"""
 
 from __future__ import annotations
 
-from textual.app import ComposeResult
+import threading
+import time
+from dataclasses import dataclass
 
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.message import Message
+from textual.widgets import DataTable, Log, Static, TabbedContent, TabPane
+from textual.worker import get_current_worker
+
+from gaudi_tui.core.jobs import control, runfolder
+from gaudi_tui.core.jobs import spec as spec_mod
+from gaudi_tui.core.jobs.monitor import JobView, LogPoint, LogTail, Monitor, format_duration
 from gaudi_tui.ui.screens.base import PanelScreen
-from gaudi_tui.ui.screens.placeholder import coming
+from gaudi_tui.ui.screens.job_form import JobFormScreen
+from gaudi_tui.ui.widgets.metric_charts import MetricCharts
+
+POLL_S = 0.5
+LOG_LINES = 1000
+LOG_LINES_PER_POLL = 400
+"""A flooding job shows its newest lines only: one poll never writes more than this many."""
+KILL_CONFIRM_S = 5.0
+COLUMNS = ("Job", "State", "Elapsed", "Step", "ETA", "Loss")
+
+
+@dataclass(frozen=True)
+class Detail:
+    """What the selected job's panes need from one poll."""
+
+    run_id: str
+    points: tuple[LogPoint, ...] | None
+    """None when unchanged since the previous poll (and then `evals` is empty)."""
+    evals: tuple[tuple[int, float], ...]
+    new_lines: tuple[str, ...]
+    reset_log: bool
+    text: str
+
+
+class JobsPolled(Message):
+    def __init__(self, views: list[JobView], detail: Detail | None) -> None:
+        super().__init__()
+        self.views = views
+        self.detail = detail
+
+
+def job_label(view: JobView) -> str:
+    return f"{view.name} · {view.id[-4:]}"
+
+
+def details_text(view: JobView, run: runfolder.RunFolder, spec: spec_mod.JobSpec | None) -> str:
+    lines = [
+        f"job      {view.id}",
+        f"state    {view.state}"
+        + (" (stop requested)" if view.stop_requested and view.state == "running" else ""),
+        f"folder   {run.path}",
+        f"attempt  {view.attempt}",
+    ]
+    if view.error:
+        lines.append(f"error    {view.error}")
+    if view.checkpoint:
+        lines.append(f"saved    {view.checkpoint}")
+    if spec is not None:
+        lines.append("")
+        lines += [
+            f"{name:<20} {spec_mod.display(name, getattr(spec, name))}" for name in spec_mod.field_names()
+        ]
+    return "\n".join(lines)
 
 
 class TrainingScreen(PanelScreen):
     TITLE = "Training"
-    HELP = "Launch Trainer jobs from the keyboard and watch them live; they survive the panel."
+    HELP = (
+        "Launch Trainer jobs from the keyboard and watch them live; they survive the panel, SSH "
+        "hang-ups and a killed panel. n new job (presets: demo fine-tune, LoRA, QLoRA), s graceful "
+        "stop (one checkpoint at the same step on every rank), k kill (press twice), r resume from "
+        "the newest complete checkpoint. Headless: gaudi-tui train / gaudi-tui jobs."
+    )
+    DEFAULT_CSS = """
+    TrainingScreen #jobs { height: auto; max-height: 9; min-height: 3; }
+    TrainingScreen #job-error { color: $error; height: auto; max-height: 2; display: none; }
+    TrainingScreen TabbedContent { height: 1fr; }
+    TrainingScreen TabPane { padding: 0; }
+    TrainingScreen #job-log { height: 1fr; }
+    TrainingScreen #empty { color: $text-muted; padding: 0 1; }
+    """
+    BINDINGS = [
+        Binding("n", "new_job", "New job", id="training.new"),
+        Binding("s", "stop_job", "Stop", id="training.stop"),
+        Binding("k", "kill_job", "Kill", id="training.kill"),
+        Binding("r", "resume_job", "Resume", id="training.resume"),
+        Binding("c", "pane('charts')", "Charts", id="training.charts"),
+        Binding("l", "pane('log')", "Log", id="training.log"),
+        Binding("d", "pane('details')", "Details", id="training.details"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.views: dict[str, JobView] = {}
+        self.selected: str | None = None
+        self._kill_armed: tuple[str, float] | None = None
+        self._awake = threading.Event()
+        self._awake.set()
 
     def compose_body(self) -> ComposeResult:
-        yield coming(
-            "Training — coming next: demo fine-tune, LoRA and QLoRA jobs launched from a form, "
-            "multi-card through accelerate launch/torchrun, live loss and throughput, "
-            "graceful stop, resume, and re-attach after the panel or SSH session dies."
+        table: DataTable[str] = DataTable(id="jobs", cursor_type="row", zebra_stripes=True)
+        yield table
+        yield Static(
+            "No jobs yet: press n to launch one (try the demo fine-tune preset).",
+            id="empty",
+            markup=False,
         )
+        yield Static("", id="job-error", markup=False)
+        with TabbedContent(initial="charts"):
+            with TabPane("Charts", id="charts"):
+                yield MetricCharts()
+            with TabPane("Log", id="log"):
+                yield Log(id="job-log", max_lines=LOG_LINES, auto_scroll=True)
+            with TabPane("Details", id="details"):
+                with VerticalScroll():
+                    yield Static("", id="job-details", markup=False)
+
+    def on_mount(self) -> None:
+        table = self.query_one("#jobs", DataTable)
+        for column in COLUMNS:
+            table.add_column(column, key=column)
+        table.focus()
+        self.poll_jobs()
+
+    def on_screen_suspend(self) -> None:
+        self._awake.clear()
+
+    def on_screen_resume(self) -> None:
+        self._awake.set()
+
+    @work(
+        thread=True, exclusive=True, exit_on_error=False, group="jobs-poll", description="watch run folders"
+    )
+    def poll_jobs(self) -> None:
+        worker = get_current_worker()
+        monitor = Monitor()
+        tail: LogTail | None = None
+        tail_for: str | None = None
+        sent_points: tuple[str | None, int, int, int] = (None, -1, -1, -1)
+        while not worker.is_cancelled:
+            views = monitor.poll()
+            detail = None
+            selected = self.selected or (views[-1].id if views else None)
+            watcher = monitor.watchers.get(selected) if selected else None
+            if watcher is not None and selected is not None:
+                reset = tail_for != selected
+                if reset:
+                    tail, tail_for = LogTail(watcher.run.log_path, max_lines=LOG_LINES), selected
+                new_lines = tail.poll() if tail is not None else []
+                points, evals = watcher.metrics.points, watcher.metrics.evals
+                key = (selected, len(points), points[-1].step if points else -1, len(evals))
+                changed = key != sent_points
+                view = next(v for v in views if v.id == selected)
+                detail = Detail(
+                    run_id=selected,
+                    points=tuple(points) if changed else None,
+                    evals=tuple(evals) if changed else (),
+                    new_lines=tuple(new_lines[-LOG_LINES_PER_POLL:]),
+                    reset_log=reset,
+                    text=details_text(view, watcher.run, watcher.spec),
+                )
+                sent_points = key
+            self.post_message(JobsPolled(views, detail))
+            worker.cancelled_event.wait(POLL_S)
+            while not self._awake.is_set() and not worker.is_cancelled:
+                self._awake.wait(0.2)
+
+    def on_jobs_polled(self, message: JobsPolled) -> None:
+        self.views = {v.id: v for v in message.views}
+        self._show_table(list(reversed(message.views)))
+        detail = message.detail
+        if detail is None:
+            return
+        if self.selected is None:
+            self.selected = detail.run_id
+        if detail.run_id != self.selected:
+            return
+        if detail.points is not None:
+            self.query_one(MetricCharts).show(detail.points, detail.evals)
+        log = self.query_one("#job-log", Log)
+        if detail.reset_log:
+            log.clear()
+        if detail.new_lines:
+            log.write_lines(detail.new_lines)
+        self.query_one("#job-details", Static).update(detail.text)
+        view = self.views.get(detail.run_id)
+        error = f"{view.state}: {view.error}" if view is not None and view.error else ""
+        shown = self.query_one("#job-error", Static)
+        shown.update(error)
+        shown.display = bool(error)
+
+    def _show_table(self, views: list[JobView]) -> None:
+        """Newest first; rows are updated in place so the cursor stays on its job."""
+        table = self.query_one("#jobs", DataTable)
+        self.query_one("#empty").display = not views
+        wanted = [v.id for v in views]
+        current = [str(row.value) for row in table.rows]
+        if current != wanted:
+            table.clear()
+            for view in views:
+                table.add_row(*self._cells(view), key=view.id)
+            if self.selected in wanted:
+                table.move_cursor(row=wanted.index(self.selected))
+            return
+        for view in views:
+            for column, cell in zip(COLUMNS, self._cells(view), strict=True):
+                if table.get_cell(view.id, column) != cell:
+                    table.update_cell(view.id, column, cell, update_width=True)
+
+    @staticmethod
+    def _cells(view: JobView) -> tuple[str, ...]:
+        step = f"{view.step}/{view.max_steps}" if view.max_steps else str(view.step)
+        state = "stopping" if view.stop_requested and view.state == "running" else view.state
+        loss = f"{view.loss:.4f}" if view.loss is not None else "—"
+        return (
+            job_label(view),
+            state,
+            format_duration(view.elapsed_s),
+            step,
+            format_duration(view.eta_s),
+            loss,
+        )
+
+    @on(DataTable.RowHighlighted, "#jobs")
+    def row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        run_id = str(event.row_key.value) if event.row_key is not None else None
+        if run_id and run_id != self.selected:
+            self.selected = run_id
+            self.query_one("#job-log", Log).clear()
+            self.query_one(MetricCharts).show(())
+
+    def _selected_run(self) -> runfolder.RunFolder | None:
+        if self.selected is None:
+            self.notify("No job selected: press n to launch one.", severity="warning")
+            return None
+        try:
+            return runfolder.find(self.selected)
+        except runfolder.RunNotFound as exc:
+            self.notify(str(exc), severity="error")
+            return None
+
+    def action_new_job(self) -> None:
+        cards = tuple(self.app.selected_cards)  # type: ignore[attr-defined]
+        self.app.push_screen(JobFormScreen(cards), self._launched)
+
+    def _launched(self, run_id: str | None) -> None:
+        if run_id:
+            self.selected = run_id
+            self.notify(f"Started {run_id}. It keeps running if you quit the panel.")
+
+    def action_stop_job(self) -> None:
+        run = self._selected_run()
+        if run is None:
+            return
+        try:
+            control.stop(run)
+        except control.JobControlError as exc:
+            self.notify(str(exc), severity="warning")
+            return
+        self.notify("Stop requested: every rank stops at the same step and saves one checkpoint.")
+
+    def action_kill_job(self) -> None:
+        run = self._selected_run()
+        if run is None:
+            return
+        armed = self._kill_armed
+        now = time.monotonic()
+        if armed is None or armed[0] != run.id or now - armed[1] > KILL_CONFIRM_S:
+            self._kill_armed = (run.id, now)
+            self.notify("Press k again to kill this job (no checkpoint is saved).", severity="warning")
+            return
+        self._kill_armed = None
+        self.kill_in_background(run)
+
+    @work(thread=True, exit_on_error=False, group="job-kill", description="kill job")
+    def kill_in_background(self, run: runfolder.RunFolder) -> None:
+        try:
+            control.kill(run, cancel=get_current_worker().cancelled_event)
+        except control.JobControlError as exc:
+            self.app.call_from_thread(self.notify, str(exc), severity="warning")
+            return
+        self.app.call_from_thread(
+            self.notify, "Killing: SIGTERM to the launcher, SIGKILL after the grace period."
+        )
+
+    def action_resume_job(self) -> None:
+        run = self._selected_run()
+        if run is None:
+            return
+        try:
+            checkpoint = control.resume(run)
+        except control.JobControlError as exc:
+            self.notify(str(exc), severity="warning")
+            return
+        self.notify(f"Resuming from {checkpoint.name}.")
+
+    def action_pane(self, pane: str) -> None:
+        self.query_one(TabbedContent).active = pane

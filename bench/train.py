@@ -1,0 +1,217 @@
+"""Training: (1) steps/s of the demo fine-tune through the supervisor with the metrics callback vs.
+the same Trainer run bare; (2) key-press-to-screen latency of the Training screen while a job's
+log grows at 10,000 lines/s, vs. the same with a quiet log.
+
+(1) Both runs build the same Trainer (`gaudi_tui.core.jobs.train.build`: same spec, data, seed,
+TrainingArguments); the bare one runs `trainer.train()` in a plain child process without our
+callbacks, the other is a real job (detached supervisor, STOP check every step, metrics from
+rank 0). The figure is Trainer's own `train_steps_per_second` (the training loop, not start-up).
+Runs alternate; medians of RUNS each. Target: ratio ≥ 0.97.
+
+(2) The panel runs in tmux at 100×30 next to a real training job; a helper appends 10,000
+lines/s to that job's stdout.log (the panel reads the file, so it cannot tell who wrote them).
+Each sample sends `l` or `c` (Log / Charts tab) and polls `tmux capture-pane` until the new tab
+is on screen. Target: median < 100 ms. Skipped without tmux.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNS = 5
+STEPS = 100
+KEY_SAMPLES = 30
+FLOOD_LINES_PER_S = 10_000
+LINE_BYTES = 62
+
+BARE = r"""
+import json, sys
+from gaudi_tui.core.jobs import data, runfolder
+from gaudi_tui.core.jobs.train import build
+run = runfolder.RunFolder(__import__("pathlib").Path(sys.argv[1]))
+spec = run.spec()
+built = build(run, spec, data.load_texts(spec.dataset, spec.text_field), monitor=False)
+result = built.trainer.train()
+print("RESULT " + json.dumps(result.metrics), flush=True)
+"""
+
+FLOOD = r"""
+import sys, time
+path, rate = sys.argv[1], int(sys.argv[2])
+line = "flood-line {:09d} " + "x" * 40 + "\n"  # LINE_BYTES
+n = 0
+start = time.monotonic()
+with open(path, "a", buffering=1 << 16) as fh:
+    while True:
+        due = int((time.monotonic() - start) * rate)
+        if due > n:
+            fh.write("".join(line.format(i) for i in range(n, due)))
+            fh.flush()
+            n = due
+        time.sleep(0.005)
+"""
+
+
+def bench_spec(**changes: object):  # noqa: ANN201 - JobSpec (imported after GAUDI_TUI_HOME is set)
+    from dataclasses import replace
+
+    from gaudi_tui.core.jobs.spec import PRESETS
+
+    settings: dict[str, object] = {"device": "cpu", "max_steps": STEPS, "max_seq_len": 64, "batch_size": 8}
+    return replace(PRESETS["demo fine-tune"], **{**settings, **changes})
+
+
+def env() -> dict[str, str]:
+    out = dict(os.environ)
+    out["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), out.get("PYTHONPATH")) if p)
+    return out
+
+
+def bare_run() -> float:
+    from gaudi_tui.core.accelerator import Accelerator
+    from gaudi_tui.core.jobs import launch, runfolder
+
+    spec = launch.prepare(bench_spec(name="bare"), Accelerator("cpu", "bench"))
+    run = runfolder.create(spec, accelerator="cpu")
+    done = subprocess.run(
+        [sys.executable, "-c", BARE, str(run.path)], capture_output=True, text=True, env=env(), timeout=900
+    )
+    for line in done.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return float(json.loads(line[7:])["train_steps_per_second"])
+    raise RuntimeError(f"bare run failed: {done.stderr[-800:]}")
+
+
+def supervised_run() -> float:
+    from gaudi_tui.core.accelerator import Accelerator
+    from gaudi_tui.core.jobs import control
+    from gaudi_tui.core.jobs.status import TERMINAL
+
+    run = control.submit(bench_spec(name="supervised"), Accelerator("cpu", "bench"), env=env())
+    while (status := run.status()) is None or status.state not in TERMINAL:
+        time.sleep(0.5)
+    if status.state != "succeeded":
+        raise RuntimeError(f"supervised run {status.state}: {status.error}")
+    for line in run.metrics_path.read_text().splitlines():
+        event = json.loads(line)
+        if event.get("event") == "summary":
+            return float(event["train_steps_per_second"])
+    raise RuntimeError("no summary event in metrics.jsonl")
+
+
+def throughput() -> None:
+    bare: list[float] = []
+    supervised: list[float] = []
+    for _ in range(RUNS):
+        bare.append(bare_run())
+        supervised.append(supervised_run())
+    b, s = statistics.median(bare), statistics.median(supervised)
+    print(f"demo fine-tune ({STEPS} steps, batch 8, seq ≤ 64, CPU): bare Trainer {b:.2f} steps/s, ", end="")
+    print(f"through the supervisor with the metrics callback {s:.2f} steps/s")
+    print(f"  runs: bare {[round(x, 2) for x in bare]}, supervised {[round(x, 2) for x in supervised]}")
+    print(f"ratio {s / b:.3f} (target ≥ 0.97), median of {RUNS} each")
+
+
+class Panel:
+    def __init__(self, socket: str) -> None:
+        self.socket = socket
+
+    def tmux(self, *args: str) -> str:
+        done = subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True, env=env())
+        return done.stdout
+
+    def screen(self) -> str:
+        return self.tmux("capture-pane", "-p", "-t", "panel")
+
+    def wait(self, test, timeout: float = 60.0) -> float:  # noqa: ANN001 - str -> bool
+        start = time.perf_counter()
+        while time.perf_counter() - start < timeout:
+            if test(self.screen()):
+                return time.perf_counter() - start
+        raise RuntimeError(f"the panel did not show the expected screen:\n{self.screen()}")
+
+
+def key_latency(panel: Panel, samples: int) -> list[float]:
+    """Time from sending a tab key to the new tab being on screen."""
+    on_charts = lambda s: "learning rate" in s  # noqa: E731 - the charts' titles
+    on_log = lambda s: "Details" in s and not on_charts(s)  # noqa: E731 - tabs shown, charts gone
+    out: list[float] = []
+    for i in range(samples):
+        key, shown = ("l", on_log) if i % 2 == 0 else ("c", on_charts)
+        panel.tmux("send-keys", "-t", "panel", key)
+        out.append(panel.wait(shown, timeout=10))
+        time.sleep(0.05)
+    return out
+
+
+def latency() -> None:
+    if shutil.which("tmux") is None:
+        print("key latency: skipped (tmux is not installed)")
+        return
+    from gaudi_tui.core.accelerator import Accelerator
+    from gaudi_tui.core.jobs import control
+    from gaudi_tui.core.jobs.status import TERMINAL
+
+    run = control.submit(bench_spec(name="flood", max_steps=100_000), Accelerator("cpu", "bench"), env=env())
+    panel = Panel(f"gaudi-tui-bench-{os.getpid()}")
+    command = f"exec {shlex.quote(sys.executable)} -m gaudi_tui"
+    panel.tmux("new-session", "-d", "-s", "panel", "-x", "100", "-y", "30", command)
+    flood = None
+    try:
+        panel.wait(lambda s: "cpu: " in s)
+        panel.tmux("send-keys", "-t", "panel", "4")
+        panel.wait(lambda s: "running" in s, timeout=120)
+        quiet = key_latency(panel, KEY_SAMPLES)
+        size = run.log_path.stat().st_size
+        flood = subprocess.Popen([sys.executable, "-c", FLOOD, str(run.log_path), str(FLOOD_LINES_PER_S)])
+        time.sleep(1.0)
+        started, start_size = time.monotonic(), run.log_path.stat().st_size
+        flooded = key_latency(panel, KEY_SAMPLES)
+        rate = (run.log_path.stat().st_size - start_size) / LINE_BYTES / (time.monotonic() - started)
+    finally:
+        if flood is not None:
+            flood.kill()
+            flood.wait()
+        panel.tmux("kill-server")
+        control.kill(run)
+        while run.status().state not in TERMINAL:  # the folder is deleted afterwards: let it finish
+            time.sleep(0.5)
+    q, f = statistics.median(quiet), statistics.median(flooded)
+    print(f"key-press-to-screen (tmux, 100x30): quiet log {q * 1000:.0f} ms, ", end="")
+    print(
+        f"log flooding at {rate:,.0f} lines/s {f * 1000:.0f} ms (p90 {sorted(flooded)[int(0.9 * len(flooded))] * 1000:.0f} ms)"
+    )
+    print(f"  (log grew {(run.log_path.stat().st_size - size) / 2**20:.0f} MB during the run)")
+    print(
+        f"ratio flooded/quiet {f / q:.2f}; median {f * 1000:.0f} ms (target < 100 ms), {KEY_SAMPLES} presses each"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--part", choices=["all", "throughput", "latency"], default="all")
+    part = parser.parse_args().part
+    os.environ["GAUDI_TUI_HOME"] = tempfile.mkdtemp(prefix="gaudi-tui-bench-train-")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    sys.path.insert(0, str(ROOT))
+    if part in ("all", "throughput"):
+        throughput()
+    if part in ("all", "latency"):
+        latency()
+    shutil.rmtree(os.environ["GAUDI_TUI_HOME"], ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,199 @@
+"""Trainer callbacks that run inside the job's processes (they import torch and transformers).
+
+`MetricsCallback` appends one JSON object per event to `metrics.jsonl` from rank 0 only.
+`StopCallback` makes the graceful stop collective: every step, every rank contributes "I see
+STOP" to an all-reduce (MAX) on a CPU/gloo group, so all ranks stop at the same step, save one
+checkpoint together, and mark it complete only after every rank has written its part.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+import torch
+import torch.distributed as dist
+from transformers import TrainerCallback
+
+from gaudi_tui.core.jobs import hpu_metrics
+from gaudi_tui.core.jobs.runfolder import COMPLETE_MARKER, RunFolder
+
+
+class CountingCollator:
+    """Wraps a collator and counts the samples and non-padding tokens it hands out (this rank)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.samples = 0
+        self.tokens = 0
+
+    def __call__(self, features: list[dict[str, Any]]) -> dict[str, Any]:
+        batch = self.inner(features)
+        self.samples += len(features)
+        mask = batch.get("attention_mask")
+        self.tokens += int(mask.sum()) if mask is not None else int(batch["input_ids"].numel())
+        return batch
+
+
+def _distributed() -> bool:
+    return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
+
+
+class StopCallback(TrainerCallback):
+    def __init__(self, run: RunFolder) -> None:
+        self.run = run
+        self.group: Any = None
+        self.stopped = False
+
+    def on_train_begin(self, args, state, control, **kwargs):  # noqa: ANN001 - Trainer's signature
+        if _distributed():
+            # A CPU group even when training runs on HCCL/NCCL: the flag never touches the device.
+            self.group = None if dist.get_backend() == "gloo" else dist.new_group(backend="gloo")
+        return control
+
+    def on_step_end(self, args, state, control, **kwargs):  # noqa: ANN001
+        flag = torch.tensor([1 if self.run.stop_path.exists() else 0], dtype=torch.int32)
+        if _distributed():
+            dist.all_reduce(flag, op=dist.ReduceOp.MAX, group=self.group)
+        if int(flag.item()) and not self.stopped:
+            self.stopped = True
+            rank = dist.get_rank() if _distributed() else 0
+            print(f"[gaudi-tui] rank {rank} stopping at step {state.global_step}", flush=True)
+            control.should_log = True
+            control.should_save = True
+            control.should_training_stop = True
+        return control
+
+    def on_save(self, args, state, control, **kwargs):  # noqa: ANN001
+        if _distributed():
+            dist.barrier(group=self.group)  # every rank has written its part of the checkpoint
+        if state.is_world_process_zero:
+            checkpoint = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            marker = {"step": state.global_step, "world_size": args.world_size, "time": time.time()}
+            (checkpoint / COMPLETE_MARKER).write_text(json.dumps(marker) + "\n", encoding="utf-8")
+        return control
+
+
+def memory_mib(device: str) -> float | None:
+    """Memory in use by this process on its device (host RSS on CPU)."""
+    try:
+        if device == "hpu":
+            hpu = torch.hpu  # type: ignore[attr-defined]
+            used = hpu.memory_allocated() if hasattr(hpu, "memory_allocated") else hpu.memory_stats()["InUse"]
+            return used / 2**20
+        if device == "cuda":
+            return torch.cuda.memory_allocated() / 2**20
+        return psutil.Process().memory_info().rss / 2**20
+    except Exception:  # noqa: BLE001 - a missing figure must never stop training
+        return None
+
+
+class MetricsCallback(TrainerCallback):
+    def __init__(
+        self,
+        run: RunFolder,
+        device: str,
+        counter: CountingCollator,
+        samples_per_step: int,
+        resumed_from: str | None,
+        stop: StopCallback,
+    ) -> None:
+        self.run = run
+        self.device = device
+        self.counter = counter
+        self.samples_per_step = samples_per_step
+        self.resumed_from = resumed_from
+        self.stop = stop
+        self.out: Any = None
+        self.world = 1
+        self._mark = (0.0, 0)  # time and step at the start of the current window
+
+    def _write(self, event: dict[str, object]) -> None:
+        if self.out is not None:
+            self.out.write(json.dumps(event, separators=(",", ":")) + "\n")
+            self.out.flush()
+
+    def _restart_window(self, step: int) -> None:
+        self._mark = (time.monotonic(), step)
+
+    def on_train_begin(self, args, state, control, **kwargs):  # noqa: ANN001
+        self.world = args.world_size
+        self._restart_window(state.global_step)
+        if state.is_world_process_zero:
+            self.out = self.run.metrics_path.open("a", encoding="utf-8")
+            self._write(
+                {
+                    "event": "begin",
+                    "time": time.time(),
+                    "step": state.global_step,
+                    "max_steps": state.max_steps,
+                    "world_size": self.world,
+                    "device": self.device,
+                    "resumed_from": self.resumed_from,
+                }
+            )
+        return control
+
+    def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: ANN001
+        if not state.is_world_process_zero or not logs:
+            return control
+        base = {"time": time.time(), "step": state.global_step, "max_steps": state.max_steps}
+        if "train_runtime" in logs:
+            self._write({"event": "summary", **base, **logs})
+        elif any(k.startswith("eval_") for k in logs):
+            self._write({"event": "eval", **base, **logs})
+        elif "loss" in logs:
+            self._write({"event": "log", **base, **logs, **self._rates(state.global_step)})
+        return control
+
+    def _rates(self, step: int) -> dict[str, object]:
+        start, start_step = self._mark
+        seconds = max(time.monotonic() - start, 1e-9)
+        samples_per_s = (step - start_step) * self.samples_per_step / seconds
+        # Tokens per sample from everything collated so far: batches are collated ahead of the
+        # step that uses them, so a per-window token count would jitter with the prefetch.
+        per_sample = self.counter.tokens / self.counter.samples if self.counter.samples else 0.0
+        rates: dict[str, object] = {
+            "samples_per_s": samples_per_s,
+            "tokens_per_s": samples_per_s * per_sample,
+            "memory_mib": memory_mib(self.device),
+        }
+        if self.device == "hpu":
+            rates["graph_compilations"] = hpu_metrics.graph_compilations(self.run.hpu_metrics_path)
+        self._restart_window(step)
+        return rates
+
+    def on_evaluate(self, args, state, control, **kwargs):  # noqa: ANN001
+        self._restart_window(state.global_step)  # evaluation time is not training throughput
+        return control
+
+    def on_save(self, args, state, control, **kwargs):  # noqa: ANN001
+        if state.is_world_process_zero:
+            checkpoint = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            self._write(
+                {
+                    "event": "save",
+                    "time": time.time(),
+                    "step": state.global_step,
+                    "checkpoint": str(checkpoint),
+                }
+            )
+        return control
+
+    def on_train_end(self, args, state, control, **kwargs):  # noqa: ANN001
+        if state.is_world_process_zero:
+            self._write(
+                {
+                    "event": "end",
+                    "time": time.time(),
+                    "step": state.global_step,
+                    "max_steps": state.max_steps,
+                    "stopped": self.stop.stopped,
+                }
+            )
+            self.out.close()
+            self.out = None
+        return control

@@ -1,0 +1,129 @@
+"""What the panel and `gaudi-tui train`/`jobs` do to jobs: launch, stop, kill, resume."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import psutil
+
+from gaudi_tui.core.accelerator import Accelerator
+from gaudi_tui.core.jobs import launch, runfolder, supervisor
+from gaudi_tui.core.jobs.runfolder import RunFolder
+from gaudi_tui.core.jobs.spec import JobSpec
+from gaudi_tui.core.jobs.status import ACTIVE, effective_state
+from gaudi_tui.core.jobs.validate import InvalidSpec, validate
+
+
+class JobControlError(RuntimeError):
+    """The action does not apply to this job in its current state; the message says why."""
+
+
+def submit(
+    spec: JobSpec,
+    accel: Accelerator,
+    selected_cards: Sequence[int] = (),
+    env_fixes: Mapping[str, str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> RunFolder:
+    """Prepare and validate the spec, create its run folder and start its supervisor.
+
+    Raises InvalidSpec (with every problem) and creates nothing when the spec is not valid.
+    """
+    prepared = launch.prepare(spec, accel, selected_cards, env_fixes)
+    problems = validate(prepared, accel, env)
+    if problems:
+        raise InvalidSpec(problems)
+    run = runfolder.create(prepared, accelerator=accel.kind)
+    supervisor.start(run, env=env)
+    return run
+
+
+def stop(run: RunFolder) -> None:
+    """Ask for a graceful stop: every rank stops at the same step and one checkpoint is saved."""
+    _require_active(run, "stop")
+    run.request_stop()
+
+
+def kill(run: RunFolder, cancel: threading.Event | None = None) -> None:
+    """SIGTERM to the launcher, then SIGKILL to every recorded process after the spec's grace.
+
+    The supervisor does it when it is alive (it then records the outcome); if the supervisor is
+    gone, this call does it itself and waits out the grace period (`cancel` cuts the wait short).
+    """
+    status = _require_active(run, "kill")
+    if status.supervisor is not None and status.supervisor.alive():
+        os.kill(status.supervisor.pid, signal.SIGTERM)
+        return
+    grace = run.spec().kill_grace_s
+    if status.launcher is not None and (proc := status.launcher.process()) is not None:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except (ProcessLookupError, PermissionError):
+            pass
+    deadline = time.monotonic() + grace
+    refs = [r for r in (status.launcher, *status.workers) if r is not None]
+    waiter = cancel or threading.Event()
+    while time.monotonic() < deadline and any(r.alive() for r in refs):
+        if waiter.wait(0.2):
+            break
+    still = [p for p in (ref.process() for ref in refs) if p is not None]
+    for proc in still:
+        try:
+            proc.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(still, timeout=5)
+    run.write_status(
+        status.with_(
+            state="cancelled", kill_requested=True, ended=time.time(), error="killed (no supervisor)"
+        )
+    )
+
+
+def resume(run: RunFolder, env: Mapping[str, str] | None = None) -> Path:
+    """Start the job again from its newest complete checkpoint (passed explicitly); return it."""
+    status = run.status()
+    if status is None:
+        raise JobControlError(f"{run.id} has no readable status.json")
+    state = effective_state(status, time.time())
+    if state in ACTIVE:
+        raise JobControlError(f"{run.id} is still {state}: stop it first")
+    if state == "succeeded":
+        raise JobControlError(f"{run.id} already finished; its weights are in {run.model_dir}")
+    checkpoint = run.newest_complete_checkpoint()
+    if checkpoint is None:
+        raise JobControlError(
+            f"{run.id} has no complete checkpoint to resume from (stop a running job with s to save one)"
+        )
+    run.stop_path.unlink(missing_ok=True)
+    run.write_status(
+        status.with_(
+            state="queued",
+            attempt=status.attempt + 1,
+            stop_requested=False,
+            kill_requested=False,
+            supervisor=None,
+            queued=time.time(),
+        )
+    )
+    supervisor.start(run, resume=checkpoint, env=env)
+    return checkpoint
+
+
+def _require_active(run: RunFolder, action: str):  # noqa: ANN202 - JobStatus
+    status = run.status()
+    if status is None:
+        raise JobControlError(f"{run.id} has no readable status.json")
+    state = effective_state(status, time.time())
+    if state not in ACTIVE and not (action == "kill" and state == "lost" and _any_alive(status)):
+        raise JobControlError(f"{run.id} is {state}: nothing to {action}")
+    return status
+
+
+def _any_alive(status) -> bool:  # noqa: ANN001
+    return any(r.alive() for r in (status.launcher, *status.workers) if r is not None)

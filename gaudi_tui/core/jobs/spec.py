@@ -1,0 +1,293 @@
+"""The job spec: every setting of a training job, its presets, and its text forms.
+
+A spec is a frozen dataclass. It is written to the run folder as `spec.toml` and read back from
+there by the supervisor and the training processes; the form, `--set key=value` and TOML files
+all go through the same coercion (`from_mapping`/`with_overrides`), so a value means the same
+thing wherever it comes from. Checks that need the accelerator or the disk live in `validate`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import sys
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Literal
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+Scheduler = Literal[
+    "linear", "cosine", "cosine_with_restarts", "polynomial", "constant", "constant_with_warmup"
+]
+Quantization = Literal["none", "nf4", "int8"]
+Launcher = Literal["auto", "single", "torchrun", "accelerate"]
+Device = Literal["auto", "hpu", "cuda", "cpu"]
+
+
+class SpecError(ValueError):
+    """A spec value that cannot be read: unknown key, wrong type, bad choice."""
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """A training job. `help` metadata is shown in the form and by `gaudi-tui train --fields`."""
+
+    name: str = field(default="demo fine-tune", metadata={"help": "label shown in the job list"})
+    model: str = field(default="demo", metadata={"help": "'demo', a local model folder or a Hub id"})
+    dataset: str = field(
+        default="demo", metadata={"help": "'demo', a .txt/.jsonl/.csv/.parquet file or a Hub dataset id"}
+    )
+    text_field: str = field(default="text", metadata={"help": "column that holds the training text"})
+    max_seq_len: int = field(default=128, metadata={"help": "tokens per example (longer ones are cut)"})
+    epochs: float = field(default=1.0, metadata={"help": "passes over the data (when max_steps is 0)"})
+    max_steps: int = field(default=200, metadata={"help": "optimizer steps; 0 = train for `epochs`"})
+    batch_size: int = field(default=16, metadata={"help": "examples per process per micro-batch"})
+    grad_accum: int = field(default=1, metadata={"help": "micro-batches per optimizer step"})
+    learning_rate: float = field(default=2e-3, metadata={"help": "peak learning rate"})
+    lr_scheduler: Scheduler = field(default="linear", metadata={"help": "learning-rate schedule"})
+    warmup_steps: int = field(default=10, metadata={"help": "steps of linear warm-up"})
+    bf16: bool = field(default=False, metadata={"help": "bfloat16 mixed precision"})
+    torch_compile: bool = field(
+        default=False, metadata={"help": "torch.compile (hpu_backend on Gaudi, needs eager mode)"}
+    )
+    lora: bool = field(default=False, metadata={"help": "train LoRA adapters instead of all weights"})
+    lora_r: int = field(default=8, metadata={"help": "LoRA rank"})
+    lora_alpha: int = field(default=16, metadata={"help": "LoRA scaling (alpha)"})
+    lora_dropout: float = field(default=0.05, metadata={"help": "LoRA dropout"})
+    lora_target_modules: tuple[str, ...] = field(
+        default=("q_proj", "v_proj"), metadata={"help": "modules that get adapters (comma-separated)"}
+    )
+    quantization: Quantization = field(
+        default="none", metadata={"help": "base weights: none, nf4 (QLoRA, with LoRA) or int8"}
+    )
+    eval_split: float = field(default=0.0, metadata={"help": "fraction held out for evaluation (0 = none)"})
+    eval_steps: int = field(default=0, metadata={"help": "evaluate every N steps (0 = never)"})
+    save_steps: int = field(default=0, metadata={"help": "checkpoint every N steps (0 = only on stop)"})
+    logging_steps: int = field(default=5, metadata={"help": "metrics every N steps"})
+    seed: int = field(default=42, metadata={"help": "random seed"})
+    processes: int = field(default=1, metadata={"help": "processes (one per card) when no cards are chosen"})
+    cards: tuple[int, ...] = field(default=(), metadata={"help": "Gaudi module IDs (from Devices)"})
+    launcher: Launcher = field(default="auto", metadata={"help": "auto, single, torchrun or accelerate"})
+    device: Device = field(
+        default="auto", metadata={"help": "auto (the detected accelerator), hpu, cuda or cpu"}
+    )
+    kill_grace_s: float = field(
+        default=10.0, metadata={"help": "seconds between SIGTERM and SIGKILL on kill"}
+    )
+    trust_remote_code: bool = field(default=False, metadata={"help": "run the model repo's own code"})
+    env: Mapping[str, str] = field(default_factory=dict, metadata={"help": "extra environment variables"})
+
+    @property
+    def uses_lora(self) -> bool:
+        return self.lora or self.quantization != "none"
+
+
+PRESETS: dict[str, JobSpec] = {
+    "demo fine-tune": JobSpec(),
+    "LoRA": JobSpec(name="LoRA", lora=True, learning_rate=5e-3, max_steps=100),
+    "QLoRA": JobSpec(
+        name="QLoRA", lora=True, quantization="nf4", learning_rate=5e-3, max_steps=30, batch_size=8
+    ),
+}
+
+
+def preset(name: str) -> JobSpec:
+    """A preset by name, ignoring case, spaces and dashes ('demo', 'lora', 'qlora' work too)."""
+    wanted = _squash(name)
+    for key, spec in PRESETS.items():
+        if _squash(key) in (wanted, wanted + "finetune"):
+            return spec
+    raise SpecError(f"no preset {name!r}; presets are: {', '.join(PRESETS)}")
+
+
+def _squash(text: str) -> str:
+    return "".join(ch for ch in text.lower() if ch.isalnum())
+
+
+def field_names() -> tuple[str, ...]:
+    return tuple(f.name for f in fields(JobSpec))
+
+
+def field_help(name: str) -> str:
+    return next(f.metadata.get("help", "") for f in fields(JobSpec) if f.name == name)
+
+
+def field_type(name: str) -> Any:
+    return typing.get_type_hints(JobSpec)[name]
+
+
+def choices(name: str) -> tuple[str, ...] | None:
+    """The allowed values of a Literal field, else None."""
+    hint = field_type(name)
+    return tuple(typing.get_args(hint)) if typing.get_origin(hint) is Literal else None
+
+
+def coerce(name: str, value: object) -> object:
+    """Turn a TOML value or a typed-in string into the field's type, or raise SpecError."""
+    if name not in field_names():
+        close = difflib.get_close_matches(name, field_names(), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise SpecError(f"unknown setting {name!r}{hint}")
+    hint = field_type(name)
+    try:
+        return _coerce_to(hint, value)
+    except (TypeError, ValueError) as exc:
+        raise SpecError(f"{name}: {exc}") from None
+
+
+_TRUE = {"true", "yes", "on", "1"}
+_FALSE = {"false", "no", "off", "0"}
+
+
+def _coerce_to(hint: Any, value: object) -> object:
+    origin = typing.get_origin(hint)
+    if origin is Literal:
+        allowed = typing.get_args(hint)
+        if value not in allowed:
+            raise ValueError(f"{value!r} is not one of {', '.join(allowed)}")
+        return value
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in _TRUE | _FALSE:
+            return text in _TRUE
+        raise ValueError(f"{value!r} is not true or false")
+    if hint is int:
+        if isinstance(value, bool):
+            raise ValueError(f"{value!r} is not a whole number")
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, int):
+            return value
+        try:
+            return int(str(value).strip().replace("_", ""))
+        except ValueError:
+            raise ValueError(f"{value!r} is not a whole number") from None
+    if hint is float:
+        if isinstance(value, bool):
+            raise ValueError(f"{value!r} is not a number")
+        try:
+            return float(value if isinstance(value, (int, float)) else str(value).strip())
+        except ValueError:
+            raise ValueError(f"{value!r} is not a number") from None
+    if hint is str:
+        if not isinstance(value, str):
+            raise ValueError(f"{value!r} is not text")
+        return value.strip()
+    if origin is tuple:
+        (item,) = {a for a in typing.get_args(hint) if a is not Ellipsis}
+        items = value if isinstance(value, (list, tuple)) else [p for p in str(value).split(",") if p.strip()]
+        return tuple(_coerce_to(item, v) for v in items)
+    if origin in (Mapping, dict) or hint is Mapping:
+        if isinstance(value, str):
+            pairs = [p.split("=", 1) for p in value.split(",") if p.strip()]
+            if any(len(p) != 2 for p in pairs):
+                raise ValueError("write NAME=VALUE pairs separated by commas")
+            value = {k.strip(): v.strip() for k, v in pairs}
+        if not isinstance(value, Mapping):
+            raise ValueError(f"{value!r} is not a table of NAME = VALUE")
+        return {str(k): str(v) for k, v in value.items()}
+    raise TypeError(f"unsupported field type {hint!r}")  # pragma: no cover - guarded by tests
+
+
+def from_mapping(data: Mapping[str, object], base: JobSpec | None = None) -> JobSpec:
+    """A spec from `base` (default: the defaults) with these values, each coerced and checked."""
+    values = {name: coerce(name, value) for name, value in data.items()}
+    return replace(base or JobSpec(), **values)
+
+
+def parse_assignments(pairs: list[str]) -> dict[str, str]:
+    """`["max_steps=50", "lora=true"]` → dict; a pair without '=' is a SpecError."""
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise SpecError(f"--set wants KEY=VALUE, got {pair!r}")
+        out[key.strip()] = value
+    return out
+
+
+def with_overrides(spec: JobSpec, pairs: list[str]) -> JobSpec:
+    return from_mapping(parse_assignments(pairs), base=spec)
+
+
+def to_mapping(spec: JobSpec) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for f in fields(spec):
+        value = getattr(spec, f.name)
+        out[f.name] = list(value) if isinstance(value, tuple) else dict(value) if f.name == "env" else value
+    return out
+
+
+def display(name: str, value: object) -> str:
+    """A value as typed in the form or after `--set` (the inverse of `coerce` for strings)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return ",".join(str(v) for v in value)
+    if isinstance(value, Mapping):
+        return ",".join(f"{k}={v}" for k, v in value.items())
+    return str(value)
+
+
+def to_toml(spec: JobSpec) -> str:
+    """The spec as TOML: one `key = value` line per field, `[env]` last."""
+    lines = ["# gaudi-tui training job; `gaudi-tui train FILE` launches it again"]
+    env: Mapping[str, str] = {}
+    for name, value in to_mapping(spec).items():
+        if name == "env":
+            env = value  # type: ignore[assignment]
+            continue
+        lines.append(f"{name} = {_toml_value(value)}")
+    lines.append("")
+    lines.append("[env]")
+    lines.extend(f"{_toml_str(k)} = {_toml_str(v)}" for k, v in sorted(env.items()))
+    return "\n".join(lines) + "\n"
+
+
+def _toml_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return _toml_str(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    raise TypeError(f"cannot write {value!r} as TOML")  # pragma: no cover
+
+
+def _toml_str(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    escaped = "".join(ch if ch.isprintable() else _toml_escape(ch) for ch in escaped)
+    return f'"{escaped}"'
+
+
+def _toml_escape(ch: str) -> str:
+    code = ord(ch)
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def from_toml(text: str) -> JobSpec:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"not valid TOML: {exc}") from None
+    return from_mapping(data)
+
+
+def load(path: Path) -> JobSpec:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SpecError(f"cannot read the spec {path}: {exc.strerror or exc}") from None
+    try:
+        return from_toml(text)
+    except SpecError as exc:
+        raise SpecError(f"{path}: {exc}") from None

@@ -1,0 +1,139 @@
+"""`status.json`: a job's state, processes and outcome, written atomically by one writer at a time.
+
+The creator writes the first status (queued) before the supervisor exists; from then on only the
+supervisor writes it. Readers tolerate a missing or half-written file by returning None.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Literal
+
+import psutil
+
+State = Literal["queued", "running", "stopping", "succeeded", "failed", "cancelled", "lost"]
+ACTIVE: tuple[State, ...] = ("queued", "running", "stopping")
+TERMINAL: tuple[State, ...] = ("succeeded", "failed", "cancelled", "lost")
+
+
+@dataclass(frozen=True)
+class ProcRef:
+    """A process as recorded: PID plus start time, so a reused PID is never mistaken for ours."""
+
+    pid: int
+    started: float
+    cmd: str = ""
+
+    @classmethod
+    def of(cls, pid: int) -> ProcRef | None:
+        try:
+            proc = psutil.Process(pid)
+            return cls(pid, proc.create_time(), " ".join(proc.cmdline())[:200])
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            return None
+
+    def process(self) -> psutil.Process | None:
+        """The live process if it is still this one (same start time), else None."""
+        try:
+            proc = psutil.Process(self.pid)
+            if abs(proc.create_time() - self.started) > 0.05 or proc.status() == psutil.STATUS_ZOMBIE:
+                return None
+            return proc
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            return None
+
+    def alive(self) -> bool:
+        return self.process() is not None
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    state: State = "queued"
+    created: float = 0.0
+    queued: float = 0.0
+    """When this attempt was queued (creation, or the latest resume)."""
+    started: float | None = None
+    ended: float | None = None
+    earlier_seconds: float = 0.0
+    """Run time of earlier attempts (before a resume), for the elapsed column."""
+    attempt: int = 1
+    resumed_from: str | None = None
+    accelerator: str = "cpu"
+    command: tuple[str, ...] = ()
+    supervisor: ProcRef | None = None
+    launcher: ProcRef | None = None
+    workers: tuple[ProcRef, ...] = field(default_factory=tuple)
+    stop_requested: bool = False
+    kill_requested: bool = False
+    exit_code: int | None = None
+    error: str | None = None
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> JobStatus:
+        refs = {
+            "supervisor": _ref(data.get("supervisor")),
+            "launcher": _ref(data.get("launcher")),
+            "workers": tuple(r for r in (_ref(w) for w in data.get("workers") or ()) if r),
+            "command": tuple(data.get("command") or ()),
+        }
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        return cls(**{**known, **refs})
+
+    def elapsed(self, now: float) -> float:
+        if self.started is None:
+            return self.earlier_seconds
+        end = self.ended if self.ended is not None else now
+        return self.earlier_seconds + max(0.0, end - self.started)
+
+    def with_(self, **changes: object) -> JobStatus:
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+def _ref(data: object) -> ProcRef | None:
+    if not isinstance(data, dict):
+        return None
+    return ProcRef(int(data["pid"]), float(data["started"]), str(data.get("cmd", "")))
+
+
+def write(path: Path, status: JobStatus) -> None:
+    """Write atomically: temp file in the same folder, fsync, rename over."""
+    write_atomic(path, status.to_json())
+
+
+def write_atomic(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read(path: Path) -> JobStatus | None:
+    try:
+        return JobStatus.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+
+
+START_TIMEOUT_S = 60.0
+
+
+def effective_state(status: JobStatus, now: float) -> State:
+    """The stored state, except that an active job whose supervisor is gone (or never came) is 'lost'."""
+    if status.state not in ACTIVE:
+        return status.state
+    if status.supervisor is None:
+        return "lost" if now - status.queued > START_TIMEOUT_S else status.state
+    return status.state if status.supervisor.alive() else "lost"

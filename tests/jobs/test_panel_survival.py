@@ -1,0 +1,89 @@
+"""A real terminal: launch from the form, SIGKILL the panel, the job goes on; a new panel finds it."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+from textual.widgets import DataTable
+
+from gaudi_tui.core.jobs import control, runfolder
+from gaudi_tui.ui.app import GaudiApp
+from tests.conftest import CPU, PYTHON, child_env
+from tests.jobs.conftest import last_step, wait_done, wait_for
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)"),
+]
+
+
+def tmux(socket: str, *args: str) -> str:
+    done = subprocess.run(["tmux", "-L", socket, *args], capture_output=True, text=True, env=child_env())
+    return done.stdout
+
+
+def wait_screen(socket: str, text: str, timeout: float = 60.0) -> str:
+    return str(
+        wait_for(
+            lambda: text in (shown := tmux(socket, "capture-pane", "-p", "-t", "panel")) and shown,
+            timeout,
+            f"{text!r} on the panel",
+        )
+    )
+
+
+async def test_job_survives_a_killed_panel_and_a_new_panel_shows_its_newer_metrics(tmp_path: Path) -> None:
+    try:
+        await _scenario(tmp_path)
+    finally:
+        for run in runfolder.all_runs():
+            try:
+                control.kill(run)
+            except control.JobControlError:
+                pass  # already ended
+
+
+async def _scenario(tmp_path: Path) -> None:
+    socket = f"gaudi-tui-jobs-{tmp_path.name}"
+    command = f"exec {shlex.quote(PYTHON)} -m gaudi_tui"
+    tmux(socket, "new-session", "-d", "-s", "panel", "-x", "100", "-y", "30", command)
+    try:
+        wait_screen(socket, "cpu: ")  # the accelerator probe finished
+        tmux(socket, "send-keys", "-t", "panel", "4")
+        wait_screen(socket, "No jobs yet")
+        tmux(socket, "send-keys", "-t", "panel", "n")
+        wait_screen(socket, "New training job")
+        tmux(socket, "send-keys", "-t", "panel", "C-s")  # the demo fine-tune preset as it is
+        (run,) = wait_for(runfolder.all_runs, 30, "the run folder")
+        wait_for(lambda: last_step(run) >= 1, 120, "the first metrics")
+        wait_screen(socket, "running")
+        panel_pid = int(tmux(socket, "display", "-p", "-t", "panel", "#{pane_pid}"))
+        os.kill(panel_pid, signal.SIGKILL)
+        wait_for(lambda: not Path(f"/proc/{panel_pid}").exists(), 10, "the panel to die")
+    finally:
+        tmux(socket, "kill-server")
+    seen = last_step(run)
+    wait_for(lambda: last_step(run) > seen, 120, "metrics written after the panel died")
+    assert run.status().state == "running"
+
+    app = GaudiApp(accelerator=CPU, hostname="gaudi-host")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("4")
+        table = app.screen.query_one("#jobs", DataTable)
+        for _ in range(100):
+            if table.row_count:
+                break
+            await pilot.pause(0.1)
+        job, state, _, step, *_ = (str(c) for c in table.get_row_at(0))
+        assert job.endswith(run.id[-4:]) and state == "running"
+        assert int(step.split("/")[0]) > seen
+        await pilot.press("s")  # graceful stop from the new panel
+        assert run.stop_path.exists()
+    assert wait_done(run) == "cancelled"
+    assert run.newest_complete_checkpoint() is not None

@@ -1,0 +1,159 @@
+"""The Training screen with Pilot: job list, charts, log, form, stop/kill/resume keys."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psutil
+from textual.widgets import Checkbox, DataTable, Input, Log, Select, Static
+
+from gaudi_tui.core.jobs import control, runfolder, supervisor
+from gaudi_tui.ui.app import GaudiApp
+from gaudi_tui.ui.screens.job_form import JobFormScreen
+from gaudi_tui.ui.screens.training import TrainingScreen
+from tests.conftest import CPU
+from tests.jobs.conftest import replay, tiny, wait_done, wait_for
+
+
+def make_app() -> GaudiApp:
+    return GaudiApp(accelerator=CPU, hostname="gaudi-host")
+
+
+async def settle(pilot, predicate, timeout: float = 10.0) -> None:  # noqa: ANN001
+    for _ in range(int(timeout / 0.1)):
+        if predicate():
+            return
+        await pilot.pause(0.1)
+    raise AssertionError("the screen did not reach the expected state")
+
+
+def rows(app: GaudiApp) -> list[list[str]]:
+    table = app.screen.query_one("#jobs", DataTable)
+    return [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+async def test_recorded_run_shows_in_the_list_with_charts_and_log() -> None:
+    run = replay()
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("4")
+        await settle(pilot, lambda: rows(app))
+        assert rows(app) == [
+            ["demo fine-tune · " + run.id[-4:], "succeeded", "3:42", "200/200", "—", "0.1311"]
+        ]
+        screen = app.screen
+        assert isinstance(screen, TrainingScreen)
+        await settle(pilot, lambda: screen.query_one("#job-log", Log).line_count > 10)
+        title = screen.query_one("#chart-loss").plt._active.monitor.title  # noqa: SLF001 - plotext state
+        assert title.startswith("loss 0.1311 (smoothed")
+        await pilot.press("l")
+        assert screen.query_one("TabbedContent").active == "log"
+        await pilot.press("d")
+        details = str(screen.query_one("#job-details", Static).render())
+        assert f"folder   {run.path}" in details and "max_steps            200" in details
+
+
+async def test_form_refuses_bad_input_and_creates_nothing(tmp_path: Path) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("4", "n")
+        form = app.screen
+        assert isinstance(form, JobFormScreen)
+        form.query_one("#f-batch_size", Input).value = "lots"
+        await pilot.press("ctrl+s")
+        assert "batch_size: 'lots' is not a whole number" in str(form.query_one("#form-problems").render())
+        form.query_one("#f-batch_size", Input).value = "0"
+        form.query_one("#f-dataset", Input).value = str(tmp_path / "missing.csv")
+        await pilot.press("ctrl+s")
+        await settle(pilot, lambda: "dataset:" in str(form.query_one("#form-problems").render()))
+        shown = str(form.query_one("#form-problems").render())
+        assert "batch_size: 0 is not between 1 and 65536" in shown
+        assert "missing.csv does not exist: check the path" in shown
+        assert runfolder.all_runs() == []
+        await pilot.press("escape")
+        assert isinstance(app.screen, TrainingScreen)
+
+
+async def test_presets_fill_the_form_and_devices_cards_are_used() -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.selected_cards = (0, 1)
+        await pilot.press("4", "n")
+        form = app.screen
+        assert form.query_one("#f-cards", Input).value == "0,1"
+        assert form.query_one("#f-lora", Checkbox).value is False
+        form.query_one("#preset", Select).value = "QLoRA"
+        await pilot.pause()
+        assert form.query_one("#f-lora", Checkbox).value is True
+        assert form.query_one("#f-quantization", Select).value == "nf4"
+        assert form.query_one("#f-cards", Input).value == "0,1"
+
+
+async def test_keys_on_a_finished_job_explain_why_nothing_happens() -> None:
+    replay()
+    app = make_app()
+    notes: list[str] = []
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        app.notify = lambda message, **kw: notes.append(str(message))  # type: ignore[method-assign]
+        await pilot.press("4")
+        await settle(pilot, lambda: rows(app))
+        await pilot.press("s", "r", "k", "k")
+        assert notes[0].endswith("is succeeded: nothing to stop")
+        assert "already finished; its weights are in" in notes[1]
+        assert notes[2] == "Press k again to kill this job (no checkpoint is saved)."
+        await settle(pilot, lambda: len(notes) > 3)
+        assert notes[3].endswith("is succeeded: nothing to kill")
+
+
+async def test_a_job_that_fails_at_run_time_shows_its_error(tmp_path: Path) -> None:
+    data = tmp_path / "d.csv"
+    data.write_text("prompt\nhello\n")
+    run = runfolder.create(tiny(dataset=str(data)), accelerator="cpu")  # as if the file changed after launch
+    supervisor.start(run)
+    assert wait_done(run) == "failed"
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("4")
+        error = app.screen.query_one("#job-error", Static)
+        await settle(pilot, lambda: "failed" in str(error.render()))
+        assert (
+            str(error.render())
+            == "failed: dataset d.csv has no column 'text' (columns: prompt); set text_field"
+        )
+
+
+def test_snapshot_of_a_recorded_run(snap_compare) -> None:  # noqa: ANN001 - pytest-textual-snapshot fixture
+    replay()
+
+    async def until_drawn(pilot) -> None:  # noqa: ANN001
+        await pilot.press("4")
+        await settle(pilot, lambda: rows(pilot.app) and "loss 0" in _loss_title(pilot.app))
+        await pilot.pause(0.3)
+
+    assert snap_compare(make_app(), terminal_size=(100, 30), run_before=until_drawn)
+
+
+def _loss_title(app: GaudiApp) -> str:
+    return str(app.screen.query_one("#chart-loss").plt._active.monitor.title)  # noqa: SLF001 - plotext state
+
+
+async def test_form_launch_carries_the_checklists_env_fixes_into_the_job() -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.env_fixes = {"PT_ENABLE_INT64_SUPPORT": "1"}
+        await pilot.press("4", "n")
+        form = app.screen
+        form.query_one("#f-max_steps", Input).value = "10000"
+        form.query_one("#f-kill_grace_s", Input).value = "3"
+        await pilot.press("ctrl+s")
+        await settle(
+            pilot, lambda: isinstance(app.screen, TrainingScreen) and runfolder.all_runs(), timeout=20
+        )
+    (run,) = runfolder.all_runs()
+    try:
+        assert run.spec().env == {"PT_ENABLE_INT64_SUPPORT": "1"}
+        launcher = wait_for(lambda: (s := run.status()) and s.launcher, 30, "the launcher")
+        assert psutil.Process(launcher.pid).environ()["PT_ENABLE_INT64_SUPPORT"] == "1"
+    finally:
+        control.kill(run)
+    assert wait_done(run, timeout=30) == "cancelled"
