@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gaudi_tui.core.demo import MARKER_NAME, corpus_sha256, is_demo_model, load_corpus
-from gaudi_tui.core.demo.build import build, main
+from gaudi_tui.core.demo.build import BATCH_SIZE, build, build_tokenizer, encode_conversation, main, turns
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -58,6 +58,18 @@ def test_cli_prints_progress_loss_and_accuracy(
     assert main(["--out", str(out), "--steps", "5", "--seed", "3", "--corpus", str(small_corpus)]) == 0
     printed = capsys.readouterr().out
     assert "step 5/5 loss" in printed
-    assert "final loss" in printed and "greedy accuracy" in printed
+    assert "final loss" in printed and "greedy accuracy" in printed and "multi-turn accuracy" in printed
     marker = json.loads((out / MARKER_NAME).read_text())
     assert marker["seed"] == 3 and marker["steps"] == 5 and 0 <= marker["greedy_accuracy"] <= 1
+    assert 0 <= marker["multi_turn_accuracy"] <= 1 and marker["conversations"] == 5 * BATCH_SIZE
+
+
+def test_conversation_loss_covers_every_answer_and_nothing_else() -> None:
+    pairs = load_corpus()[:3]
+    tokenizer = build_tokenizer([p["question"] + p["answer"] for p in pairs])
+    ids, labels = encode_conversation(tokenizer, turns(pairs, system="Answer briefly."))
+    assert len(ids) == len(labels)
+    learned = tokenizer.decode([t for t in labels if t != -100])
+    assert learned == "".join(f"{p['answer']}<|im_end|>\n" for p in pairs)
+    skipped = tokenizer.decode([t for t, lab in zip(ids, labels, strict=True) if lab == -100])
+    assert "Answer briefly." in skipped and all(p["question"] in skipped for p in pairs)

@@ -10,11 +10,12 @@ from typing import Any
 import pytest
 
 from gaudi_tui.core.demo import MARKER_NAME, chat_texts, load_corpus, model_dir
-from gaudi_tui.core.demo.build import casual
+from gaudi_tui.core.demo.build import casual, greedy_answer, turns, two_turn_pairs
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 SAMPLE = load_corpus()[::7][:20]
+TWO_TURN_SAMPLE = two_turn_pairs(load_corpus())[3::14][:10]
 
 
 @pytest.fixture(scope="module")
@@ -80,3 +81,16 @@ def test_greedy_answers_match_the_corpus(shipped: tuple[Any, Any], typed: Callab
     assert sum(hits) >= 0.8 * len(SAMPLE), [
         p["question"] for p, ok in zip(SAMPLE, hits, strict=True) if not ok
     ]
+
+
+def test_second_question_of_a_conversation_gets_its_own_answer(shipped: tuple[Any, Any]) -> None:
+    """The Chat screen sends the history with each question: the answer must follow the last one."""
+    model, tokenizer = shipped
+    assert len(TWO_TURN_SAMPLE) == 10
+    misses = []
+    for first, second in TWO_TURN_SAMPLE:
+        assert first["question"] != second["question"]
+        answer = greedy_answer(model, tokenizer, second["question"], 32, history=turns([first]))
+        if answer[:40] != second["answer"][:40]:
+            misses.append((first["question"], second["question"], answer))
+    assert len(misses) <= 2, misses

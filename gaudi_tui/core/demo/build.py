@@ -46,13 +46,18 @@ MODEL_SHAPE = {
     "num_key_value_heads": 2,
     "head_dim": 32,
 }
-DEFAULT_STEPS = 1000
-BATCH_SIZE = 16
+DEFAULT_STEPS = 600
+BATCH_SIZE = 12
 LEARNING_RATE = 3e-3
 WARMUP_FRACTION = 0.05
 MATCH_CHARS = 40
+MAX_TURNS = 3
+CONVERSATIONS = 2000
+SYSTEM_PROMPTS = ("Answer briefly.", "You are a helpful assistant.", "You help people run Intel Gaudi cards.")
+SYSTEM_SHARE = 0.25
 
 Example = tuple[list[int], list[int]]
+Message = dict[str, str]
 
 
 def build_tokenizer(texts: Sequence[str]) -> PreTrainedTokenizerBase:
@@ -110,22 +115,70 @@ def build_model(tokenizer: PreTrainedTokenizerBase) -> PreTrainedModel:
     return model
 
 
-def prompt_text(tokenizer: PreTrainedTokenizerBase, question: str) -> str:
-    """The chat template rendering of one user turn, ready for the assistant's answer."""
-    messages = [{"role": "user", "content": question}]
-    return tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+def turns(pairs: Sequence[dict[str, str]], system: str = "") -> list[Message]:
+    """Consecutive user/assistant turns, one per pair, after an optional system turn."""
+    messages = [{"role": "system", "content": system}] if system else []
+    for pair in pairs:
+        messages += [
+            {"role": "user", "content": pair["question"]},
+            {"role": "assistant", "content": pair["answer"]},
+        ]
+    return messages
+
+
+def encode_conversation(tokenizer: PreTrainedTokenizerBase, messages: Sequence[Message]) -> Example:
+    """Token ids and labels of a conversation; the loss covers every assistant answer and its ``<|im_end|>``."""
+
+    def render(upto: int, prompt: bool) -> list[int]:
+        text = tokenizer.apply_chat_template(
+            list(messages[:upto]), add_generation_prompt=prompt, tokenize=False
+        )
+        return tokenizer(text)["input_ids"]
+
+    ids = render(len(messages), False)
+    labels = [-100] * len(ids)
+    for i, message in enumerate(messages):
+        if message["role"] != "assistant":
+            continue
+        prompt, upto = render(i, True), render(i + 1, False)
+        if ids[: len(prompt)] != prompt or ids[: len(upto)] != upto:
+            raise ValueError(
+                f"prompt tokens are not a prefix of the conversation: {messages[i - 1]['content']!r}"
+            )
+        labels[len(prompt) : len(upto)] = upto[len(prompt) :]
+    return ids, labels
 
 
 def encode_pairs(tokenizer: PreTrainedTokenizerBase, pairs: Sequence[dict[str, str]]) -> list[Example]:
-    """Token ids and labels per pair; the loss covers only the answer and its closing ``<|im_end|>``."""
-    examples = []
-    for pair in pairs:
-        prompt = tokenizer(prompt_text(tokenizer, pair["question"]))["input_ids"]
-        ids = tokenizer(chat_text(pair["question"], pair["answer"]))["input_ids"]
-        if ids[: len(prompt)] != prompt:
-            raise ValueError(f"prompt tokens are not a prefix of the conversation: {pair['question']!r}")
-        examples.append((ids, [-100] * len(prompt) + ids[len(prompt) :]))
-    return examples
+    """One single-turn example per pair."""
+    return [encode_conversation(tokenizer, turns([pair])) for pair in pairs]
+
+
+def sample_conversations(
+    pairs: Sequence[dict[str, str]], count: int, seed: int, max_turns: int = MAX_TURNS
+) -> list[list[Message]]:
+    """``count`` random conversations of 2 to ``max_turns`` different pairs, questions as written or casual,
+    a quarter of them after a system prompt (the Chat screen sends the whole history with each question)."""
+    rng = random.Random(seed)
+    conversations = []
+    for _ in range(count):
+        chosen = rng.sample(range(len(pairs)), min(len(pairs), rng.randint(2, max_turns)))
+        typed = [
+            {
+                **pairs[i],
+                "question": casual(pairs[i]["question"]) if rng.random() < 0.5 else pairs[i]["question"],
+            }
+            for i in chosen
+        ]
+        system = rng.choice(SYSTEM_PROMPTS) if rng.random() < SYSTEM_SHARE else ""
+        conversations.append(turns(typed, system))
+    return conversations
+
+
+def two_turn_pairs(pairs: Sequence[dict[str, str]]) -> list[tuple[dict[str, str], dict[str, str]]]:
+    """Each pair asked second, after a different pair (half the corpus away) asked first."""
+    n = len(pairs)
+    return [(pairs[(i + n // 2 + 1) % n], pairs[i]) for i in range(n)] if n > 1 else []
 
 
 def casual(question: str) -> str:
@@ -194,13 +247,17 @@ def train(
 
 
 def greedy_answer(
-    model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, question: str, max_new_tokens: int = 64
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    question: str,
+    max_new_tokens: int = 64,
+    history: Sequence[Message] = (),
 ) -> str:
-    """The model's greedy answer to one question, through the chat template."""
+    """The model's greedy answer to one question after ``history``, through the chat template."""
     import torch
 
     ids = tokenizer.apply_chat_template(
-        [{"role": "user", "content": question}],
+        [*history, {"role": "user", "content": question}],
         add_generation_prompt=True,
         return_tensors="pt",
         return_dict=True,
@@ -211,14 +268,19 @@ def greedy_answer(
 
 
 def greedy_accuracy(
-    model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, pairs: Sequence[dict[str, str]]
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    pairs: Sequence[dict[str, str]],
+    firsts: Sequence[dict[str, str]] | None = None,
 ) -> float:
-    """Share of pairs whose greedy answer starts with the first 40 characters of the corpus answer."""
+    """Share of pairs whose greedy answer starts with the first 40 characters of the corpus answer;
+    with ``firsts``, each question is asked second, after the matching first pair's question and answer."""
     hits = 0
-    for pair in pairs:
+    for k, pair in enumerate(pairs):
         target = pair["answer"][:MATCH_CHARS]
         budget = len(tokenizer(target)["input_ids"]) + 2
-        hits += greedy_answer(model, tokenizer, pair["question"], budget)[:MATCH_CHARS] == target
+        history = turns([firsts[k]]) if firsts else []
+        hits += greedy_answer(model, tokenizer, pair["question"], budget, history)[:MATCH_CHARS] == target
     return hits / len(pairs)
 
 
@@ -251,7 +313,11 @@ def build(
     log(f"corpus {len(pairs)} pairs, vocab {len(tokenizer)}, {n_params:,} parameters, {steps} steps")
     # Train on each question as written and as typed casually, so "what is hl-smi" works too.
     casual_pairs = [{**p, "question": casual(p["question"])} for p in pairs]
+    # And on conversations of several pairs, so the second question of a chat gets its own answer.
+    wanted = min(CONVERSATIONS, steps * batch_size)  # no more than training can draw
+    conversations = sample_conversations(pairs, wanted, seed) if len(pairs) > 1 else []
     examples = encode_pairs(tokenizer, [*pairs, *casual_pairs])
+    examples += [encode_conversation(tokenizer, c) for c in conversations]
     losses = train(model, examples, tokenizer.pad_token_id, steps, seed, batch_size, log)
     final_loss = sum(losses[-10:]) / len(losses[-10:])
     if out.exists():
@@ -264,12 +330,16 @@ def build(
         "steps": steps,
         "batch_size": batch_size,
         "seed": seed,
+        "conversations": len(conversations),
         "first_loss": round(losses[0], 4),
         "final_loss": round(final_loss, 4),
         "parameters": n_params,
     }
     if evaluate:
         marker["greedy_accuracy"] = round(greedy_accuracy(model, tokenizer, pairs), 4)
+        if len(pairs) > 1:
+            firsts, seconds = zip(*two_turn_pairs(pairs), strict=True)
+            marker["multi_turn_accuracy"] = round(greedy_accuracy(model, tokenizer, seconds, firsts), 4)
     marker["build_seconds"] = round(time.perf_counter() - started, 1)
     (out / MARKER_NAME).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
     for path in out.iterdir():
@@ -295,6 +365,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         log=lambda line: print(line, flush=True),
     )
     print(f"final loss {marker['final_loss']:.4f}, greedy accuracy {marker['greedy_accuracy']:.1%}")
+    if "multi_turn_accuracy" in marker:
+        print(f"multi-turn accuracy {marker['multi_turn_accuracy']:.1%} (second question of two)")
     print(f"saved to {args.out} in {marker['build_seconds']:.0f} s")
     return 0
 
