@@ -28,12 +28,13 @@ RUNS = 9
 STOP_RUNS = 5
 PROMPT = "What is hl-smi?"
 NEW_TOKENS = 128
+STOP_TOKENS = 230  # within the demo model's 256 positions
 
 
-def params():  # noqa: ANN201 - imported late to keep the module light
+def params(tokens: int = NEW_TOKENS):  # noqa: ANN201 - imported late to keep the module light
     from gaudi_tui.core.chat.options import GenerationParams
 
-    return GenerationParams(max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS)
+    return GenerationParams(max_new_tokens=tokens, min_new_tokens=tokens)
 
 
 class Bare:
@@ -101,7 +102,10 @@ async def pane(bare: Bare) -> dict[str, list[float]]:
         assert isinstance(screen, ChatScreen) and screen.store is not None
         store = screen.store
 
-        async def ask() -> None:
+        async def ask(tokens: int = NEW_TOKENS) -> asyncio.Task:
+            """Type the prompt in a fresh conversation and send it; returns the key press of Enter as
+            a task, because Pilot waits for the screen to go idle, and a fast engine can finish the
+            whole answer inside that wait."""
             await pilot.press("escape", "n")  # a fresh conversation: the same prompt every run
             await wait(
                 lambda: (
@@ -110,23 +114,30 @@ async def pane(bare: Bare) -> dict[str, list[float]]:
                     and screen.focused.id == "chat-input"
                 )
             )
-            store.set_params(screen.current().id, params())
-            await pilot.press(*PROMPT, "enter")
+            store.set_params(screen.current().id, params(tokens))
+            await pilot.press(*PROMPT)
+            return asyncio.ensure_future(pilot.press("enter"))
 
-        await ask()  # load the engine (and warm it up); not measured
+        await (await ask())  # load the engine (and warm it up); not measured
         await wait(lambda: screen.engine_state == "ready" and screen.live is None)
+
+        def answered() -> bool:
+            """The answer is stored (a fast engine can finish between two checks of `live`)."""
+            messages = store.messages(screen.current().id)
+            return screen.live is None and len(messages) == 2 and messages[-1].status == "complete"
+
         for _ in range(RUNS):
-            await ask()
-            await wait(lambda: screen.live is not None)
-            await wait(lambda: screen.live is None)  # the answer is stored before live clears
+            await (await ask())
+            await wait(answered)
             metrics = store.messages(screen.current().id)[-1].metrics
             assert metrics is not None and metrics.tokens_out == NEW_TOKENS, metrics
             record(results, metrics, bare)
         for _ in range(STOP_RUNS):
-            await ask()
-            await wait(lambda: screen.live is not None and len(screen.live.text) > 10)
+            sent = await ask(STOP_TOKENS)  # long enough to be stopped mid-answer on a fast machine
+            await wait(lambda: screen.live is not None)
             pressed = time.perf_counter()
             await pilot.press("escape")
+            await sent
             await wait(lambda: screen.live is None)
             results["stop"].append(time.perf_counter() - pressed)
             assert store.messages(screen.current().id)[-1].status == "partial"

@@ -37,10 +37,12 @@ def test_load_report(engine: EngineClient) -> None:
     assert report.memory is not None and report.memory.kind == "cpu" and report.memory.rss > 50 << 20
 
 
-def test_answer_streams_token_by_token(engine: EngineClient) -> None:
+def test_answer_streams_in_pieces(engine: EngineClient) -> None:
     chunks: list[str] = []
     answer = engine.generate(QUESTION, GenerationParams(), on_text=chunks.append)
-    assert len(chunks) > 5
+    # the first text goes out alone (time to first token); later text is batched per TOKEN_BATCH_S
+    assert len(chunks) >= 2
+    assert len(chunks[0]) < len(answer.text)
     assert "".join(chunks) == answer.text
     assert "hl-smi" in answer.text  # the demo model was trained on this question
     assert not answer.stopped

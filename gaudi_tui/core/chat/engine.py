@@ -23,6 +23,9 @@ from gaudi_tui.core.chat.errors import ChatError, explain
 from gaudi_tui.core.chat.options import GenerationParams, LoadOptions
 from gaudi_tui.core.chat.protocol import ProtocolError, decode, encode
 
+TOKEN_BATCH_S = 0.01
+"""Text generated within this long after the last token event goes out as one event."""
+
 
 class Writer:
     """Serialises event lines onto the protocol stream; a closed pipe means the parent is gone."""
@@ -121,11 +124,25 @@ class Engine:
                 self.out.send("warning", message=warning)
             self.out.send("start", tokens_in=tokens_in)
 
+        pending: list[str] = []
+        sent_at = [0.0, 0]  # when the last token event went out, and the token count it carried
+
+        def flush(n: int) -> None:
+            self.out.send("token", text="".join(pending), n=n)
+            pending.clear()
+            sent_at[:] = [time.perf_counter(), n]
+
         def on_text(text: str, n: int) -> None:
-            self.out.send("token", text=text, n=n)
+            """The first text goes out at once (time to first token); later text is batched for
+            TOKEN_BATCH_S, so a fast model does not pay one pipe write per token."""
+            pending.append(text)
+            if sent_at[1] == 0 or time.perf_counter() - sent_at[0] >= TOKEN_BATCH_S:
+                flush(n)
 
         started = time.perf_counter()
         outcome = generation.generate(self.loaded, messages, params, self.stop, on_start, on_text)
+        if pending:
+            flush(outcome.tokens_out)
         self.out.send(
             "done",
             stopped=outcome.stopped,
