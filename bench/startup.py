@@ -63,7 +63,9 @@ def main() -> int:
     minimal = statistics.median(measure(MINIMAL) for _ in range(RUNS))
     gaudi = statistics.median(measure(GAUDI) for _ in range(RUNS))
     ratio = gaudi / minimal
-    print(f"startup to first screen: gaudi-tui {gaudi * 1000:.0f} ms, minimal Textual app {minimal * 1000:.0f} ms")
+    print(
+        f"startup to first screen: gaudi-tui {gaudi * 1000:.0f} ms, minimal Textual app {minimal * 1000:.0f} ms"
+    )
     print(f"ratio {ratio:.2f} (target ≤ 1.5), median of {RUNS}")
     return 0
 

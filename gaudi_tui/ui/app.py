@@ -71,7 +71,10 @@ class GaudiApp(App[int]):
     """Environment fixes the Checklist applies to jobs launched from the panel (empty = off)."""
 
     def __init__(
-        self, accelerator: Accelerator | None = None, hostname: str | None = None, autorun_checks: bool = False
+        self,
+        accelerator: Accelerator | None = None,
+        hostname: str | None = None,
+        autorun_checks: bool = False,
     ) -> None:
         """`autorun_checks`: the Checklist runs its checks when first opened (the panel does this;
         tests leave it off so what they see does not depend on the host)."""
