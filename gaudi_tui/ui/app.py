@@ -6,7 +6,6 @@ import importlib
 import logging
 import socket
 from collections.abc import Callable, Iterable
-from pathlib import Path
 
 from textual import work
 from textual.app import App, SystemCommand
@@ -44,7 +43,6 @@ class GaudiApp(App[int]):
     """The control panel. Pass `accelerator` to skip the probe (tests, screenshots)."""
 
     TITLE = "gaudi-tui"
-    CSS_PATH = Path(__file__).with_name("app.tcss")
     MODES = {
         "devices": DevicesScreen,
         "checklist": _on_first_use("checklist", "ChecklistScreen"),
