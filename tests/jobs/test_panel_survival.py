@@ -6,7 +6,6 @@ import os
 import shlex
 import shutil
 import signal
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -16,26 +15,12 @@ from gaudi_tui.core.jobs import control, runfolder
 from gaudi_tui.ui.app import GaudiApp
 from tests.conftest import CPU, PYTHON, child_env
 from tests.jobs.conftest import last_step, wait_done, wait_for
+from tests.shell.test_tmux import Tmux
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)"),
 ]
-
-
-def tmux(socket: str, *args: str) -> str:
-    done = subprocess.run(["tmux", "-L", socket, *args], capture_output=True, text=True, env=child_env())
-    return done.stdout
-
-
-def wait_screen(socket: str, text: str, timeout: float = 60.0) -> str:
-    return str(
-        wait_for(
-            lambda: text in (shown := tmux(socket, "capture-pane", "-p", "-t", "panel")) and shown,
-            timeout,
-            f"{text!r} on the panel",
-        )
-    )
 
 
 async def test_job_survives_a_killed_panel_and_a_new_panel_shows_its_newer_metrics(tmp_path: Path) -> None:
@@ -50,24 +35,24 @@ async def test_job_survives_a_killed_panel_and_a_new_panel_shows_its_newer_metri
 
 
 async def _scenario(tmp_path: Path) -> None:
-    socket = f"gaudi-tui-jobs-{tmp_path.name}"
+    tmux = Tmux(f"gaudi-tui-jobs-{tmp_path.name}", child_env())
     command = f"exec {shlex.quote(PYTHON)} -m gaudi_tui"
-    tmux(socket, "new-session", "-d", "-s", "panel", "-x", "100", "-y", "30", command)
+    tmux.run("new-session", "-d", "-s", "panel", "-x", "100", "-y", "30", command)
     try:
-        wait_screen(socket, "cpu: ")  # the accelerator probe finished
-        tmux(socket, "send-keys", "-t", "panel", "4")
-        wait_screen(socket, "No jobs yet")
-        tmux(socket, "send-keys", "-t", "panel", "n")
-        wait_screen(socket, "New training job")
-        tmux(socket, "send-keys", "-t", "panel", "C-s")  # the demo fine-tune preset as it is
+        tmux.wait_for("cpu: ", 60)  # the accelerator probe finished
+        tmux.run("send-keys", "-t", "panel", "4")
+        tmux.wait_for("No jobs yet", 60)
+        tmux.run("send-keys", "-t", "panel", "n")
+        tmux.wait_for("New training job", 60)
+        tmux.run("send-keys", "-t", "panel", "C-s")  # the demo fine-tune preset as it is
         (run,) = wait_for(runfolder.all_runs, 30, "the run folder")
         wait_for(lambda: last_step(run) >= 1, 120, "the first metrics")
-        wait_screen(socket, "running")
-        panel_pid = int(tmux(socket, "display", "-p", "-t", "panel", "#{pane_pid}"))
+        tmux.wait_for("running", 60)
+        panel_pid = int(tmux.run("display", "-p", "-t", "panel", "#{pane_pid}"))
         os.kill(panel_pid, signal.SIGKILL)
         wait_for(lambda: not Path(f"/proc/{panel_pid}").exists(), 10, "the panel to die")
     finally:
-        tmux(socket, "kill-server")
+        tmux.run("kill-server")
     seen = last_step(run)
     wait_for(lambda: last_step(run) > seen, 120, "metrics written after the panel died")
     assert run.status().state == "running"
