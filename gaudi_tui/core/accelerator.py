@@ -15,7 +15,7 @@ import os
 import sys
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Literal
 
 from gaudi_tui.core.childprobe import ProbeCancelled, ProbeFailed, ProbeTimedOut, run_json_child
@@ -35,7 +35,6 @@ class Accelerator:
     device_name: str | None = None
     dtype: str = "float32"
     torch_version: str | None = None
-    notes: tuple[str, ...] = field(default_factory=tuple)
 
     @property
     def device(self) -> str:
@@ -88,7 +87,6 @@ class Accelerator:
             compile_backend=self.compile_backend,
             ddp_backend=self.ddp_backend,
             launcher=self.launcher,
-            notes=list(self.notes),
         )
         return data
 
@@ -107,9 +105,6 @@ def select(facts: Mapping[str, object]) -> Accelerator:
     """Choose hpu → cuda → cpu from the probe's facts, saying why."""
     torch_version = facts.get("torch_version")
     tv = str(torch_version) if torch_version else None
-    notes: list[str] = []
-    if facts.get("probe_error"):
-        notes.append(str(facts["probe_error"]))
     if facts.get("hpu_available"):
         count = int(facts.get("hpu_count") or 0)
         return Accelerator(
@@ -121,7 +116,6 @@ def select(facts: Mapping[str, object]) -> Accelerator:
             torch_version=tv,
         )
     why_not_hpu = _why_not_hpu(facts)
-    notes.append(why_not_hpu)
     if facts.get("cuda_available"):
         count = int(facts.get("cuda_count") or 0)
         name = _str_or_none(facts.get("cuda_name"))
@@ -132,12 +126,11 @@ def select(facts: Mapping[str, object]) -> Accelerator:
             device_name=name,
             dtype="bfloat16" if facts.get("cuda_bf16") else "float16",
             torch_version=tv,
-            notes=tuple(notes),
         )
     reason = f"no CUDA device; {why_not_hpu}"
     if facts.get("probe_error"):
         reason = str(facts["probe_error"])
-    return Accelerator("cpu", reason, torch_version=tv, notes=tuple(notes))
+    return Accelerator("cpu", reason, torch_version=tv)
 
 
 def _why_not_hpu(facts: Mapping[str, object]) -> str:
