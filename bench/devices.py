@@ -24,8 +24,10 @@ from pathlib import Path
 
 import psutil
 
+from gaudi_tui.data import HLSMI_SAMPLES
+
 ROOT = Path(__file__).resolve().parent.parent
-SAMPLES = ROOT.parent / "shared" / "hl-smi-samples"
+SAMPLES = HLSMI_SAMPLES
 FAKE_BIN = ROOT / "tests" / "fakes" / "bin"
 TABLE = SAMPLES / "gaudi2-hl225-x8-1.20.0-busy-table.txt"
 CSV = SAMPLES / "gaudi1-hl205-x8-1.18.0-query.csv"
@@ -125,7 +127,7 @@ def cpu_of(run) -> float:
 
 
 def long_lived(env: dict[str, str]) -> None:
-    from gaudi_tui.core.devices.hlsmi import Backoff, HlSmiPoller
+    from gaudi_tui.core.devices.sources.hlsmi import Backoff, HlSmiPoller
 
     cancel = threading.Event()
     ticks: list[object] = []
@@ -140,8 +142,8 @@ def long_lived(env: dict[str, str]) -> None:
 
 
 def spawn_per_tick(env: dict[str, str]) -> None:
-    from gaudi_tui.core.devices.hlsmi import query_args, run_once
-    from gaudi_tui.core.devices.parse_csv import QUERY_FIELDS, parse_csv
+    from gaudi_tui.core.devices.parsers.parse_csv import QUERY_FIELDS, parse_csv
+    from gaudi_tui.core.devices.sources.hlsmi import query_args, run_once
 
     for _ in range(TICKS):
         start = time.monotonic()
@@ -152,8 +154,8 @@ def spawn_per_tick(env: dict[str, str]) -> None:
 def main() -> int:
     sys.path.insert(0, str(ROOT))
     os.environ["GAUDI_TUI_HOME"] = tempfile.mkdtemp(prefix="gaudi-tui-bench-")
-    from gaudi_tui.core.devices.parse_csv import parse_csv
-    from gaudi_tui.core.devices.parse_table import parse_table
+    from gaudi_tui.core.devices.parsers.parse_csv import parse_csv
+    from gaudi_tui.core.devices.parsers.parse_table import parse_table
 
     table_text, csv_text = TABLE.read_text(), CSV.read_text()
     table_us = median_us(lambda: parse_table(table_text))

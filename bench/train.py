@@ -2,7 +2,7 @@
 the same Trainer run bare; (2) key-press-to-screen latency of the Training screen while a job's
 log grows at 10,000 lines/s, vs. the same with a quiet log.
 
-(1) Both runs build the same Trainer (`gaudi_tui.core.jobs.train.build`: same spec, data, seed,
+(1) Both runs build the same Trainer (`gaudi_tui.core.jobs.worker.train.build`: same spec, data, seed,
 TrainingArguments); the bare one runs `trainer.train()` in a plain child process without our
 callbacks, the other is a real job (detached supervisor, STOP check every step, metrics from
 rank 0). The figure is Trainer's own `train_steps_per_second` (the training loop, not start-up).
@@ -37,8 +37,9 @@ LINE_BYTES = 62
 
 BARE = r"""
 import json, sys
-from gaudi_tui.core.jobs import data, runfolder
-from gaudi_tui.core.jobs.train import build
+from gaudi_tui.core.jobs import runfolder
+from gaudi_tui.core.jobs.worker import data
+from gaudi_tui.core.jobs.worker.train import build
 run = runfolder.RunFolder(__import__("pathlib").Path(sys.argv[1]))
 spec = run.spec()
 built = build(run, spec, data.load_texts(spec.dataset, spec.text_field), monitor=False)

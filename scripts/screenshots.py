@@ -17,10 +17,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gaudi_tui.data import HLSMI_SAMPLES
+
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "screenshots"
 SIZE = (100, 30)
-SAMPLES = ROOT.parent / "shared" / "hl-smi-samples"
+SAMPLES = HLSMI_SAMPLES
 
 # Devices: 8 cards replayed from real hl-smi samples by the test-double hl-smi (tests/fakes/bin),
 # one sample per refresh, refreshed every 0.05 s so the sparklines fill in seconds, then holding

@@ -10,10 +10,11 @@ import pytest
 from textual.widgets import Input
 
 from gaudi_tui.core.accelerator import Accelerator
+from gaudi_tui.data import HLSMI_SAMPLES
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKES = ROOT / "tests" / "fakes"
-SAMPLES = ROOT.parent / "shared" / "hl-smi-samples"
+SAMPLES = HLSMI_SAMPLES
 
 CPU = Accelerator(
     "cpu",

@@ -55,7 +55,7 @@ def _from_files(args: argparse.Namespace) -> int:
     import json
 
     from gaudi_tui.core.devices import render
-    from gaudi_tui.core.devices.detect import parse_any
+    from gaudi_tui.core.devices.parsers.detect import parse_any
     from gaudi_tui.core.devices.reading import merge
 
     fields = [f.strip() for f in args.fields.split(",")] if args.fields else None
@@ -81,8 +81,8 @@ def _once(args: argparse.Namespace) -> int:
 
     from gaudi_tui.core.devices import render
     from gaudi_tui.core.devices.holders import find_holders
-    from gaudi_tui.core.devices.host import HostReader
     from gaudi_tui.core.devices.query import read_once
+    from gaudi_tui.core.devices.sources.host import HostReader
 
     started = time.monotonic()
     host = HostReader(min_gap=0.0)

@@ -162,7 +162,7 @@ def test_native_output_goes_to_the_log_not_the_protocol(tmp_path: Path) -> None:
     """What the runtime writes to fd 1 or 2 (and Python prints) lands in the log file."""
     code = (
         "import os\n"
-        "from gaudi_tui.core.chat.engine import protocol_stream\n"
+        "from gaudi_tui.core.chat.engine.server import protocol_stream\n"
         "out = protocol_stream()\n"
         "os.write(1, b'native fd1 noise\\n')\n"
         "os.write(2, b'native fd2 noise\\n')\n"

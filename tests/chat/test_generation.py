@@ -7,7 +7,12 @@ from typing import Any
 
 import pytest
 
-from gaudi_tui.core.chat.generation import NO_TEMPLATE_WARNING, TokenStreamer, build_prompt, plain_prompt
+from gaudi_tui.core.chat.engine.generation import (
+    NO_TEMPLATE_WARNING,
+    TokenStreamer,
+    build_prompt,
+    plain_prompt,
+)
 
 
 @pytest.fixture(scope="module")

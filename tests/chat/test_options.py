@@ -67,7 +67,7 @@ def test_greedy_leaves_sampling_knobs_out() -> None:
 
 
 def test_engine_environment_for_gaudi_and_compile(monkeypatch: pytest.MonkeyPatch) -> None:
-    from gaudi_tui.core.chat.loader import engine_env
+    from gaudi_tui.core.chat.engine.loader import engine_env
 
     monkeypatch.delenv("PT_ENABLE_INT64_SUPPORT", raising=False)
     assert engine_env(LoadOptions(compile=True), habana_installed=True) == {

@@ -40,7 +40,7 @@ def test_empty_and_out_of_range() -> None:
 
 
 def test_environment_values_use_module_ids_and_indices() -> None:
-    # The mapping recorded in shared/hl-smi-samples/gaudi2e-index-module-1.24.0.csv: index ≠ module ID.
+    # The mapping recorded in gaudi_tui/data/hl-smi/gaudi2e-index-module-1.24.0.csv: index ≠ module ID.
     index_of_module = {2: 0, 6: 1, 3: 2, 7: 3, 0: 4, 4: 5, 5: 6, 1: 7}
     assert visible_modules([1, 0]) == "0,1"
     assert visible_devices([0, 1], index_of_module) == "4,7"

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from textual.widgets import Static
 
-from gaudi_tui.core.devices.detect import parse_any
 from gaudi_tui.core.devices.holders import CardHolder, find_holders
-from gaudi_tui.core.devices.host import HostStats
 from gaudi_tui.core.devices.monitor import MonitorConfig, MonitorUpdate
+from gaudi_tui.core.devices.parsers.detect import parse_any
 from gaudi_tui.core.devices.reading import merge
+from gaudi_tui.core.devices.sources.host import HostStats
 from gaudi_tui.ui.app import GaudiApp
 from gaudi_tui.ui.screens.devices import DevicesScreen
 from gaudi_tui.ui.widgets.confirm import ConfirmScreen

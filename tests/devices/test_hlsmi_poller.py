@@ -11,8 +11,8 @@ from collections.abc import Callable
 import pytest
 
 from gaudi_tui.core.devices.faults import Fault
-from gaudi_tui.core.devices.hlsmi import BASIC_FIELDS, Backoff, HlSmiPoller
 from gaudi_tui.core.devices.reading import Reading
+from gaudi_tui.core.devices.sources.hlsmi import BASIC_FIELDS, Backoff, HlSmiPoller
 from tests.devices.conftest import FakeHlSmi
 
 BUSY = "gaudi2-hl225-x8-1.20.0-busy-table.txt"

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from gaudi_tui.core.devices import faults
-from gaudi_tui.core.devices.host import HostStats
 from gaudi_tui.core.devices.monitor import DeviceMonitor, MonitorConfig, MonitorUpdate, quick_fault
+from gaudi_tui.core.devices.sources.host import HostStats
 from tests.conftest import PYTHON
 from tests.devices.conftest import FakeHlSmi
 

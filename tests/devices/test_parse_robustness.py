@@ -6,10 +6,10 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gaudi_tui.core.devices.detect import parse_any
-from gaudi_tui.core.devices.parse_csv import QUERY_FIELDS, parse_csv, parse_row
-from gaudi_tui.core.devices.parse_detail import parse_detail
-from gaudi_tui.core.devices.parse_table import parse_table
+from gaudi_tui.core.devices.parsers.detect import parse_any
+from gaudi_tui.core.devices.parsers.parse_csv import QUERY_FIELDS, parse_csv, parse_row
+from gaudi_tui.core.devices.parsers.parse_detail import parse_detail
+from gaudi_tui.core.devices.parsers.parse_table import parse_table
 from tests.conftest import SAMPLES
 
 CSV = (SAMPLES / "gaudi1-hl205-x8-1.18.0-query.csv").read_text()

@@ -1,11 +1,11 @@
-"""Every real hl-smi sample in shared/hl-smi-samples/ parses to the values it shows (one test each)."""
+"""Every real hl-smi sample in gaudi_tui/data/hl-smi/ parses to the values it shows (one test each)."""
 
 from __future__ import annotations
 
 import pytest
 
-from gaudi_tui.core.devices.detect import parse_any
 from gaudi_tui.core.devices.model import Device
+from gaudi_tui.core.devices.parsers.detect import parse_any
 from gaudi_tui.core.devices.reading import Reading
 from tests.conftest import SAMPLES
 

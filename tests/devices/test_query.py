@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from gaudi_tui.core.devices import query, sysfs
-from gaudi_tui.core.devices.hlml import HlmlSource
+from gaudi_tui.core.devices import query
 from gaudi_tui.core.devices.query import read_once
+from gaudi_tui.core.devices.sources import sysfs
+from gaudi_tui.core.devices.sources.hlml import HlmlSource
 from tests.devices.conftest import FakeHlSmi
 
 

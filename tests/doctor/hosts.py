@@ -2,7 +2,7 @@
 device snapshots and card holders.
 
 The device snapshot replays the real 8 × HL-225 capture
-`shared/hl-smi-samples/gaudi2-hl225-x8-1.20.0-busy-table.txt` (driver 1.19.1, cards 3, 5 and 7 in
+`gaudi_tui/data/hl-smi/gaudi2-hl225-x8-1.20.0-busy-table.txt` (driver 1.19.1, cards 3, 5 and 7 in
 use, pid 107684 on card 7), with the index → module map of `gaudi2e-index-module-1.24.0.csv`.
 """
 

@@ -87,7 +87,7 @@ REAL_ERRORS: dict[str, list[str]] = {
         "absl-py                            1.4.0\naccelerate                         1.3.0\naiohappyeyeballs                   2.4.6",
         "habana-torch-plugin==1.19.0.561\naccelerate==1.4.0\n",
     ],
-    # shared/hl-smi-samples (read below)
+    # gaudi_tui/data/hl-smi/ (read below)
     "hlsmi-processes-na": [],
     # torch/_dynamo/convert_frame.py warning format, filled in
     "recompile-limit": [

@@ -13,7 +13,7 @@ from pathlib import Path
 
 SAMPLES = Path(
     os.environ.get("FAKE_HLSMI_SAMPLES_DIR")
-    or Path(__file__).resolve().parents[2].parent / "shared" / "hl-smi-samples"
+    or Path(__file__).resolve().parents[2] / "gaudi_tui" / "data" / "hl-smi"
 )
 DEFAULT_SAMPLE = "gaudi2-hl225-x8-1.20.0-busy-table.txt"
 DEFAULT_MODULES = "gaudi2e-index-module-1.24.0.csv"

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from gaudi_tui.core.demo import chat_texts
-from gaudi_tui.core.jobs.data import DatasetError, load_texts, source_of
+from gaudi_tui.core.jobs.worker.data import DatasetError, load_texts, source_of
 
 TEXTS = ["first example", "second, with a comma", 'third "quoted"']
 

@@ -87,7 +87,7 @@ def test_kill_ends_every_process_even_when_the_supervisor_and_torchrun_were_sigk
     run = control.submit(tiny(processes=2, max_steps=10_000, kill_grace_s=3.0), CPU)
     wait_for(lambda: last_step(run) >= 2, 120, "training to start")
     status = run.status()
-    workers = [w for w in status.workers if "gaudi_tui.core.jobs.train" in w.cmd]
+    workers = [w for w in status.workers if "gaudi_tui.core.jobs.worker.train" in w.cmd]
     assert len(workers) == 2, status.workers
     assert os.getsid(status.supervisor.pid) == status.supervisor.pid != os.getsid(0)  # own session: no SIGHUP
     # The trap from the research notes: SIGKILL of torchrun leaves its workers running.

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from gaudi_tui.core.jobs import hpu_metrics, runfolder
+from gaudi_tui.core.jobs import runfolder
 from gaudi_tui.core.jobs.monitor import LogTail, MetricsReader, Monitor, format_duration, smooth
 from gaudi_tui.core.jobs.runfolder import COMPLETE_MARKER, RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec
 from gaudi_tui.core.jobs.status import JobStatus, ProcRef, effective_state
+from gaudi_tui.core.jobs.worker import hpu_metrics
 from tests.conftest import PYTHON
 
 

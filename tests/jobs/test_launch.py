@@ -15,7 +15,7 @@ RUN = RunFolder(Path("/runs/r1"))
 
 def test_one_process_runs_the_training_module_directly() -> None:
     spec = prepare(JobSpec(), CPU)
-    assert command(RUN, spec, python="py") == ["py", "-m", "gaudi_tui.core.jobs.train", "/runs/r1"]
+    assert command(RUN, spec, python="py") == ["py", "-m", "gaudi_tui.core.jobs.worker.train", "/runs/r1"]
 
 
 def test_cpu_multi_process_is_torchrun_standalone() -> None:
@@ -23,7 +23,7 @@ def test_cpu_multi_process_is_torchrun_standalone() -> None:
     argv = command(RUN, spec, resume=Path("/runs/r1/checkpoints/checkpoint-7"), python="py")
     assert argv == [
         "py", "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", "--module",
-        "gaudi_tui.core.jobs.train", "/runs/r1", "--resume", "/runs/r1/checkpoints/checkpoint-7",
+        "gaudi_tui.core.jobs.worker.train", "/runs/r1", "--resume", "/runs/r1/checkpoints/checkpoint-7",
     ]  # fmt: skip
 
 
@@ -32,7 +32,7 @@ def test_gaudi_uses_accelerate_one_process_per_card_with_visible_modules() -> No
     argv = command(RUN, spec, python="py")
     assert argv[:4] == ["py", "-m", "accelerate.commands.launch", "--num_processes=2"]
     assert "--multi_gpu" in argv
-    assert argv[-3:] == ["--module", "gaudi_tui.core.jobs.train", "/runs/r1"]
+    assert argv[-3:] == ["--module", "gaudi_tui.core.jobs.worker.train", "/runs/r1"]
     env = job_env(RUN, spec, {"PATH": "/bin"})
     assert env["HABANA_VISIBLE_MODULES"] == "2,3"
     assert env["PT_ENABLE_INT64_SUPPORT"] == "1"

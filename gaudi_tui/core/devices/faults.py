@@ -82,7 +82,7 @@ def nvml_failed(error: str) -> Fault:
 def most_specific(fault: Fault, sys_root: str = "/sys", dev_root: str = "/dev") -> Fault:
     """A clearer cause for a failing Gaudi source, when the kernel shows one: no access to the
     compute nodes, or (when hl-smi exists but fails) the driver not loaded."""
-    from gaudi_tui.core.devices import sysfs
+    from gaudi_tui.core.devices.sources import sysfs
 
     denied = sysfs.unusable_nodes(dev_root)
     if denied:

@@ -15,16 +15,17 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from gaudi_tui.core.devices import faults, hlsmi
+from gaudi_tui.core.devices import faults
 from gaudi_tui.core.devices.faults import Fault
-from gaudi_tui.core.devices.hlml import HlmlSource
 from gaudi_tui.core.devices.holders import DEFAULT_NODE_PATTERN, CardHolder, find_holders
-from gaudi_tui.core.devices.host import HostReader, HostStats
-from gaudi_tui.core.devices.library import SourceUnavailable
 from gaudi_tui.core.devices.model import DeviceSnapshot, Source
-from gaudi_tui.core.devices.nvml import NvmlSource
 from gaudi_tui.core.devices.query import with_kernel_facts
 from gaudi_tui.core.devices.reading import Reading, merge
+from gaudi_tui.core.devices.sources import hlsmi
+from gaudi_tui.core.devices.sources.hlml import HlmlSource
+from gaudi_tui.core.devices.sources.host import HostReader, HostStats
+from gaudi_tui.core.devices.sources.library import SourceUnavailable
+from gaudi_tui.core.devices.sources.nvml import NvmlSource
 from gaudi_tui.core.devices.usage import holder_processes
 
 FIRST_HOST_S = 3.0

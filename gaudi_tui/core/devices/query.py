@@ -11,14 +11,15 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from gaudi_tui.core.devices import faults, hlsmi, sysfs
+from gaudi_tui.core.devices import faults
 from gaudi_tui.core.devices.faults import Fault
-from gaudi_tui.core.devices.hlml import HlmlSource
 from gaudi_tui.core.devices.holders import find_holders
-from gaudi_tui.core.devices.library import SourceUnavailable
 from gaudi_tui.core.devices.model import DeviceSnapshot
-from gaudi_tui.core.devices.nvml import NvmlSource
 from gaudi_tui.core.devices.reading import Reading, merge
+from gaudi_tui.core.devices.sources import hlsmi, sysfs
+from gaudi_tui.core.devices.sources.hlml import HlmlSource
+from gaudi_tui.core.devices.sources.library import SourceUnavailable
+from gaudi_tui.core.devices.sources.nvml import NvmlSource
 from gaudi_tui.core.devices.usage import holder_processes
 
 HL_SMI = "hl-smi"

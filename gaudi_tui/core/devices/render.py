@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from gaudi_tui.core.devices.holders import CardHolder
-from gaudi_tui.core.devices.host import HostStats
 from gaudi_tui.core.devices.model import DeviceSnapshot
 from gaudi_tui.core.devices.reading import Reading
+from gaudi_tui.core.devices.sources.host import HostStats
 from gaudi_tui.core.devices.usage import card_uses
 
 HEADER = ("IDX", "MOD", "CARD", "BUS", "UTIL", "HBM RSVD MiB", "POWER W", "TEMP", "ECC", "NUMA", "HOLDER")

@@ -17,7 +17,7 @@ from gaudi_tui.core.accelerator import Accelerator
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec
 
-TRAIN_MODULE = "gaudi_tui.core.jobs.train"
+TRAIN_MODULE = "gaudi_tui.core.jobs.worker.train"
 
 
 def prepare(

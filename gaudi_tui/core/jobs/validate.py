@@ -15,8 +15,8 @@ from pathlib import Path
 
 from gaudi_tui.core.accelerator import Accelerator
 from gaudi_tui.core.devices.cardsets import check_modules
-from gaudi_tui.core.jobs import data
 from gaudi_tui.core.jobs.spec import JobSpec
+from gaudi_tui.core.jobs.worker import data
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from gaudi_tui.core.devices import sysfs
-from gaudi_tui.core.devices.library import LibrarySource, SourceUnavailable, load, text
 from gaudi_tui.core.devices.model import Device
 from gaudi_tui.core.devices.reading import Reading, make_device
+from gaudi_tui.core.devices.sources import sysfs
+from gaudi_tui.core.devices.sources.library import LibrarySource, SourceUnavailable, load, text
 
 SLOW_EVERY = 10
 MEMORY_ERROR_UNCORRECTED = 1  # hlml.h: HLML_MEMORY_ERROR_TYPE_UNCORRECTED

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 from transformers import StoppingCriteria, StoppingCriteriaList
 
-from gaudi_tui.core.chat.loader import Loaded, context_length, pad_token_id
+from gaudi_tui.core.chat.engine.loader import Loaded, context_length, pad_token_id
 from gaudi_tui.core.chat.options import GenerationParams
 
 WARMUP_TOKENS = 8

@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from gaudi_tui.core.devices import values as v
 from gaudi_tui.core.devices.model import Device, DeviceProcess
+from gaudi_tui.core.devices.parsers import values as v
 from gaudi_tui.core.devices.reading import Reading, make_device
 
 _HL_SMI_VERSION = re.compile(r"HL-SMI\s+Version\s*:\s*(\S+)", re.IGNORECASE)

@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from gaudi_tui.core.devices import values as v
 from gaudi_tui.core.devices.model import Device
+from gaudi_tui.core.devices.parsers import values as v
 from gaudi_tui.core.devices.reading import Reading, make_device
 
 # What the live poller asks for. `power.max` is newer than the documented list: BASIC_FIELDS is the

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from gaudi_tui.core.devices import values as v
+from gaudi_tui.core.devices.parsers import values as v
 from gaudi_tui.core.devices.reading import Reading, make_device
 
 _BLOCK = re.compile(r"^\[(\d+)\]\s+AIP\s*(?:\(accel(\d+)\))?\s*(\S+)?")

@@ -1,4 +1,4 @@
-"""The training entry point: `python -m gaudi_tui.core.jobs.train RUN [--resume CHECKPOINT]`.
+"""The training entry point: `python -m gaudi_tui.core.jobs.worker.train RUN [--resume CHECKPOINT]`.
 
 Runs in each of the job's processes (one per card, started by the launcher). It reads the spec
 from the run folder, loads the text first (a bad dataset fails before the heavy imports), builds a
@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from gaudi_tui.core.accelerator import Accelerator
-from gaudi_tui.core.jobs import data
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec, SpecError
 from gaudi_tui.core.jobs.supervisor import ERROR_PREFIX
+from gaudi_tui.core.jobs.worker import data
 
 
 class JobError(RuntimeError):
@@ -51,7 +51,7 @@ def build(
     )
 
     from gaudi_tui.core.demo import resolve_model
-    from gaudi_tui.core.jobs.callbacks import CountingCollator, MetricsCallback, StopCallback
+    from gaudi_tui.core.jobs.worker.callbacks import CountingCollator, MetricsCallback, StopCallback
 
     accel = Accelerator(spec.device if spec.device != "auto" else "cpu", "job spec")
     model_path = resolve_model(spec.model)
@@ -192,7 +192,7 @@ def run_job(run: RunFolder, resume: Path | None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="gaudi_tui.core.jobs.train")
+    parser = argparse.ArgumentParser(prog="gaudi_tui.core.jobs.worker.train")
     parser.add_argument("run", type=Path)
     parser.add_argument("--resume", type=Path, default=None, help="checkpoint folder to continue from")
     args = parser.parse_args(argv)

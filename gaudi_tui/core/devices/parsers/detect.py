@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gaudi_tui.core.devices.parse_csv import header_fields, parse_csv, split_cells
-from gaudi_tui.core.devices.parse_detail import looks_like_detail, parse_detail
-from gaudi_tui.core.devices.parse_nic import looks_like_nic, parse_nic
-from gaudi_tui.core.devices.parse_table import looks_like_table, parse_table
-from gaudi_tui.core.devices.parse_topo import looks_like_topo, parse_topo
+from gaudi_tui.core.devices.parsers.parse_csv import header_fields, parse_csv, split_cells
+from gaudi_tui.core.devices.parsers.parse_detail import looks_like_detail, parse_detail
+from gaudi_tui.core.devices.parsers.parse_nic import looks_like_nic, parse_nic
+from gaudi_tui.core.devices.parsers.parse_table import looks_like_table, parse_table
+from gaudi_tui.core.devices.parsers.parse_topo import looks_like_topo, parse_topo
 from gaudi_tui.core.devices.reading import Reading
 
 FORMS = "the hl-smi table, `-Q … -f csv` output, `-L`/`-q` detail, `topo -c -N` or `-n link`"

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from gaudi_tui.core.devices import faults
 from gaudi_tui.core.devices.faults import Fault
 from gaudi_tui.core.devices.model import Device
-from gaudi_tui.core.devices.parse_csv import BASIC_FIELDS, QUERY_FIELDS, parse_csv, parse_row
-from gaudi_tui.core.devices.parse_table import parse_table
-from gaudi_tui.core.devices.parse_topo import parse_topo
+from gaudi_tui.core.devices.parsers.parse_csv import BASIC_FIELDS, QUERY_FIELDS, parse_csv, parse_row
+from gaudi_tui.core.devices.parsers.parse_table import parse_table
+from gaudi_tui.core.devices.parsers.parse_topo import parse_topo
 from gaudi_tui.core.devices.reading import Reading, merge
 
 QUIET_S = 0.15

@@ -87,7 +87,7 @@ class Engine:
         self.requests.put({"op": "shutdown"})
 
     def _op_load(self, request: dict[str, Any]) -> None:
-        from gaudi_tui.core.chat import loader
+        from gaudi_tui.core.chat.engine import loader
 
         options = LoadOptions.from_dict(request.get("options") or {})
         loader.unload(self.loaded)
@@ -100,7 +100,7 @@ class Engine:
         self.accelerator_kind = accelerator.kind
         self.loaded = loader.load(options, accelerator, lambda stage: self.out.send("progress", stage=stage))
         self.out.send("progress", stage="compiling and warming up" if options.compile else "warming up")
-        from gaudi_tui.core.chat import generation
+        from gaudi_tui.core.chat.engine import generation
 
         warmup_s = generation.warm_up(self.loaded)
         report = replace(
@@ -114,7 +114,7 @@ class Engine:
     def _op_generate(self, request: dict[str, Any]) -> None:
         if self.loaded is None:
             raise ChatError("not_loaded", "No model is loaded: load one first.")
-        from gaudi_tui.core.chat import generation, loader
+        from gaudi_tui.core.chat.engine import generation, loader
 
         params = GenerationParams.from_dict(request.get("params") or {})
         messages = request.get("messages") or []
@@ -153,7 +153,7 @@ class Engine:
         )
 
     def _op_stats(self, request: dict[str, Any]) -> None:
-        from gaudi_tui.core.chat import loader
+        from gaudi_tui.core.chat.engine import loader
 
         memory = loader.memory_report(self.accelerator_kind)
         self.out.send("stats", loaded=self.loaded is not None, memory=memory.to_dict())

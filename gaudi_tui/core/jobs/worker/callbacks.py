@@ -18,8 +18,8 @@ import torch
 import torch.distributed as dist
 from transformers import TrainerCallback
 
-from gaudi_tui.core.jobs import hpu_metrics
 from gaudi_tui.core.jobs.runfolder import COMPLETE_MARKER, RunFolder
+from gaudi_tui.core.jobs.worker import hpu_metrics
 
 
 class CountingCollator:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from gaudi_tui.core.devices import sysfs
-from gaudi_tui.core.devices.library import LibrarySource, SourceUnavailable, load, text
 from gaudi_tui.core.devices.model import DeviceProcess
 from gaudi_tui.core.devices.reading import Reading, make_device
+from gaudi_tui.core.devices.sources import sysfs
+from gaudi_tui.core.devices.sources.library import LibrarySource, SourceUnavailable, load, text
 
 
 class NvmlSource(LibrarySource):

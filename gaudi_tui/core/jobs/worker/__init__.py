@@ -1,0 +1,1 @@
+"""The training worker process (`python -m gaudi_tui.core.jobs.worker.train RUN`), one per rank: Trainer entry, callbacks, data, HPU metrics. Only `data` is also read by the panel, to validate a dataset before launch."""
