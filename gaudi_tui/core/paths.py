@@ -56,7 +56,10 @@ def log_dir() -> Path:
 
 
 def runs_dir() -> Path:
-    """Training run folders; private to the user (0700)."""
-    path = _ensure(state_dir() / "runs")
+    """Training run folders; private to the user (0700). `runs_dir` in config.toml (or
+    $GAUDI_TUI_RUNS_DIR) moves them; the default is `<state>/runs`."""
+    from gaudi_tui.core.settings import runs_dir_setting
+
+    path = _ensure(runs_dir_setting() or state_dir() / "runs")
     os.chmod(path, 0o700)
     return path
