@@ -5,6 +5,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gaudi_tui.core.devices.monitor import MonitorUpdate
 
 HOST_WINDOW_S = 0.25
 
@@ -34,6 +40,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="FILE",
         help="read a saved hl-smi output instead of querying (table, -Q CSV, -L/-q, topo -c -N, -n link; "
         "auto-detected); '-' reads stdin; repeat to combine, e.g. a table and an index,module_id CSV",
+    )
+    parser.add_argument(
+        "--replay",
+        metavar="NAME|FILE",
+        help="recorded real hl-smi outputs shipped with gaudi-tui (gaudi1, gaudi2, gaudi2e) or a saved "
+        "FILE, marked source \"replay\" with the file names; with --watch it cycles through them",
     )
     parser.add_argument(
         "--fields",
@@ -98,26 +110,34 @@ def _once(args: argparse.Namespace) -> int:
     return 0
 
 
-def _watch(args: argparse.Namespace) -> int:
+def _printer(args: argparse.Namespace, cancel: threading.Event) -> Callable[[MonitorUpdate], None]:
+    """Prints each update (JSON line or a redrawn table); sets `cancel` after --count updates."""
     import json
-    import threading
 
     from gaudi_tui.core.devices import render
-    from gaudi_tui.core.devices.monitor import DeviceMonitor, MonitorConfig, MonitorUpdate
 
-    cancel = threading.Event()
     seen = [0]
 
     def on_update(update: MonitorUpdate) -> None:
         if args.json:
             print(json.dumps(update.snapshot.to_json()), flush=True)
         else:
-            stamp = "\033[H\033[2J" if sys.stdout.isatty() else "---\n"
+            stamp = "\033[H\033[2J" if sys.stdout.isatty() and args.watch else "---\n" if args.watch else ""
+            if update.snapshot.recordings:
+                stamp += f"replay of {', '.join(update.snapshot.recordings)} (recorded, not this host)\n"
             print(stamp + render.table(update.snapshot, update.host, update.holders), flush=True)
         seen[0] += 1
         if args.count and seen[0] >= args.count:
             cancel.set()
 
+    return on_update
+
+
+def _watch(args: argparse.Namespace) -> int:
+    from gaudi_tui.core.devices.monitor import DeviceMonitor, MonitorConfig
+
+    cancel = threading.Event()
+    on_update = _printer(args, cancel)
     monitor = DeviceMonitor(MonitorConfig(interval=float(args.watch)), on_update, cancel)
     try:
         monitor.run()
@@ -128,11 +148,39 @@ def _watch(args: argparse.Namespace) -> int:
     return 0
 
 
+def _replay(args: argparse.Namespace) -> int:
+    import json
+
+    from gaudi_tui.core.devices.monitor import MonitorUpdate
+    from gaudi_tui.core.devices.sources.replay import ReplayError, ReplayFeed, resolve, snapshots
+
+    try:
+        frames = snapshots(resolve(args.replay))
+    except ReplayError as error:
+        return _fail(str(error))
+    cancel = threading.Event()
+    if not args.watch:
+        if args.json:
+            print(json.dumps(frames[0].to_json(), indent=2))
+        else:
+            _printer(args, cancel)(MonitorUpdate(frames[0], None, ()))
+        return 0
+    try:
+        ReplayFeed(frames, float(args.watch), _printer(args, cancel), cancel).run()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.replay and args.input:
+        return _fail("--replay and --input do not go together: a replay is a set of saved outputs")
     if args.input and args.watch:
         return _fail("--input and --watch do not go together: a saved output does not change")
     if args.watch is not None and args.watch <= 0:
         return _fail("--watch needs a positive number of seconds")
+    if args.replay:
+        return _replay(args)
     if args.input:
         return _from_files(args)
     if args.watch:

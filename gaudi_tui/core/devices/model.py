@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
-Source = Literal["hl-smi", "hlml", "nvml", "file", "none"]
+Source = Literal["hl-smi", "hlml", "nvml", "file", "replay", "none"]
 
 PRODUCTS = {
     "HL-205": "Gaudi",
@@ -67,6 +67,8 @@ class DeviceSnapshot:
     hl_smi_version: str | None = None
     driver_version: str | None = None
     errors: tuple[str, ...] = field(default_factory=tuple)
+    recordings: tuple[str, ...] = ()
+    """With source "replay": the recorded hl-smi files (in gaudi_tui/data/hl-smi) this came from."""
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -76,4 +78,5 @@ class DeviceSnapshot:
             "devices": [asdict(d) for d in self.devices],
             "processes": [asdict(p) for p in self.processes],
             "errors": list(self.errors),
+            "recordings": list(self.recordings),
         }
