@@ -14,7 +14,8 @@ A keyboard-driven control panel for Intel Gaudi hosts.
 
 Without a command it opens the panel: 1 Devices, 2 Checklist, 3 Chat, 4 Training, ? help, q quit.
 The commands below run the same features without the panel, for scripts.
-Falls back from Gaudi (hpu) to CUDA to CPU; the embedded demo model works offline."""
+Falls back from Gaudi (hpu) to CUDA to CPU; the embedded demo model works offline.
+Settings: config.toml (`gaudi-tui config` shows where, and every value with its origin)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -22,25 +23,41 @@ def build_parser() -> argparse.ArgumentParser:
         prog="gaudi-tui", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--version", action="version", version=f"gaudi-tui {__version__}")
+    parser.add_argument(
+        "--replay",
+        metavar="NAME|FILE",
+        help="open the panel with the Devices screen fed from recorded real hl-smi outputs instead of "
+        "this host's cards: gaudi1, gaudi2 or gaudi2e (shipped with gaudi-tui), or a saved hl-smi FILE",
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     register_all(subparsers)
     return parser
 
 
-def run_tui() -> int:
-    from gaudi_tui.core import logsetup
+def run_tui(replay_name: str | None = None) -> int:
+    from gaudi_tui.core import logsetup, settings
+    from gaudi_tui.core.devices.sources.replay import ReplayError, resolve, snapshots
 
+    replay = None
+    if replay_name is not None:
+        try:
+            replay = resolve(replay_name)
+            snapshots(replay)  # read it now: a bad FILE is reported here, not in the panel
+        except ReplayError as error:
+            print(f"gaudi-tui --replay: {error}", file=sys.stderr)
+            return 2
     logsetup.configure()
     from gaudi_tui.ui.app import GaudiApp
 
-    result = GaudiApp(autorun_checks=True).run()
-    return int(result or 0)
+    loaded = settings.load()
+    app = GaudiApp(autorun_checks=loaded.settings.checklist_on_open, settings=loaded, replay=replay)
+    return int(app.run() or 0)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command is None:
-        return run_tui()
+        return run_tui(args.replay)
     return int(args.func(args))
 
 

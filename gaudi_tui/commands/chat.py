@@ -6,7 +6,8 @@ import argparse
 
 EPILOG = """\
 MODEL is "demo" (the embedded demo model, default), a local model folder, or a Hub id
-(used from the local cache when offline). Progress and a metrics line go to stderr; with
+(used from the local cache when offline). Options not given come from [chat] in config.toml
+(`gaudi-tui config`), else the defaults shown. Progress and a metrics line go to stderr; with
 --json stdout carries JSON lines instead of text: {"type": "token", "text"} per chunk, then
 {"type": "result", "answer", "stopped", "warnings", "metrics", "load"}.
 Ctrl+C stops the answer and keeps what was generated (exit 130)."""
@@ -23,22 +24,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "--model", "-m", default="demo", help="demo, a local folder or a Hub id (default: demo)"
+        "--model", "-m", help="demo, a local folder or a Hub id (default: chat.model, else demo)"
     )
     parser.add_argument("--prompt", "-p", required=True, help="the question; - reads it from stdin")
     parser.add_argument("--system", default="", help="system prompt")
     parser.add_argument("--json", action="store_true", help="JSON lines on stdout, with the metrics")
     load = parser.add_argument_group("load options")
     load.add_argument(
-        "--dtype", choices=DTYPES, default="auto", help="auto = the accelerator's (bf16 on Gaudi)"
+        "--dtype",
+        choices=DTYPES,
+        help="auto = the accelerator's (bf16 on Gaudi); default: chat.dtype, else auto",
     )
     load.add_argument(
         "--quantization",
         choices=list(QUANTIZATIONS),
-        default="none",
-        help="bitsandbytes: nf4/fp4 4-bit, int8 8-bit (Gaudi: nf4 only)",
+        help="bitsandbytes: nf4/fp4 4-bit, int8 8-bit (Gaudi: nf4 only); default: chat.quantization, else none",
     )
-    load.add_argument("--compile", action="store_true", help="torch.compile (hpu_backend on Gaudi)")
+    load.add_argument(
+        "--compile",
+        action=argparse.BooleanOptionalAction,
+        help="torch.compile (hpu_backend on Gaudi); default: chat.compile, else off",
+    )
     load.add_argument(
         "--trust-remote-code",
         action="store_true",
@@ -64,13 +70,21 @@ def run(args: argparse.Namespace) -> int:
     from gaudi_tui.core.chat.client import EngineClient
     from gaudi_tui.core.chat.errors import ChatError
     from gaudi_tui.core.chat.options import GenerationParams, LoadOptions
+    from gaudi_tui.core.settings import load
 
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
     if not prompt.strip():
         print("gaudi-tui chat: the prompt is empty", file=sys.stderr)
         return 2
     try:
-        options = LoadOptions(args.model, args.dtype, args.quantization, args.compile, args.trust_remote_code)
+        chat = load().settings.chat
+        options = LoadOptions(
+            args.model or chat.model,
+            args.dtype or chat.dtype,
+            args.quantization or chat.quantization,
+            chat.compile if args.compile is None else args.compile,
+            args.trust_remote_code,
+        )
         params = GenerationParams(
             max_new_tokens=args.max_new_tokens,
             temperature=args.temperature,

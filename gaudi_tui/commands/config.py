@@ -51,7 +51,9 @@ def run(args: argparse.Namespace) -> int:
         }
         print(json.dumps(out, indent=2))
         return 1 if loaded.problems else 0
-    state = "" if loaded.path.exists() else " (does not exist: every value is a default or from the environment)"
+    state = (
+        "" if loaded.path.exists() else " (does not exist: every value is a default or from the environment)"
+    )
     print(f"config file: {loaded.path}{state}")
     width = max(len(spec.name) for spec in SPECS)
     for spec in SPECS:

@@ -45,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--replay",
         metavar="NAME|FILE",
         help="recorded real hl-smi outputs shipped with gaudi-tui (gaudi1, gaudi2, gaudi2e) or a saved "
-        "FILE, marked source \"replay\" with the file names; with --watch it cycles through them",
+        'FILE, marked source "replay" with the file names; with --watch it cycles through them',
     )
     parser.add_argument(
         "--fields",

@@ -229,7 +229,12 @@ def _read_file(path: Path) -> tuple[dict[str, Any], str, list[Problem], bool]:
         return tomllib.loads(text), text, [], True
     except tomllib.TOMLDecodeError as error:
         message = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(error))
-        return {}, text, [Problem(f"is not valid TOML ({message}); using defaults", _syntax_line(error))], False
+        return (
+            {},
+            text,
+            [Problem(f"is not valid TOML ({message}); using defaults", _syntax_line(error))],
+            False,
+        )
 
 
 def _file_values(data: dict[str, Any], text: str, problems: list[Problem]) -> dict[str, object]:
@@ -248,7 +253,9 @@ def _file_values(data: dict[str, Any], text: str, problems: list[Problem]) -> di
                 if name in known:
                     found[name] = subvalue
                 else:
-                    problems.append(Problem(f"unknown key {sub!r} in [{key}] (ignored)", _line_of(text, key, sub)))
+                    problems.append(
+                        Problem(f"unknown key {sub!r} in [{key}] (ignored)", _line_of(text, key, sub))
+                    )
         elif key in known:
             found[key] = value
         else:
@@ -266,7 +273,7 @@ def _keys(data: dict[str, Any], text: str, problems: list[Problem]) -> dict[str,
             keys[binding_id] = ",".join(k.strip() for k in value.split(",") if k.strip())
         else:
             line = _line_of(text, "keys", binding_id)
-            problems.append(Problem(f"[keys] {binding_id!r} must be a key string like \"ctrl+r\"", line))
+            problems.append(Problem(f'[keys] {binding_id!r} must be a key string like "ctrl+r"', line))
     return keys
 
 

@@ -1,4 +1,5 @@
-"""The gaudi-tui App: four mode screens, global bindings, command palette, shared state."""
+"""The gaudi-tui App: four mode screens, global bindings, command palette, shared state, and the
+user's settings applied (theme, keymap, device refresh, replay)."""
 
 from __future__ import annotations
 
@@ -6,16 +7,23 @@ import importlib
 import logging
 import socket
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 
 from textual import work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.dom import DOMNode
 from textual.reactive import reactive
 from textual.screen import Screen
+from textual.theme import Theme
 from textual.worker import get_current_worker
 
 from gaudi_tui.core import accelerator as accel_mod
+from gaudi_tui.core import settings as settings_mod
 from gaudi_tui.core.accelerator import Accelerator
+from gaudi_tui.core.devices.monitor import MonitorConfig
+from gaudi_tui.core.devices.sources.replay import Replay, ReplayFeed, snapshots
+from gaudi_tui.core.settings import Loaded, Settings
 from gaudi_tui.ui.screens.devices import DevicesScreen
 from gaudi_tui.ui.screens.help import HelpScreen
 
@@ -73,19 +81,101 @@ class GaudiApp(App[int]):
         accelerator: Accelerator | None = None,
         hostname: str | None = None,
         autorun_checks: bool = False,
+        settings: Loaded | None = None,
+        replay: Replay | None = None,
     ) -> None:
-        """`autorun_checks`: the Checklist runs its checks when first opened (the panel does this;
-        tests leave it off so what they see does not depend on the host)."""
+        """`autorun_checks`: the Checklist runs its checks when first opened (the panel passes the
+        `checklist_on_open` setting; tests leave it off so what they see does not depend on the host).
+        `settings`: what `core.settings.load()` read; None = the built-in defaults, and a theme picked
+        in the palette is not saved (tests). `replay`: feed the Devices screen from recordings."""
         super().__init__()
         self.hostname = hostname or socket.gethostname()
         self.autorun_checks = autorun_checks
         self._given_accelerator = accelerator
+        self.loaded = settings
+        self.settings: Settings = settings.settings if settings else Settings()
+        self.replay = replay
+        self._problems = [str(p) for p in settings.problems] if settings else []
+        self._clashes_told: set[str] = set()
+        if self._modes.get("devices") is DevicesScreen:  # subclasses (tests) keep their own screen
+            self._modes["devices"] = self._devices_screen
+        self.set_keymap(dict(self.settings.keys))
+        self._use_theme(self.settings.theme)
+
+    @property
+    def replay_label(self) -> str | None:
+        """The header's replay mark: the replay's name and that it is recorded."""
+        return f"{self.replay.name} (recorded hl-smi, not this host)" if self.replay else None
+
+    def _devices_screen(self) -> DevicesScreen:
+        config = MonitorConfig(interval=self.settings.refresh_interval)
+        if self.replay is None:
+            return DevicesScreen(config)
+        frames = snapshots(self.replay)  # already read once by the CLI, which reported any error
+        return DevicesScreen(
+            config, lambda on_update, cancel: ReplayFeed(frames, config.interval, on_update, cancel)
+        )
+
+    def _use_theme(self, name: str) -> None:
+        if name in self.available_themes:
+            self.theme = name
+        else:
+            self._problems.append(
+                f"theme {name!r} is not one of: {', '.join(sorted(self.available_themes))}; using {self.theme}"
+            )
 
     def on_mount(self) -> None:
         if self._given_accelerator is not None:
             self.accelerator = self._given_accelerator
         else:
             self.call_after_refresh(self.detect_accelerator)
+        self.theme_changed_signal.subscribe(self, self._save_theme)
+        for problem in self._problems:
+            self.notify(problem, title="Settings: using the default", severity="warning", timeout=30)
+        if self.settings.keys:
+            self.call_after_refresh(self._check_keymap)
+
+    def _check_keymap(self) -> None:
+        from gaudi_tui.ui.bindings import binding_ids
+
+        unknown = sorted(set(self.settings.keys) - binding_ids())
+        if unknown:
+            self.notify(
+                f"[keys] in config.toml names no binding: {', '.join(unknown)}. `?` lists the keys in force; "
+                "docs: README, Themes and keys.",
+                title="Settings",
+                severity="warning",
+                timeout=30,
+                markup=False,
+            )
+
+    def handle_bindings_clash(self, clashed_bindings: set[Binding], node: DOMNode) -> None:
+        """A keymap that gives one key to two bindings: say which, once per clash."""
+        names = ", ".join(sorted(f"{b.id} ({b.key})" for b in clashed_bindings))
+        if names not in self._clashes_told:
+            self._clashes_told.add(names)
+            self.notify(
+                f"These keys clash with [keys] in config.toml: {names}", severity="warning", markup=False
+            )
+
+    def _save_theme(self, theme: Theme) -> None:
+        """The palette's theme persists: written into config.toml (comments kept), off the UI thread."""
+        if self.loaded is None or theme.name == self.settings.theme:
+            return
+        self.settings = replace(self.settings, theme=theme.name)
+        self._write_theme(theme.name)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="settings", description="save the theme")
+    def _write_theme(self, name: str) -> None:
+        assert self.loaded is not None
+        why = None if self.loaded.parsed else f"{self.loaded.path} has a TOML error; fix it to save the theme"
+        why = why or settings_mod.save_theme(name, self.loaded.path)
+        if why:
+            self.call_from_thread(self.notify, f"Theme not saved: {why}", severity="warning", markup=False)
+        elif self.loaded.origins.get("theme") == "environment":
+            self.call_from_thread(
+                self.notify, "Theme saved, but $GAUDI_TUI_THEME overrides it at the next start.", markup=False
+            )
 
     @work(
         thread=True, exclusive=True, exit_on_error=False, group="accelerator", description="accelerator probe"

@@ -1,12 +1,25 @@
-"""Base class of the four panel screens: shared header and footer around a screen body."""
+"""Base class of the four panel screens: shared header and footer around a screen body, and the
+typed way to reach the GaudiApp from a screen or widget."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 from textual.app import ComposeResult
+from textual.message_pump import MessagePump
 from textual.screen import Screen
 from textual.widgets import Footer
 
 from gaudi_tui.ui.widgets.app_header import AppHeader
+
+if TYPE_CHECKING:
+    from gaudi_tui.ui.app import GaudiApp
+
+
+def gaudi_app(node: MessagePump) -> GaudiApp:
+    """`node.app` as the GaudiApp it always is in this program (posting's `cast` pattern), so its
+    shared state (accelerator, selected_cards, env_fixes, settings) is type-checked."""
+    return cast("GaudiApp", node.app)
 
 
 class PanelScreen(Screen):
@@ -15,8 +28,12 @@ class PanelScreen(Screen):
     TITLE = ""
     HELP = ""
 
+    @property
+    def app(self) -> GaudiApp:
+        return cast("GaudiApp", super().app)
+
     def compose(self) -> ComposeResult:
-        yield AppHeader(self.TITLE)
+        yield AppHeader(self.TITLE, self.app.hostname, self.app.replay_label)
         yield from self.compose_body()
         yield Footer()
 

@@ -201,6 +201,7 @@ class ChatScreen(PanelScreen):
             yield ParamsPanel(id="chat-params")
 
     async def on_mount(self) -> None:
+        self.options = self.app.settings.chat.load_options()
         self.store = ChatStore(self.store_path)
         if not self.store.conversations():
             self.store.create()
@@ -471,7 +472,7 @@ class ChatScreen(PanelScreen):
     def load_model(self, options: LoadOptions) -> None:
         """Start a fresh engine for `options` (the old one, if any, is shut down first)."""
         old = self.client
-        self.client = EngineClient(env=dict(self.app.env_fixes), on_exit=self._engine_exited)  # type: ignore[attr-defined]
+        self.client = EngineClient(env=dict(self.app.env_fixes), on_exit=self._engine_exited)
         self.report = None
         self.problem = ""
         self.load_stage = "starting the engine"
@@ -542,7 +543,7 @@ class ChatScreen(PanelScreen):
                 self.options = options
                 self.load_model(options)
 
-        self.app.push_screen(LoadDialog(self.options, self.app.accelerator), chosen)  # type: ignore[attr-defined]
+        self.app.push_screen(LoadDialog(self.options, self.app.accelerator), chosen)
 
     def action_reload(self) -> None:
         if self.live is not None:

@@ -153,7 +153,7 @@ class ChecklistScreen(PanelScreen):
         self.query_one(ProgressBar).display = False
         self._show_env_fixes()
         self.query_one(CheckList).focus()
-        if self.app.autorun_checks:  # type: ignore[attr-defined]
+        if self.app.autorun_checks:
             self.call_after_refresh(self.action_run)
 
     def _row(self, check_id: str) -> CheckRow:
@@ -220,7 +220,7 @@ class ChecklistScreen(PanelScreen):
     def _show_env_fixes(self) -> None:
         fixes = env_fixes(self.results.values())
         if self.apply_fixes:
-            self.app.env_fixes = fixes  # type: ignore[attr-defined]
+            self.app.env_fixes = fixes
         shown = " ".join(f"{k}={v}" for k, v in fixes.items())
         if self.apply_fixes:
             line = f"Env fixes ON for jobs launched here: {shown or 'none needed'} (f turns them off)"
@@ -234,7 +234,7 @@ class ChecklistScreen(PanelScreen):
 
     def watch_apply_fixes(self, on: bool) -> None:
         if not on:
-            self.app.env_fixes = {}  # type: ignore[attr-defined]
+            self.app.env_fixes = {}
         if self.is_mounted:
             self._show_env_fixes()
 

@@ -29,6 +29,7 @@ from gaudi_tui.core.devices.holders import CardHolder
 from gaudi_tui.core.devices.model import Device, DeviceSnapshot
 from gaudi_tui.core.devices.monitor import DeviceMonitor, MonitorConfig, MonitorUpdate, quick_fault
 from gaudi_tui.core.devices.usage import CardUse, card_uses
+from gaudi_tui.ui.palette import palette
 from gaudi_tui.ui.screens.base import PanelScreen
 from gaudi_tui.ui.widgets.confirm import ConfirmScreen
 from gaudi_tui.ui.widgets.device_table import DeviceTable
@@ -119,7 +120,7 @@ class DevicesScreen(PanelScreen):
             yield Static("", id="devices-detail", markup=False)
 
     def on_mount(self) -> None:
-        self.chosen = set(getattr(self.app, "selected_cards", ()) or ())
+        self.chosen = set(self.app.selected_cards)
         fault = quick_fault(self.config)
         self._show_banner(fault.banner() if fault else None)
         empty = MonitorUpdate(DeviceSnapshot(source="none"), None, ())
@@ -249,7 +250,7 @@ class DevicesScreen(PanelScreen):
         for process in use.processes if use and not use.holders else ():
             text.append(f"hl-smi lists PID {process.pid} {process.name} ({_fmt(process.memory_mib)} MiB)\n")
         if use and (why := use.explanation()):
-            text.append("Busy, holder not visible: " + why + "\n", style="yellow")
+            text.append("Busy, holder not visible: " + why + "\n", style=palette(self.app).warning)
         text.append(
             "Sparklines: last 5 minutes, left to right. HBM rsvd = hl-smi memory.used (reserved, not in use); "
             "power from `-Q power.draw` is the 54 V rail only.",
@@ -272,8 +273,11 @@ class DevicesScreen(PanelScreen):
         here = self._modules_here()
         check = cardsets.check_modules(self.chosen, here.keys() if here else None)
         text = Text()
+        colours = palette(self.app)
         text.append(self._export_line() + "\n")
-        text.append(("✓ " if check.ok else "✗ ") + check.message, style="green" if check.ok else "bold red")
+        text.append(
+            ("✓ " if check.ok else "✗ ") + check.message, style=colours.success if check.ok else colours.error
+        )
         if not check.ok and check.nearest:
             text.append(" (n uses it)")
         for module in sorted(self.chosen):
@@ -281,7 +285,7 @@ class DevicesScreen(PanelScreen):
             use = self.uses.get(device.index) if device else None
             if device is not None and use is not None and use.busy:
                 text.append(
-                    f"\n⚠ card {device.index} (module {module}) is busy: {use.label()}", style="yellow"
+                    f"\n⚠ card {device.index} (module {module}) is busy: {use.label()}", style=colours.warning
                 )
         return text
 
@@ -298,7 +302,7 @@ class DevicesScreen(PanelScreen):
     # -- actions --------------------------------------------------------------------------------
     def _set_chosen(self, modules: set[int]) -> None:
         self.chosen = modules
-        self.app.selected_cards = tuple(sorted(modules))  # type: ignore[attr-defined]
+        self.app.selected_cards = tuple(sorted(modules))
         if self.latest is not None:
             self._redraw()
         else:

@@ -12,6 +12,7 @@ from textual.widgets import Checkbox, Input, Label, Select, Static
 
 from gaudi_tui.core.jobs import spec as spec_mod
 from gaudi_tui.core.jobs.spec import PRESETS, JobSpec, SpecError
+from gaudi_tui.ui.screens.base import gaudi_app
 
 
 class JobFormScreen(ModalScreen[str | None]):
@@ -121,7 +122,7 @@ class JobFormScreen(ModalScreen[str | None]):
     def action_launch(self) -> None:
         if self.launching:
             return
-        accel = self.app.accelerator  # type: ignore[attr-defined]
+        accel = gaudi_app(self).accelerator
         if accel is None:
             self.show_problems(["the accelerator is still being detected: try again in a moment"])
             return
@@ -131,7 +132,7 @@ class JobFormScreen(ModalScreen[str | None]):
             return
         self.launching = True
         self.show_problems(["checking and launching…"])
-        self.submit(spec, accel, dict(self.app.env_fixes))  # type: ignore[attr-defined]
+        self.submit(spec, accel, dict(gaudi_app(self).env_fixes))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="job-submit", description="launch job")
     def submit(self, spec: JobSpec, accel, env_fixes: dict[str, str]) -> None:  # noqa: ANN001

@@ -255,7 +255,7 @@ class TrainingScreen(PanelScreen):
             return None
 
     def action_new_job(self) -> None:
-        cards = tuple(self.app.selected_cards)  # type: ignore[attr-defined]
+        cards = tuple(self.app.selected_cards)
         self.app.push_screen(JobFormScreen(cards), self._launched)
 
     def _launched(self, run_id: str | None) -> None:

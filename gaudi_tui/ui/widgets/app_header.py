@@ -1,4 +1,5 @@
-"""One-line header: app name, host, current screen, and the accelerator with why it was chosen."""
+"""One-line header: app name, host, current screen, a replay mark, and the accelerator with why it
+was chosen."""
 
 from __future__ import annotations
 
@@ -15,16 +16,21 @@ class AppHeader(Horizontal):
     AppHeader > Static { width: auto; padding: 0 1; }
     AppHeader > #header-title { text-style: bold; background: $primary; color: $text; }
     AppHeader > #header-accel { width: 1fr; color: $text-muted; }
+    AppHeader > #header-replay { background: $warning; color: $text; text-style: bold; }
     """
 
-    def __init__(self, screen_title: str) -> None:
+    def __init__(self, screen_title: str, hostname: str, replay: str | None = None) -> None:
+        """`replay`: what the Devices screen replays (e.g. "gaudi2"), shown so it is never taken for
+        this host's cards."""
         super().__init__()
-        self.screen_title = screen_title
+        self.screen_title, self.hostname, self.replay = screen_title, hostname, replay
 
     def compose(self) -> ComposeResult:
         yield Static("gaudi-tui", id="header-title", markup=False)
         yield Static(self.screen_title, id="header-screen", markup=False)
-        yield Static(self.app.hostname, id="header-host", markup=False)  # type: ignore[attr-defined]
+        yield Static(self.hostname, id="header-host", markup=False)
+        if self.replay:
+            yield Static(f"REPLAY {self.replay}", id="header-replay", markup=False)
         yield Static("accelerator: detecting…", id="header-accel", markup=False)
 
     def on_mount(self) -> None:

@@ -17,6 +17,7 @@ from textual.strip import Strip
 from gaudi_tui.core.devices.history import History
 from gaudi_tui.core.devices.model import Device
 from gaudi_tui.core.devices.usage import CardUse
+from gaudi_tui.ui.palette import Palette, palette
 from gaudi_tui.ui.widgets.sparkline_text import spark
 
 SPARK = 5
@@ -52,26 +53,28 @@ def _gib(mib: int | None) -> str:
     return f"{mib / 1024:.1f}" if mib < 10 * 1024 else f"{mib / 1024:.0f}"
 
 
-def temperature_style(celsius: float | None) -> str:
+def temperature_style(celsius: float | None, colours: Palette) -> str:
     if celsius is None:
         return ""
-    return "bold red" if celsius >= TEMP_HOT else "yellow" if celsius >= TEMP_WARN else ""
+    return colours.error if celsius >= TEMP_HOT else colours.warning if celsius >= TEMP_WARN else ""
 
 
-def power_style(device: Device) -> str:
+def power_style(device: Device, colours: Palette) -> str:
     if device.power_draw_w is None or not device.power_cap_w:
         return ""
     share = device.power_draw_w / device.power_cap_w
-    return "bold red" if share >= 1.0 else "yellow" if share >= POWER_WARN else ""
+    return colours.error if share >= 1.0 else colours.warning if share >= POWER_WARN else ""
 
 
-def row_cells(device: Device, use: CardUse | None, history: History, chosen: bool) -> tuple[Text, ...]:
+def row_cells(
+    device: Device, use: CardUse | None, history: History, chosen: bool, colours: Palette
+) -> tuple[Text, ...]:
     window = history.size
     util_spark = spark(history.series(device.index, "utilization"), SPARK, window, 100)
     hbm_spark = spark(history.series(device.index, "memory"), SPARK, window, device.memory_total_mib)
     power_spark = spark(history.series(device.index, "power"), SPARK, window, device.power_cap_w)
     busy = use is not None and use.busy
-    holder_style = "yellow" if use is not None and use.state == "busy-hidden" else ""
+    holder_style = colours.warning if use is not None and use.state == "busy-hidden" else ""
     errors = device.uncorrected_errors
     return (
         Text("✓" if chosen else " ", style="bold"),
@@ -80,7 +83,7 @@ def row_cells(device: Device, use: CardUse | None, history: History, chosen: boo
         Text(device.product or device.name or "?"),
         Text(
             f"{_num(device.utilization_pct):>3}% {util_spark}",
-            style="green" if (device.utilization_pct or 0) >= 50 else "",
+            style=colours.success if (device.utilization_pct or 0) >= 50 else "",
         ),
         Text(
             f"{_gib(device.memory_used_mib) + '/' + _gib(device.memory_total_mib) + 'G':>8} {hbm_spark}",
@@ -88,10 +91,10 @@ def row_cells(device: Device, use: CardUse | None, history: History, chosen: boo
         ),
         Text(
             f"{_num(device.power_draw_w) + '/' + _num(device.power_cap_w) + 'W':>8} {power_spark}",
-            style=power_style(device),
+            style=power_style(device, colours),
         ),
-        Text(f"{_num(device.temperature_c)}°C", style=temperature_style(device.temperature_c)),
-        Text(_num(errors), style="bold red" if errors else ""),
+        Text(f"{_num(device.temperature_c)}°C", style=temperature_style(device.temperature_c, colours)),
+        Text(_num(errors), style=colours.error if errors else ""),
         Text(use.label() if use else "—", style=holder_style),
         Text(_num(device.numa_node)),
         Text(device.bus_id or "–"),
@@ -163,8 +166,10 @@ class DeviceTable(ScrollView, can_focus=True):
         keep = self.current_index
         order = [d.index for d in devices]
         changed = order != self._order
+        colours = palette(self.app)
         for device in devices:
-            cells = row_cells(device, uses.get(device.index), history, device.module_id in chosen_modules)
+            chosen = device.module_id in chosen_modules
+            cells = row_cells(device, uses.get(device.index), history, chosen, colours)
             if _signature(cells) != _signature(self._cells.get(device.index, ())):
                 self._cells[device.index] = cells
                 self._strips.pop(device.index, None)

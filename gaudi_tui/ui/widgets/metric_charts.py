@@ -9,6 +9,9 @@ from textual.containers import Grid
 from textual_plotext import PlotextPlot
 
 from gaudi_tui.core.jobs.monitor import LogPoint, series, smooth
+from gaudi_tui.ui.palette import palette
+
+RGB = tuple[int, int, int]
 
 MAX_POINTS = 400
 """Points drawn per line; longer histories are thinned evenly (the last point is always kept)."""
@@ -45,27 +48,30 @@ class MetricCharts(Grid):
 
     def show(self, points: Sequence[LogPoint], evals: Sequence[tuple[int, float]] = ()) -> None:
         """Redraw every chart from the job's log points and (step, eval_loss) pairs."""
+        colours = palette(self.app)
         xs, loss = series(points, "loss")
         smoothed = smooth(loss)
-        lines = [(xs, loss, "gray"), (xs, smoothed, "cyan")]
+        lines = [(xs, loss, colours.rgb(colours.muted)), (xs, smoothed, colours.rgb(colours.accent))]
         head = f"loss {_fmt(loss[-1])} (smoothed {_fmt(smoothed[-1])})" if loss else ""
         if evals:
-            lines.append(([float(s) for s, _ in evals], [v for _, v in evals], "red"))
+            lines.append(([float(s) for s, _ in evals], [v for _, v in evals], colours.rgb(colours.error)))
             head += f" · eval {_fmt(evals[-1][1])}"
         self._draw("loss", "loss", lines, head)
-        self._single("lr", "learning rate", *series(points, "learning_rate"), "yellow")
-        self._single("grad", "grad norm", *series(points, "grad_norm"), "magenta")
+        self._single("lr", "learning rate", *series(points, "learning_rate"), colours.rgb(colours.warning))
+        self._single("grad", "grad norm", *series(points, "grad_norm"), colours.rgb(colours.secondary))
         _, tokens = series(points, "tokens_per_s")
         extra = f" · {_fmt(tokens[-1])} tok/s" if tokens else ""
-        self._single("speed", "samples/s", *series(points, "samples_per_s"), "green", extra)
+        self._single(
+            "speed", "samples/s", *series(points, "samples_per_s"), colours.rgb(colours.success), extra
+        )
 
     def _single(
-        self, name: str, title: str, xs: list[float], ys: list[float], color: str, extra: str = ""
+        self, name: str, title: str, xs: list[float], ys: list[float], color: RGB, extra: str = ""
     ) -> None:
         self._draw(name, title, [(xs, ys, color)], f"{title} {_fmt(ys[-1])}{extra}" if ys else "")
 
     def _draw(
-        self, name: str, title: str, lines: list[tuple[list[float], list[float], str]], head: str
+        self, name: str, title: str, lines: list[tuple[list[float], list[float], RGB]], head: str
     ) -> None:
         plot = self.query_one(f"#chart-{name}", PlotextPlot)
         plt = plot.plt
