@@ -40,7 +40,27 @@ COLUMNS = (  # key, label, width: fixed, so the map does not jump as values chan
     ("bus", "Bus", 12),
 )
 
+Column = tuple[str, str, int]
+FULL_WIDTH = {key: width for key, _, width in COLUMNS}
 TOTAL_WIDTH = sum(width + 2 for _, _, width in COLUMNS)
+GIVE_WAY = (("card", 0), ("bus", 0), ("numa", 0), ("util", 4), ("hbm", 8), ("power", 8))
+"""Narrower than the full map, in this order: the product name, Bus and NUMA go (all three stay in
+the detail pane), then the sparklines (each column keeps its value), so the live values and Holder
+stay visible: 100 columns keep the sparklines, 80 columns keep Holder."""
+
+
+def columns_for(width: int) -> tuple[Column, ...]:
+    """The widest layout that fits `width` cells; the narrowest when none does (then it scrolls)."""
+    columns = list(COLUMNS)
+    for key, narrow in GIVE_WAY:
+        if sum(w + 2 for _, _, w in columns) <= width:
+            break
+        at = next(i for i, (k, _, _) in enumerate(columns) if k == key)
+        if narrow:
+            columns[at] = (key, columns[at][1], narrow)
+        else:
+            del columns[at]
+    return tuple(columns)
 
 
 def _num(value: float | int | None, fmt: str = "{:.0f}") -> str:
@@ -134,6 +154,7 @@ class DeviceTable(ScrollView, can_focus=True):
         self._strips: dict[int, Strip] = {}
         self._labels = {key: label for key, label, _ in COLUMNS}
         self._header: Strip | None = None
+        self._columns: tuple[Column, ...] = COLUMNS
         self.virtual_size = Size(TOTAL_WIDTH, 1)
 
     # -- data ---------------------------------------------------------------------------------
@@ -176,7 +197,7 @@ class DeviceTable(ScrollView, can_focus=True):
                 changed = True
         if order != self._order:
             self._order = order
-            self.virtual_size = Size(TOTAL_WIDTH, len(order) + 1)
+            self.virtual_size = Size(self.virtual_size.width, len(order) + 1)
             self.refresh(layout=True)
             if keep in order:
                 self.cursor_row = order.index(keep)
@@ -187,11 +208,13 @@ class DeviceTable(ScrollView, can_focus=True):
     # -- rendering ------------------------------------------------------------------------------
     def _line(self, cells: Sequence[Text], style: Style | None = None) -> Strip:
         line = Text(no_wrap=True, end="")
-        for (_key, _label, width), cell in zip(COLUMNS, cells, strict=True):
-            cell = cell.copy()
+        by_key = {key: cell for (key, _, _), cell in zip(COLUMNS, cells, strict=True)}
+        for key, _label, width in self._columns:
+            cell = by_key[key].copy()
             if cell.justify == "right" and cell.cell_len < width:
                 cell.pad_left(width - cell.cell_len)
-            cell.truncate(width, overflow="ellipsis", pad=True)
+            narrowed = width < FULL_WIDTH[key]  # a sparkline column without its sparkline
+            cell.truncate(width, overflow="crop" if narrowed else "ellipsis", pad=True)
             line.append(" ")
             line.append_text(cell)
             line.append(" ")
@@ -217,6 +240,15 @@ class DeviceTable(ScrollView, can_focus=True):
         else:
             return Strip.blank(self.size.width, self.rich_style)
         return strip.crop_extend(scroll_x, scroll_x + self.size.width, self.rich_style)
+
+    def on_resize(self) -> None:
+        columns = columns_for(self.size.width)
+        if columns != self._columns:
+            self._columns = columns
+            self.virtual_size = Size(sum(w + 2 for _, _, w in columns), self.virtual_size.height)
+            self._header = None
+            self._strips.clear()
+            self.refresh()
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
