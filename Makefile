@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test lint format screenshots bench demo-model clean
+.PHONY: help install run demo test lint format screenshots bench demo-model clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-12s %s\n",$$1,$$2}'
@@ -18,6 +18,9 @@ install: $(STAMP) ## create .venv and install gaudi-tui (keeps an existing torch
 
 run: $(STAMP) ## open the panel (demo model, no network needed)
 	$(VENV)/bin/gaudi-tui
+
+demo: $(STAMP) ## open the panel on a recorded 8-card Gaudi 2 host (real hl-smi recordings, no card needed)
+	$(VENV)/bin/gaudi-tui --replay gaudi2
 
 test: $(STAMP) ## lint, then the whole test suite (unit, Pilot, snapshots, end-to-end)
 	$(VENV)/bin/ruff check .

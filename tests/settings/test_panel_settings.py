@@ -42,8 +42,8 @@ async def test_theme_and_keys_from_the_file_apply_and_help_shows_the_keys_in_for
         assert not isinstance(app.screen, HelpScreen)
         await pilot.press("f1")
         assert isinstance(app.screen, HelpScreen)
-        rows = dict((label, key) for key, label in binding_rows(app.screen.for_screen))
-        assert rows["Help"] == "f1" and rows["Choose"] == "⏎"
+        rows = {label: (key, bid) for key, label, bid in binding_rows(app.screen.for_screen)}
+        assert rows["Help"] == ("f1", "app.help") and rows["Choose"] == ("⏎", "devices.choose")
         keys = str(app.screen.query_one("#help-keys", Static).render())
         assert "f1" in keys and "?" not in keys.split("Help")[0].splitlines()[-1]
         assert messages(app) == []

@@ -1,4 +1,5 @@
-"""`?`: every key binding active on the current screen, and what the screen is for."""
+"""`?`: every key binding active on the current screen (as remapped by `[keys]` in config.toml),
+its binding id, and what the screen is for."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
 
-def binding_rows(screen: Screen) -> list[tuple[str, str]]:
-    """(key, description) for each binding reachable from `screen`, app-wide ones included."""
-    rows: list[tuple[str, str]] = []
+def binding_rows(screen: Screen) -> list[tuple[str, str, str]]:
+    """(key, description, binding id) for each binding reachable from `screen`, app-wide ones
+    included; the keys are those in force, after the user's keymap."""
+    rows: list[tuple[str, str, str]] = []
     seen: set[str] = set()
     for key, active in screen.active_bindings.items():
         binding: Binding = active.binding
@@ -19,7 +21,7 @@ def binding_rows(screen: Screen) -> list[tuple[str, str]]:
             continue
         seen.add(key)
         label = binding.description or binding.action
-        rows.append((binding.key_display or screen.app.get_key_display(binding), label))
+        rows.append((binding.key_display or screen.app.get_key_display(binding), label, binding.id or ""))
     return rows
 
 
@@ -42,15 +44,21 @@ class HelpScreen(ModalScreen[None]):
         title = getattr(self.for_screen, "TITLE", "") or "gaudi-tui"
         about = getattr(self.for_screen, "HELP", "")
         rows = binding_rows(self.for_screen)
-        width = max((len(k) for k, _ in rows), default=4) + 2
-        keys = "\n".join(f"{key:<{width}}{label}" for key, label in rows)
+        width = max((len(k) for k, _, _ in rows), default=4) + 2
+        label_width = max((len(label) for _, label, _ in rows), default=4) + 2
+        keys = "\n".join(f"{key:<{width}}{label:<{label_width}}{bid}" for key, label, bid in rows)
         with VerticalScroll():
             yield Static(f"Help — {title}", classes="help-title", markup=False)
             yield Static(about, markup=False)
             yield Static("")
             yield Static(keys, id="help-keys", markup=False)
             yield Static("")
-            yield Static("ctrl+p opens the command palette. Esc, ? or q closes this help.", markup=False)
+            yield Static(
+                "ctrl+p opens the command palette (Change theme: saved in config.toml). Remap a key in "
+                'config.toml by its id, e.g. [keys] "devices.choose" = "enter" (gaudi-tui config shows '
+                "the file). Esc, ? or q closes this help.",
+                markup=False,
+            )
 
     def action_dismiss(self) -> None:  # type: ignore[override]
         self.dismiss(None)
