@@ -283,7 +283,7 @@ def load(path: Path | None = None, environ: Mapping[str, str] | None = None) -> 
     environ = os.environ if environ is None else environ
     data, text, problems, parsed = _read_file(path)
     raw = _file_values(data, text, problems)
-    values: dict[str, object] = {}
+    values: dict[str, Any] = {}  # each checked by its spec's converter
     origins: dict[str, Origin] = {}
     for spec in SPECS:
         origins[spec.name] = "default"

@@ -9,6 +9,7 @@ drops or maps the colours.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from textual.app import App
 from textual.color import Color
@@ -28,7 +29,7 @@ class Palette:
         return Color.parse(style.split()[-1]).rgb
 
 
-def palette(app: App[object]) -> Palette:
+def palette(app: App[Any]) -> Palette:
     """Styles for the app's current theme (`theme_variables` is refreshed on each theme change)."""
     variables = app.theme_variables or app.get_css_variables()
     background = _parse(variables.get("background"), Color(0, 0, 0))

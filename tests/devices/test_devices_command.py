@@ -38,7 +38,15 @@ def test_json_follows_the_design_schema(fake_hl_smi: FakeHlSmi, capsys: pytest.C
     code, out, _ = run(capsys, "--json")
     data = json.loads(out)
     assert code == 0
-    assert set(data) == {"source", "hl_smi_version", "driver_version", "devices", "processes", "errors", "recordings"}
+    assert set(data) == {
+        "source",
+        "hl_smi_version",
+        "driver_version",
+        "devices",
+        "processes",
+        "errors",
+        "recordings",
+    }
     assert (data["source"], data["driver_version"]) == ("hl-smi", "1.19.1-6f47ddd")
     assert all(set(d) == DEVICE_KEYS for d in data["devices"])
     assert data["devices"][3]["memory_used_mib"] == 96565

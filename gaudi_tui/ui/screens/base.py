@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
+from textual import getters
 from textual.app import ComposeResult
 from textual.message_pump import MessagePump
 from textual.screen import Screen
@@ -28,9 +29,8 @@ class PanelScreen(Screen):
     TITLE = ""
     HELP = ""
 
-    @property
-    def app(self) -> GaudiApp:
-        return cast("GaudiApp", super().app)
+    if TYPE_CHECKING:  # Textual's typed accessor; at run time `app` stays MessagePump's property
+        app = getters.app(GaudiApp)
 
     def compose(self) -> ComposeResult:
         yield AppHeader(self.TITLE, self.app.hostname, self.app.replay_label)
