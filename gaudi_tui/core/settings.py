@@ -145,13 +145,12 @@ def _one_of(choices: tuple[str, ...]) -> Callable[[object], str]:
 
 @dataclass(frozen=True)
 class Spec:
-    """One setting: its name (`table.key` in the file), environment variable, type and help."""
+    """One setting: its name (`table.key` in the file), its environment variable, and the
+    converter that checks a file or environment value (raises ValueError saying what it must be)."""
 
     name: str
     env: str | None
     convert: Callable[[object], Any]
-    kind: str
-    help: str
 
     @property
     def table(self) -> str | None:
@@ -167,22 +166,16 @@ class Spec:
 
 
 SPECS: tuple[Spec, ...] = (
-    Spec("theme", "GAUDI_TUI_THEME", _text, "string", "Textual theme name (ctrl+p → Change theme saves it)"),
-    Spec("refresh_interval", "GAUDI_TUI_REFRESH", _seconds, "seconds", "device map refresh, 1–60"),
-    Spec("checklist_on_open", "GAUDI_TUI_CHECKLIST_ON_OPEN", _flag, "bool", "run the checks on opening"),
-    Spec("runs_dir", "GAUDI_TUI_RUNS_DIR", _folder, "path", "training run folders (default <state>/runs)"),
-    Spec("chat.model", "GAUDI_TUI_CHAT_MODEL", _text, "string", "demo, a local folder or a Hub id"),
-    Spec("chat.dtype", "GAUDI_TUI_CHAT_DTYPE", _one_of(DTYPES), "|".join(DTYPES), "load dtype"),
-    Spec(
-        "chat.quantization",
-        "GAUDI_TUI_CHAT_QUANTIZATION",
-        _one_of(tuple(QUANTIZATIONS)),
-        "|".join(QUANTIZATIONS),
-        "bitsandbytes quantization",
-    ),
-    Spec("chat.compile", "GAUDI_TUI_CHAT_COMPILE", _flag, "bool", "torch.compile the model"),
-    Spec("cluster.ray_address", "RAY_ADDRESS", _text, "string", "Ray cluster (host:port or ray://…)"),
-    Spec("cluster.prometheus_url", "GAUDI_TUI_PROMETHEUS", _text, "url", "Prometheus for the Fleet view"),
+    Spec("theme", "GAUDI_TUI_THEME", _text),
+    Spec("refresh_interval", "GAUDI_TUI_REFRESH", _seconds),
+    Spec("checklist_on_open", "GAUDI_TUI_CHECKLIST_ON_OPEN", _flag),
+    Spec("runs_dir", "GAUDI_TUI_RUNS_DIR", _folder),
+    Spec("chat.model", "GAUDI_TUI_CHAT_MODEL", _text),
+    Spec("chat.dtype", "GAUDI_TUI_CHAT_DTYPE", _one_of(DTYPES)),
+    Spec("chat.quantization", "GAUDI_TUI_CHAT_QUANTIZATION", _one_of(tuple(QUANTIZATIONS))),
+    Spec("chat.compile", "GAUDI_TUI_CHAT_COMPILE", _flag),
+    Spec("cluster.ray_address", "RAY_ADDRESS", _text),
+    Spec("cluster.prometheus_url", "GAUDI_TUI_PROMETHEUS", _text),
 )
 TABLES = ("chat", "cluster", "keys")
 

@@ -54,7 +54,7 @@ class HelpScreen(ModalScreen[None]):
             yield Static(keys, id="help-keys", markup=False)
             yield Static("")
             yield Static(
-                "ctrl+p opens the command palette (Change theme: saved in config.toml). Remap a key in "
+                "ctrl+p opens the command palette (a Theme picked there is saved in config.toml). Remap a key in "
                 'config.toml by its id, e.g. [keys] "devices.choose" = "enter" (gaudi-tui config shows '
                 "the file). Esc, ? or q closes this help.",
                 markup=False,
