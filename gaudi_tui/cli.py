@@ -49,9 +49,7 @@ def run_tui(replay_name: str | None = None) -> int:
     logsetup.configure()
     from gaudi_tui.ui.app import GaudiApp
 
-    loaded = settings.load()
-    app = GaudiApp(autorun_checks=loaded.settings.checklist_on_open, settings=loaded, replay=replay)
-    return int(app.run() or 0)
+    return int(GaudiApp(settings=settings.load(), replay=replay).run() or 0)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -12,7 +12,6 @@ from dataclasses import replace
 from textual import work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
-from textual.dom import DOMNode
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.theme import Theme
@@ -80,24 +79,28 @@ class GaudiApp(App[int]):
         self,
         accelerator: Accelerator | None = None,
         hostname: str | None = None,
-        autorun_checks: bool = False,
+        autorun_checks: bool | None = None,
         settings: Loaded | None = None,
         replay: Replay | None = None,
     ) -> None:
-        """`autorun_checks`: the Checklist runs its checks when first opened (the panel passes the
-        `checklist_on_open` setting; tests leave it off so what they see does not depend on the host).
-        `settings`: what `core.settings.load()` read; None = the built-in defaults, and a theme picked
-        in the palette is not saved (tests). `replay`: feed the Devices screen from recordings."""
+        """`settings`: what `core.settings.load()` read; None = the built-in defaults, and a theme
+        picked in the palette is not saved (tests). `autorun_checks`: the Checklist runs its checks
+        when first opened; by default the `checklist_on_open` setting when settings are given, else
+        off (so what tests see does not depend on the host). `replay`: feed the Devices screen from
+        recorded hl-smi outputs."""
         super().__init__()
         self.hostname = hostname or socket.gethostname()
-        self.autorun_checks = autorun_checks
         self._given_accelerator = accelerator
         self.loaded = settings
         self.settings: Settings = settings.settings if settings else Settings()
+        if autorun_checks is None:
+            autorun_checks = settings is not None and self.settings.checklist_on_open
+        self.autorun_checks = autorun_checks
         self.replay = replay
         self._problems = [str(p) for p in settings.problems] if settings else []
-        self._clashes_told: set[str] = set()
-        if self._modes.get("devices") is DevicesScreen:  # subclasses (tests) keep their own screen
+        # The Devices mode is built from the settings (refresh, replay). Textual keeps the modes in
+        # `_modes` (copied from MODES per app); subclasses (tests) that give their own screen keep it.
+        if self._modes.get("devices") is DevicesScreen:
             self._modes["devices"] = self._devices_screen
         self.set_keymap(dict(self.settings.keys))
         self._use_theme(self.settings.theme)
@@ -136,8 +139,16 @@ class GaudiApp(App[int]):
             self.call_after_refresh(self._check_keymap)
 
     def _check_keymap(self) -> None:
-        from gaudi_tui.ui.bindings import binding_ids
+        from gaudi_tui.ui.bindings import binding_ids, clashes
 
+        for clash in clashes(self.settings.keys):
+            self.notify(
+                f"[keys] in config.toml gives one key to two bindings, {clash}; the remapped one wins.",
+                title="Settings",
+                severity="warning",
+                timeout=30,
+                markup=False,
+            )
         unknown = sorted(set(self.settings.keys) - binding_ids())
         if unknown:
             self.notify(
@@ -147,15 +158,6 @@ class GaudiApp(App[int]):
                 severity="warning",
                 timeout=30,
                 markup=False,
-            )
-
-    def handle_bindings_clash(self, clashed_bindings: set[Binding], node: DOMNode) -> None:
-        """A keymap that gives one key to two bindings: say which, once per clash."""
-        names = ", ".join(sorted(f"{b.id} ({b.key})" for b in clashed_bindings))
-        if names not in self._clashes_told:
-            self._clashes_told.add(names)
-            self.notify(
-                f"These keys clash with [keys] in config.toml: {names}", severity="warning", markup=False
             )
 
     def _save_theme(self, theme: Theme) -> None:

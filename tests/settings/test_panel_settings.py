@@ -67,13 +67,16 @@ async def test_a_broken_file_starts_on_defaults_names_the_line_and_is_left_alone
 
 
 async def test_unknown_theme_bad_value_and_unknown_binding_are_told() -> None:
-    app = panel('theme = "no-such-theme"\nrefresh_interval = "soon"\n[keys]\n"devices.fly" = "f"\n')
+    app = panel(
+        'theme = "no-such-theme"\nrefresh_interval = "soon"\n[keys]\n"devices.fly" = "f"\n"devices.sort" = "c"\n'
+    )
     async with app.run_test(size=(100, 30), notifications=True) as pilot:
         await pilot.pause(0.2)
         shown = "\n".join(messages(app))
         assert "line 2: refresh_interval must be a number of seconds" in shown
         assert "theme 'no-such-theme' is not one of:" in shown and app.theme == settings.DEFAULT_THEME
         assert "names no binding: devices.fly" in shown
+        assert "gives one key to two bindings, c: devices.copy, devices.sort" in shown
 
 
 async def test_the_palette_theme_persists_in_the_file_with_comments_kept() -> None:
@@ -96,6 +99,12 @@ async def test_tests_without_settings_never_write_the_file() -> None:
         app.theme = "nord"
         await pilot.pause(0.3)
     assert not settings.config_path().exists()
+
+
+def test_checklist_on_open_follows_the_setting() -> None:
+    assert panel().autorun_checks is True  # the default setting
+    assert panel("checklist_on_open = false\n").autorun_checks is False
+    assert GaudiApp(accelerator=CPU).autorun_checks is False  # no settings: tests stay host-independent
 
 
 async def test_refresh_interval_and_chat_defaults_reach_their_screens() -> None:
