@@ -53,7 +53,10 @@ def run_tui(replay_name: str | None = None) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.replay is not None and args.command is not None:
+        parser.error("--replay opens the panel; for a command use `gaudi-tui devices --replay NAME`")
     if args.command is None:
         return run_tui(args.replay)
     return int(args.func(args))

@@ -21,7 +21,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="print the device map (hl-smi / HLML / NVML / host)",
         description=(
             "Print the device map once (HLML, else hl-smi, else NVML, else the host only). "
-            "Exit 0 on success, 2 when no source works or the input cannot be read."
+            "Exit 0 on success, 2 when no source works or the input or replay cannot be read."
         ),
     )
     parser.add_argument(

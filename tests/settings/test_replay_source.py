@@ -92,3 +92,8 @@ def test_panel_refuses_gaudi3_before_opening(gaudi_home) -> None:
     done = run_cli("--replay", "gaudi3", home=gaudi_home)
     assert done.returncode == 2 and done.stdout == ""
     assert "no real Gaudi 3 hl-smi recording" in done.stderr and "gaudi2e" in done.stderr
+
+
+def test_replay_goes_with_the_panel_not_a_command(gaudi_home) -> None:
+    done = run_cli("--replay", "gaudi2", "config", home=gaudi_home)
+    assert done.returncode == 2 and "for a command use `gaudi-tui devices --replay NAME`" in done.stderr
