@@ -25,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"gaudi-tui {__version__}")
     parser.add_argument(
         "--replay",
+        dest="panel_replay",
         metavar="NAME|FILE",
         help="open the panel with the Devices screen fed from recorded real hl-smi outputs instead of "
         "this host's cards: gaudi1, gaudi2 or gaudi2e (shipped with gaudi-tui), or a saved hl-smi FILE",
@@ -55,10 +56,10 @@ def run_tui(replay_name: str | None = None) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.replay is not None and args.command is not None:
+    if args.panel_replay is not None and args.command is not None:
         parser.error("--replay opens the panel; for a command use `gaudi-tui devices --replay NAME`")
     if args.command is None:
-        return run_tui(args.replay)
+        return run_tui(args.panel_replay)
     return int(args.func(args))
 
 
