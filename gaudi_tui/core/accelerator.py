@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Literal
 
+from gaudi_tui.core import versions
 from gaudi_tui.core.childprobe import ProbeCancelled, ProbeFailed, ProbeTimedOut, run_json_child
 
 Kind = Literal["hpu", "cuda", "cpu"]
@@ -91,16 +92,6 @@ class Accelerator:
         return data
 
 
-def _version_tuple(text: str | None) -> tuple[int, ...]:
-    parts: list[int] = []
-    for piece in (text or "").split("+")[0].split(".")[:3]:
-        digits = "".join(ch for ch in piece if ch.isdigit())
-        if not digits:
-            break
-        parts.append(int(digits))
-    return tuple(parts)
-
-
 def select(facts: Mapping[str, object]) -> Accelerator:
     """Choose hpu → cuda → cpu from the probe's facts, saying why."""
     torch_version = facts.get("torch_version")
@@ -139,7 +130,7 @@ def _why_not_hpu(facts: Mapping[str, object]) -> str:
     accel = _str_or_none(facts.get("accelerate_version"))
     if accel is None:
         return "habana_frameworks is installed but accelerate is missing (needs ≥ 1.5.0)"
-    if _version_tuple(accel) < MIN_ACCELERATE_FOR_HPU:
+    if not versions.at_least(accel, MIN_ACCELERATE_FOR_HPU):
         return (
             f"habana_frameworks is installed but accelerate {accel} < 1.5.0, so "
             "is_torch_hpu_available() is silently False: pip install 'accelerate>=1.5.0'"
