@@ -169,6 +169,11 @@ class ChatSession:
         self.pending: int | None = None
         """The conversation whose question waits for the model to load."""
 
+    @property
+    def uses_demo_model(self) -> bool:
+        label = self.report.label if self.report else model_label(self.options)
+        return label == DEMO_LABEL
+
     # ---- questions and answers ------------------------------------------------------------------
     def ask(self, conversation_id: int, text: str) -> tuple[StoredMessage, LiveAnswer | None]:
         """Store the question first (nothing is lost if loading fails), then answer it now when the

@@ -23,6 +23,7 @@ from gaudi_tui.core.chat.metrics import LoadReport
 from gaudi_tui.core.chat.options import LoadOptions
 from gaudi_tui.core.chat.session import ChatSession, EngineState, Job, LiveAnswer
 from gaudi_tui.core.chat.store import ChatStore, Conversation
+from gaudi_tui.core.demo import starter_questions
 from gaudi_tui.ui.screens.base import PanelScreen
 from gaudi_tui.ui.screens.chat_dialogs import LoadDialog, RenameDialog
 from gaudi_tui.ui.widgets.chat_message import STATUS_WORDS, MessageView
@@ -33,6 +34,11 @@ EMPTY_HINT = (
     "No messages yet. i (or Enter on a conversation) moves to the message box; your first "
     "message loads the model. m chooses the model and load options, p shows the parameters, "
     "? lists every key."
+)
+DEMO_HINT = (
+    "The demo model is a tiny model shipped to try the panel offline: it knows only the questions "
+    "it was trained on, like these (s, then ↑↓ and Enter sends one). Asked anything else, it answers "
+    "with one of its answers that does not fit. m chooses a real model."
 )
 
 
@@ -114,6 +120,7 @@ class ChatScreen(PanelScreen):
         Binding("m", "model", "Model…", id="chat.model"),
         Binding("n", "new_conversation", "New", id="chat.new"),
         Binding("p", "toggle_params", "Params", id="chat.params"),
+        Binding("s", "suggest", "Pick a demo question", id="chat.suggest", show=False),
         Binding("l", "reload", "Reload model", id="chat.reload", show=False),
         Binding("u", "unload", "Unload model", id="chat.unload", show=False),
         Binding("r", "rename", "Rename conversation", id="chat.rename", show=False),
@@ -130,7 +137,9 @@ class ChatScreen(PanelScreen):
     ChatScreen #chat-center { width: 1fr; }
     ChatScreen #chat-banner { height: auto; padding: 0 1; background: $error 20%; color: $text; display: none; }
     ChatScreen #chat-log { height: 1fr; padding: 0 1; }
-    ChatScreen .chat-hint { color: $text-muted; padding: 1 0; }
+    ChatScreen .chat-empty { height: auto; }
+    ChatScreen .chat-hint { color: $text-muted; padding: 1 0 0 0; }
+    ChatScreen #chat-starters { height: auto; border: none; margin: 1 0 0 2; }
     ChatScreen #chat-input { margin: 0 1; }
     ChatScreen #chat-status { height: 1; padding: 0 1; background: $panel; color: $text-muted; }
     ChatScreen #chat-params { display: none; }
@@ -147,6 +156,7 @@ class ChatScreen(PanelScreen):
         self.live_view: MessageView | None = None
         self.live_stream: MarkdownStream | None = None
         """Where the live answer is drawn, while its conversation is shown."""
+        self.starters: list[str] = []
 
     @property
     def engine_state(self) -> EngineState:
@@ -253,11 +263,32 @@ class ChatScreen(PanelScreen):
         ]
         log = self.query_one("#chat-log", VerticalScroll)
         await log.remove_children()
-        await log.mount_all(views or [Static(EMPTY_HINT, classes="chat-hint", markup=False)])
+        await log.mount_all(views or [self.empty_state()])
         if live is not None:
             await self.draw_live(live)
         self.query_one(ParamsPanel).fill(conversation.params, conversation.system_prompt)
         log.scroll_end(animate=False)
+
+    def empty_state(self) -> Vertical:
+        """What an empty conversation shows: the keys, and with the demo model, questions it knows."""
+        hint = Static(EMPTY_HINT, classes="chat-hint", markup=False)
+        if not self._session().uses_demo_model:
+            return Vertical(hint, classes="chat-empty")
+        self.starters = starter_questions()
+        options = [Option(Content(q), id=str(i)) for i, q in enumerate(self.starters)]
+        demo = Static(DEMO_HINT, classes="chat-hint", markup=False)
+        return Vertical(hint, demo, OptionList(*options, id="chat-starters"), classes="chat-empty")
+
+    def action_suggest(self) -> None:
+        for starters in self.query("#chat-starters"):
+            starters.focus()
+
+    @on(OptionList.OptionSelected, "#chat-starters")
+    async def _starter_chosen(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        assert event.option.id is not None
+        if await self.ask(self.starters[int(event.option.id)]):
+            self.action_focus_input()
 
     async def action_new_conversation(self) -> None:
         current = self.current()
@@ -339,21 +370,24 @@ class ChatScreen(PanelScreen):
     @on(Input.Submitted, "#chat-input")
     async def send(self, event: Input.Submitted) -> None:
         event.stop()
-        text = event.value.strip()
+        if await self.ask(event.value.strip()):
+            event.input.value = ""
+
+    async def ask(self, text: str) -> bool:
+        """Send `text` in the shown conversation; False when it could not be sent (and why is shown)."""
         if not text:
-            return
+            return False
         panel = self.query_one(ParamsPanel)
         if panel.error:
             self.notify(f"Fix the parameters first. {panel.error}", severity="error")
-            return
+            return False
         conversation = self.current()
         try:
             stored, live = self._session().ask(conversation.id, text)
         except ChatError as exc:
             self.notify(exc.message, severity="warning")
-            return
-        event.input.value = ""
-        await self.query(".chat-hint").remove()
+            return False
+        await self.query(".chat-empty").remove()
         log = self.query_one("#chat-log", VerticalScroll)
         await log.mount(MessageView.from_stored(stored))
         log.scroll_end(animate=False)
@@ -361,6 +395,7 @@ class ChatScreen(PanelScreen):
         if live is not None:
             await self.draw_live(live)
         self.show_state()
+        return True
 
     async def draw_live(self, live: LiveAnswer) -> None:
         """Mount the live answer's view when its conversation is the one shown."""
@@ -416,10 +451,12 @@ class ChatScreen(PanelScreen):
             self.show_state()
 
     def action_model(self) -> None:
-        def chosen(options: LoadOptions | None) -> None:
+        async def chosen(options: LoadOptions | None) -> None:
             if options is not None:
                 self._session().load(options)
                 self.show_state()
+                if not self._store().messages(self.current().id):  # the empty state names the model
+                    await self.show_conversation(self.current().id)
 
         accelerator = self.app.accelerator  # type: ignore[attr-defined]  # GaudiApp attribute; typed accessor comes with ui/screens/base.py
         self.app.push_screen(LoadDialog(self._session().options, accelerator), chosen)
