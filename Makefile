@@ -21,7 +21,11 @@ run: $(STAMP) ## open the panel (demo model, no network needed)
 
 test: $(STAMP) ## lint, then the whole test suite (unit, Pilot, snapshots, end-to-end)
 	$(VENV)/bin/ruff check .
+	$(MAKE) typecheck
 	$(PY) -m pytest -q -p no:cacheprovider
+
+typecheck: $(STAMP) ## mypy over gaudi_tui/ (settings in pyproject.toml [tool.mypy])
+	$(PY) -m mypy
 
 lint: $(STAMP) ## ruff check and format check
 	$(VENV)/bin/ruff check .

@@ -54,7 +54,7 @@ def run_one(check: Check, ctx: CheckContext) -> CheckVerdict:
 def run_checks(
     checks: Sequence[Check],
     ctx: CheckContext,
-    on_result: Callable[[CheckResult], None] | None = None,
+    on_result: Callable[[CheckResult], object] | None = None,
     max_parallel: int | None = None,
 ) -> list[CheckResult]:
     """Results in the order of `checks` (those finished before a cancel, if cancelled)."""

@@ -107,15 +107,16 @@ class LoadDialog(Dialog[LoadOptions | None]):
     def action_load(self) -> None:
         pressed = self.query_one("#load-quant", RadioSet).pressed_button
         quant = pressed.name if pressed is not None and pressed.name else "none"
-        self.dismiss(
-            LoadOptions(
-                model=self.query_one("#load-model", Input).value.strip() or "demo",
-                dtype=self.query_one("#load-dtype", Select).value,  # type: ignore[arg-type]
-                quantization=quant,  # type: ignore[arg-type]
-                compile=self.query_one("#load-compile", Checkbox).value,
-                trust_remote_code=self.query_one("#load-trust", Checkbox).value,
-            )
+        options = LoadOptions.from_dict(
+            {
+                "model": self.query_one("#load-model", Input).value.strip() or "demo",
+                "dtype": self.query_one("#load-dtype", Select).value,
+                "quantization": quant,
+                "compile": self.query_one("#load-compile", Checkbox).value,
+                "trust_remote_code": self.query_one("#load-trust", Checkbox).value,
+            }
         )
+        self.dismiss(options)
 
     def action_cancel(self) -> None:
         self.dismiss(None)

@@ -106,6 +106,3 @@ class ExplainScreen(Dialog[None]):
 
     def _show(self, where: str, matches: list[Match]) -> None:
         self.query_one("#explain-matches", Static).update(matches_text(matches, where, self.results))
-
-    def action_dismiss(self) -> None:  # type: ignore[override]
-        self.dismiss(None)

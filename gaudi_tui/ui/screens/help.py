@@ -50,6 +50,3 @@ class HelpScreen(Dialog[None]):
             yield Static(keys, id="help-keys", markup=False)
             yield Static("")
             yield Static("ctrl+p opens the command palette. Esc, ? or q closes this help.", markup=False)
-
-    def action_dismiss(self) -> None:  # type: ignore[override]
-        self.dismiss(None)

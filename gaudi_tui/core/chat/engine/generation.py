@@ -9,7 +9,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import torch
 from transformers import StoppingCriteria, StoppingCriteriaList
@@ -93,9 +93,10 @@ class StopOnEvent(StoppingCriteria):
         self.event = event
 
     def __call__(self, input_ids: torch.LongTensor, scores: Any, **kwargs: Any) -> torch.BoolTensor:
-        return torch.full(
+        done = torch.full(
             (input_ids.shape[0],), self.event.is_set(), dtype=torch.bool, device=input_ids.device
         )
+        return cast(torch.BoolTensor, done)  # dtype=torch.bool makes it one; the stubs cannot tell
 
 
 def plain_prompt(messages: Sequence[Message]) -> str:
