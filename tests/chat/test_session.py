@@ -88,7 +88,7 @@ def store(tmp_path: Path) -> ChatStore:
 def make_session(store: ChatStore, tmp_path: Path) -> tuple[ChatSession, Inbox, Threads]:
     inbox, threads = Inbox(), Threads()
     env = {"PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
-    return ChatSession(store, inbox, threads, env, tmp_path / "chat-engine.log"), inbox, threads
+    return ChatSession(store, inbox, threads, lambda: env, tmp_path / "chat-engine.log"), inbox, threads
 
 
 def test_question_loads_then_answers_stops_and_close_keeps_the_partial(

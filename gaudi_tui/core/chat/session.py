@@ -150,13 +150,14 @@ class ChatSession:
         store: ChatStore,
         events: ChatEvents,
         run: Runner,
-        env: Mapping[str, str] | None = None,
+        env: Callable[[], Mapping[str, str]] = dict,
         log_path: Path | None = None,
     ) -> None:
         self.store = store
         self.events = events
         self.run = run
-        self.env = dict(env or {})
+        self.env = env
+        """The engine's extra environment, read at each load (the Checklist's fixes can change)."""
         self.log_path = log_path
         self.options = LoadOptions()
         self.state = EngineState.NONE
@@ -269,7 +270,7 @@ class ChatSession:
         self.options = options
         old = self.client
         client = self.client = EngineClient(
-            env=self.env,
+            env=self.env(),
             on_exit=lambda reason: self.events.engine_exited(client, reason),
             log_path=self.log_path,
         )

@@ -190,8 +190,7 @@ class ChatScreen(PanelScreen):
 
     async def on_mount(self) -> None:
         self.store = ChatStore(self.store_path)
-        env = dict(self.app.env_fixes)  # type: ignore[attr-defined]  # GaudiApp attribute; typed accessor comes with ui/screens/base.py
-        self.session = ChatSession(self.store, PostedEvents(self), self._run_job, env)
+        self.session = ChatSession(self.store, PostedEvents(self), self._run_job, self._engine_env)
         if not self.store.conversations():
             self.store.create()
         self.refresh_conversations(select=self.store.conversations()[0].id)
@@ -203,6 +202,10 @@ class ChatScreen(PanelScreen):
             self.session.close()
         if self.store is not None:
             self.store.close()
+
+    def _engine_env(self) -> dict[str, str]:
+        """The Checklist's environment fixes, as they are when an engine starts."""
+        return dict(self.app.env_fixes)  # type: ignore[attr-defined]  # GaudiApp's; the typed accessor comes with ui/screens/base.py
 
     def _run_job(self, job: Job, name: str) -> None:
         """The session's blocking work runs in a Textual worker thread; a cancelled worker
