@@ -25,8 +25,8 @@ from gaudi_tui.core.chat.protocol import ProtocolError, decode, encode
 
 TOKEN_BATCH_S = 0.05
 """Tokens generated within this long after the last token event go out as one event, detokenised
-once (decoding a paragraph costs ~49 µs a token when done per token, ~5 µs when done every 5
-tokens: bench/chat_detokenise.py).
+once: decoding a paragraph costs 14–49 µs a token when done per token, 3–5 µs when done once per
+5–12 tokens (bench/chat_detokenise.py).
 The pane draws at most every 0.2 s, so 50 ms batches are invisible; the first token goes alone."""
 
 
