@@ -24,7 +24,11 @@ demo: $(STAMP) ## open the panel on a recorded 8-card Gaudi 2 host (real hl-smi 
 
 test: $(STAMP) ## lint, then the whole test suite (unit, Pilot, snapshots, end-to-end)
 	$(VENV)/bin/ruff check .
+	$(MAKE) typecheck
 	$(PY) -m pytest -q -p no:cacheprovider
+
+typecheck: $(STAMP) ## mypy over gaudi_tui/ (settings in pyproject.toml [tool.mypy])
+	$(PY) -m mypy
 
 lint: $(STAMP) ## ruff check and format check
 	$(VENV)/bin/ruff check .

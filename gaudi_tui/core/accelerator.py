@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Literal
 
+from gaudi_tui.core import versions
 from gaudi_tui.core.childprobe import ProbeCancelled, ProbeFailed, ProbeTimedOut, run_json_child
 
 Kind = Literal["hpu", "cuda", "cpu"]
@@ -54,7 +55,7 @@ class Accelerator:
         return {"hpu": "hccl", "cuda": "nccl", "cpu": "gloo"}[self.kind]
 
     @property
-    def launcher(self) -> str:
+    def launcher(self) -> Literal["torchrun", "accelerate"]:
         """Multi-process launcher: `accelerate launch` on Gaudi/CUDA; torchrun on CPU (accelerate's
         multi-CPU mode needs MPI and silently starts one process)."""
         return "torchrun" if self.kind == "cpu" else "accelerate"
@@ -91,22 +92,12 @@ class Accelerator:
         return data
 
 
-def _version_tuple(text: str | None) -> tuple[int, ...]:
-    parts: list[int] = []
-    for piece in (text or "").split("+")[0].split(".")[:3]:
-        digits = "".join(ch for ch in piece if ch.isdigit())
-        if not digits:
-            break
-        parts.append(int(digits))
-    return tuple(parts)
-
-
 def select(facts: Mapping[str, object]) -> Accelerator:
     """Choose hpu → cuda → cpu from the probe's facts, saying why."""
     torch_version = facts.get("torch_version")
     tv = str(torch_version) if torch_version else None
     if facts.get("hpu_available"):
-        count = int(facts.get("hpu_count") or 0)
+        count = _int(facts.get("hpu_count"))
         return Accelerator(
             "hpu",
             f"transformers.is_torch_hpu_available() is True ({count} card(s) visible)",
@@ -117,7 +108,7 @@ def select(facts: Mapping[str, object]) -> Accelerator:
         )
     why_not_hpu = _why_not_hpu(facts)
     if facts.get("cuda_available"):
-        count = int(facts.get("cuda_count") or 0)
+        count = _int(facts.get("cuda_count"))
         name = _str_or_none(facts.get("cuda_name"))
         return Accelerator(
             "cuda",
@@ -139,7 +130,7 @@ def _why_not_hpu(facts: Mapping[str, object]) -> str:
     accel = _str_or_none(facts.get("accelerate_version"))
     if accel is None:
         return "habana_frameworks is installed but accelerate is missing (needs ≥ 1.5.0)"
-    if _version_tuple(accel) < MIN_ACCELERATE_FOR_HPU:
+    if not versions.at_least(accel, MIN_ACCELERATE_FOR_HPU):
         return (
             f"habana_frameworks is installed but accelerate {accel} < 1.5.0, so "
             "is_torch_hpu_available() is silently False: pip install 'accelerate>=1.5.0'"
@@ -147,6 +138,10 @@ def _why_not_hpu(facts: Mapping[str, object]) -> str:
     if facts.get("hpu_error"):
         return f"habana_frameworks is installed but the HPU check failed: {facts['hpu_error']}"
     return "habana_frameworks is installed but torch.hpu.is_available() is False (no card visible)"
+
+
+def _int(value: object) -> int:
+    return int(value) if isinstance(value, (int, float, str)) and value != "" else 0
 
 
 def _str_or_none(value: object) -> str | None:
@@ -196,9 +191,10 @@ def collect_facts() -> dict[str, object]:
         facts["hpu_available"] = False
         facts["hpu_error"] = f"{type(exc).__name__}: {exc}"
     if facts["hpu_available"]:
-        facts["hpu_count"] = int(torch.hpu.device_count())
+        hpu = torch.hpu  # type: ignore[attr-defined]  # habana_frameworks adds torch.hpu on import
+        facts["hpu_count"] = int(hpu.device_count())
         try:
-            facts["hpu_name"] = str(torch.hpu.get_device_name())
+            facts["hpu_name"] = str(hpu.get_device_name())
         except Exception:  # noqa: BLE001 - the name is optional
             facts["hpu_name"] = None
     facts["cuda_available"] = bool(torch.cuda.is_available())

@@ -40,7 +40,7 @@ def test_load_report(engine: EngineClient) -> None:
 def test_answer_streams_in_pieces(engine: EngineClient) -> None:
     chunks: list[str] = []
     answer = engine.generate(QUESTION, GenerationParams(), on_text=chunks.append)
-    # the first text goes out alone (time to first token); later text is batched per TOKEN_BATCH_S
+    # the first token goes out alone (time to first token); later ones are batched per TOKEN_BATCH_S
     assert len(chunks) >= 2
     assert len(chunks[0]) < len(answer.text)
     assert "".join(chunks) == answer.text

@@ -56,17 +56,27 @@ def test_oldest_turns_leave_to_fit_the_context(tokenizer: Any) -> None:
     assert any("older message(s) were left out" in w and "256 tokens" in w for w in prompt.warnings)
 
 
-def test_streamer_reports_every_token_and_rebuilds_the_text(tokenizer: Any) -> None:
+MULTI_BYTE = "Ünïcode ✓ 文字 and newlines\nsecond line: HBM2E 🚀"
+
+
+@pytest.mark.parametrize("every", [1, 2, 3, 7])
+def test_streamer_counts_every_token_and_decodes_only_when_taken(tokenizer: Any, every: int) -> None:
+    """Byte-level BPE splits multi-byte characters across tokens: whatever the batching, the
+    taken pieces never hold half a character and join to the exact text."""
     import torch
 
-    text = "Ünïcode ✓ and newlines\nsecond line: HBM2E"
-    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
-    seen: list[tuple[str, int]] = []
-    streamer = TokenStreamer(tokenizer, lambda delta, n: seen.append((delta, n)))
-    streamer.put(torch.tensor([[1, 2, 3]]))  # the prompt: not reported
-    for token in ids:
+    ids = tokenizer(MULTI_BYTE, add_special_tokens=False)["input_ids"]
+    assert any(tokenizer.decode(ids[:i]).endswith("\ufffd") for i in range(1, len(ids))), "no split char"
+    counts: list[int] = []
+    streamer = TokenStreamer(tokenizer, counts.append)
+    streamer.put(torch.tensor([[1, 2, 3]]))  # the prompt: not counted
+    pieces: list[str] = []
+    for i, token in enumerate(ids, start=1):
         streamer.put(torch.tensor([token]))
-    streamer.end()
-    assert [n for _, n in seen][: len(ids)] == list(range(1, len(ids) + 1))
-    assert "".join(delta for delta, _ in seen) == text
-    assert streamer.count == len(ids)
+        if i % every == 0:
+            pieces.append(streamer.take())
+    pieces.append(streamer.take(final=True))
+    assert counts == list(range(1, len(ids) + 1)) and streamer.count == len(ids)
+    assert not any("\ufffd" in piece for piece in pieces)
+    assert "".join(pieces) == MULTI_BYTE
+    assert streamer.take(final=True) == ""

@@ -13,6 +13,7 @@ from textual.widgets import Checkbox, Input, OptionList, RadioButton, Static
 
 from gaudi_tui.core.accelerator import Accelerator
 from gaudi_tui.core.chat.options import GAUDI_BNB_REASON, GenerationParams
+from gaudi_tui.core.demo import load_corpus, starter_questions
 from gaudi_tui.ui.app import GaudiApp
 from gaudi_tui.ui.screens.chat import ChatScreen
 from gaudi_tui.ui.screens.chat_dialogs import LoadDialog, RenameDialog
@@ -207,3 +208,28 @@ def test_conversation_snapshot(snap_compare, cpu_accelerator: Accelerator) -> No
     seed_conversations()
     app = GaudiApp(accelerator=cpu_accelerator, hostname="gaudi-host")
     assert snap_compare(app, terminal_size=(100, 30), press=["3", "down", "p"])
+
+
+async def test_empty_state_offers_demo_questions_and_sends_the_one_picked(
+    cpu_accelerator: Accelerator,
+) -> None:
+    app = GaudiApp(accelerator=cpu_accelerator, hostname="h")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("3")
+        screen = app.screen
+        assert isinstance(screen, ChatScreen) and screen.store is not None
+        hints = " ".join(str(hint.render()) for hint in screen.query(".chat-hint"))
+        assert "knows only the questions it was trained on" in hints and "does not fit" in hints
+        starters = screen.query_one("#chat-starters", OptionList)
+        assert [o.prompt.plain for o in starters.options] == starter_questions()
+        corpus = {pair["question"]: pair["answer"] for pair in load_corpus()}
+        assert set(starter_questions()) <= set(corpus) and len(starter_questions()) == 5
+
+        await pilot.press("s", "down", "enter")  # the second question
+        question = starter_questions()[1]
+        conversation = screen.current()
+        assert [m.content for m in screen.store.messages(conversation.id)] == [question]
+        assert not screen.query("#chat-starters") and app.focused is screen.query_one("#chat-input")
+        await wait_until(pilot, lambda: screen.engine_state == "ready" and screen.live is None)
+        answer = screen.store.messages(conversation.id)[-1]
+        assert answer.status == "complete" and answer.content.startswith(corpus[question][:40])

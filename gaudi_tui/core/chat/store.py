@@ -11,7 +11,6 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -198,7 +197,7 @@ def _metrics_json(metrics: AnswerMetrics | None) -> str | None:
     return json.dumps(metrics.to_dict()) if metrics else None
 
 
-def _conversation(row: Mapping[str, Any]) -> Conversation:
+def _conversation(row: sqlite3.Row) -> Conversation:
     try:
         params = GenerationParams.from_dict(json.loads(row["params"] or "{}"))
     except (ValueError, TypeError):
@@ -206,7 +205,7 @@ def _conversation(row: Mapping[str, Any]) -> Conversation:
     return Conversation(row["id"], row["title"], row["system_prompt"], params, row["created"], row["updated"])
 
 
-def _message(row: Mapping[str, Any]) -> StoredMessage:
+def _message(row: sqlite3.Row) -> StoredMessage:
     metrics = AnswerMetrics.from_dict(json.loads(row["metrics"])) if row["metrics"] else None
     return StoredMessage(
         row["id"],

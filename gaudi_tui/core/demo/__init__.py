@@ -71,6 +71,14 @@ def load_corpus(path: str | Path | None = None) -> list[dict[str, str]]:
     return pairs
 
 
+def starter_questions(count: int = 5, path: str | Path | None = None) -> list[str]:
+    """`count` corpus questions spread over the corpus (its topics run in order): the questions the
+    demo model can answer, offered in the Chat screen's empty state."""
+    questions = [pair["question"] for pair in load_corpus(path)]
+    step = max(len(questions) // count, 1)
+    return questions[::step][:count]
+
+
 def chat_text(question: str, answer: str) -> str:
     """One question/answer pair as a ChatML conversation, exactly as the demo chat template renders it."""
     return f"<|im_start|>user\n{question}<|im_end|>\n<|im_start|>assistant\n{answer}<|im_end|>\n"

@@ -38,7 +38,7 @@ CHAT_TEMPLATE = (
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
 )
 VOCAB_SIZE = 2048
-MODEL_SHAPE = {
+MODEL_SHAPE: dict[str, Any] = {
     "hidden_size": 128,
     "intermediate_size": 512,
     "num_hidden_layers": 2,
@@ -256,15 +256,17 @@ def greedy_answer(
     """The model's greedy answer to one question after ``history``, through the chat template."""
     import torch
 
-    ids = tokenizer.apply_chat_template(
+    ids: Any = tokenizer.apply_chat_template(  # a BatchEncoding (return_dict=True)
         [*history, {"role": "user", "content": question}],
         add_generation_prompt=True,
         return_tensors="pt",
         return_dict=True,
     )
     with torch.no_grad():
-        out = model.generate(**ids, do_sample=False, max_new_tokens=max_new_tokens)
-    return tokenizer.decode(out[0, ids["input_ids"].shape[1] :], skip_special_tokens=True)
+        out = model.generate(**ids, do_sample=False, max_new_tokens=max_new_tokens)  # type: ignore[operator]  # GenerationMixin's, not shown by the PreTrainedModel annotation
+    text = tokenizer.decode(out[0, ids["input_ids"].shape[1] :], skip_special_tokens=True)
+    assert isinstance(text, str)  # one sequence decodes to one string
+    return text
 
 
 def greedy_accuracy(

@@ -63,7 +63,7 @@ class DeviceMonitor:
     def __init__(
         self,
         config: MonitorConfig,
-        on_update: Callable[[MonitorUpdate], None],
+        on_update: Callable[[MonitorUpdate], object],
         cancel: threading.Event,
         host_reader: Callable[[], HostStats | None] | None = None,
     ) -> None:

@@ -14,7 +14,7 @@ from dataclasses import replace
 from gaudi_tui.core.devices import faults
 from gaudi_tui.core.devices.faults import Fault
 from gaudi_tui.core.devices.holders import find_holders
-from gaudi_tui.core.devices.model import DeviceSnapshot
+from gaudi_tui.core.devices.model import DeviceSnapshot, Source
 from gaudi_tui.core.devices.reading import Reading, merge
 from gaudi_tui.core.devices.sources import hlsmi, sysfs
 from gaudi_tui.core.devices.sources.hlml import HlmlSource
@@ -86,7 +86,7 @@ def read_once(
     """One snapshot from HLML, else hl-smi (one-shot), else NVML, else host only (`source="none"`)."""
     errors: list[str] = []
     try:
-        source = "hlml"
+        source: Source = "hlml"
         reading = _read_library(HlmlSource, sys_root, faults.hlml_failed, errors)
         if reading is not None and shutil.which(hl_smi):
             table = hlsmi.run_once(hl_smi, [], min(timeout, 5.0))
@@ -108,7 +108,7 @@ def read_once(
             reading = with_kernel_facts(reading, sys_root)
             holders = find_holders(proc_root)
             reading = merge([reading, Reading(kind="proc", processes=holder_processes(holders))])
-        return reading.to_snapshot(source, errors)  # type: ignore[arg-type]
+        return reading.to_snapshot(source, errors)
     except Exception as error:  # never raise to the caller
         return DeviceSnapshot(
             source="none", errors=(*errors, f"device query failed: {type(error).__name__}: {error}")

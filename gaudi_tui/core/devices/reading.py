@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from gaudi_tui.core.devices.model import Device, DeviceProcess, DeviceSnapshot, Source, product_for
 
 DEVICE_FIELDS = tuple(f.name for f in fields(Device))
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 @dataclass(frozen=True)
@@ -32,7 +35,9 @@ class Reading:
 
     def to_snapshot(self, source: Source, extra_errors: Iterable[str] = ()) -> DeviceSnapshot:
         devices = tuple(
-            replace(d, numa_node=self.numa_by_module.get(d.module_id)) if _needs_numa(d, self) else d
+            replace(d, numa_node=self.numa_by_module[d.module_id])
+            if d.module_id is not None and _needs_numa(d, self)
+            else d
             for d in sorted(self.devices, key=lambda d: d.index)
         )
         return DeviceSnapshot(
@@ -102,13 +107,9 @@ def merge(readings: Iterable[Reading]) -> Reading:
                     else process.memory_mib,
                     user=known_process.user or process.user,
                 )
-        for mapping, into in (
-            (reading.numa_by_module, numa),
-            (reading.cpus_by_module, cpus),
-            (reading.nic_ports, nic),
-        ):
-            for key, value in mapping.items():
-                into.setdefault(key, value)  # type: ignore[arg-type]
+        _keep_first(numa, reading.numa_by_module)
+        _keep_first(cpus, reading.cpus_by_module)
+        _keep_first(nic, reading.nic_ports)
         hl_smi_version = hl_smi_version or reading.hl_smi_version
         driver_version = driver_version or reading.driver_version
         errors.extend(e for e in reading.errors if e not in errors)
@@ -125,3 +126,9 @@ def merge(readings: Iterable[Reading]) -> Reading:
         errors=tuple(errors),
         samples=max((r.samples for r in readings), default=1),
     )
+
+
+def _keep_first(into: dict[K, V], found: Mapping[K, V]) -> None:
+    """Add the keys `into` lacks (earlier readings win)."""
+    for key, value in found.items():
+        into.setdefault(key, value)

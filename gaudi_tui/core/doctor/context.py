@@ -16,10 +16,11 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple, Protocol
+from typing import NamedTuple, Protocol, TypeVar, cast
 
 from gaudi_tui.core.devices.model import DeviceSnapshot
 
+T = TypeVar("T")
 DEFAULT_TIMEOUT_S = 20.0
 DEVICE_QUERY_TIMEOUT_S = 10.0
 
@@ -31,16 +32,25 @@ class Unavailable(Exception):
 class Holder(Protocol):
     """A process holding a card's compute node (`gaudi_tui.core.devices.holders.CardHolder`)."""
 
-    index: int
-    pid: int
-    user: str | None
-    command: str
+    @property
+    def index(self) -> int: ...
+    @property
+    def pid(self) -> int: ...
+    @property
+    def user(self) -> str | None: ...
+    @property
+    def command(self) -> str: ...
 
 
 class DiskUsage(NamedTuple):
     total: int
     used: int
     free: int
+
+
+def read_disk_usage(path: str) -> DiskUsage:
+    total, used, free = shutil.disk_usage(path)
+    return DiskUsage(total, used, free)
 
 
 def read_device_snapshot() -> DeviceSnapshot:
@@ -72,7 +82,7 @@ class CheckContext:
     """Folders searched for installed packages; None: the env's PYTHONPATH, then this interpreter's path."""
     snapshot_provider: Callable[[], DeviceSnapshot] = read_device_snapshot
     holders_provider: Callable[[], Sequence[Holder]] = find_card_holders
-    disk_usage: Callable[[str], DiskUsage] = shutil.disk_usage
+    disk_usage: Callable[[str], DiskUsage] = read_disk_usage
     connect_timeout: float = 3.0
     cancel: threading.Event = field(default_factory=threading.Event)
     _memo: dict[str, object] = field(default_factory=dict, repr=False, compare=False)
@@ -91,14 +101,14 @@ class CheckContext:
 
     def snapshot(self) -> DeviceSnapshot:
         """The device map (hl-smi), read once per context; raises Unavailable."""
-        return self._once("snapshot", self.snapshot_provider)  # type: ignore[return-value]
+        return self._once("snapshot", self.snapshot_provider)
 
     def holders(self) -> list[Holder]:
         """Processes holding cards, except this doctor's own children; raises Unavailable."""
         found = self._once("holders", lambda: list(self.holders_provider()))
-        return [h for h in found if h.pid not in self._children]  # type: ignore[union-attr]
+        return [h for h in found if h.pid not in self._children]
 
-    def _once(self, key: str, provider: Callable[[], object]) -> object:
+    def _once(self, key: str, provider: Callable[[], T]) -> T:
         """The provider's value (or its Unavailable), computed by the first caller; others wait."""
         with self._locks[key]:
             if key not in self._memo:
@@ -111,7 +121,7 @@ class CheckContext:
             value = self._memo[key]
         if isinstance(value, Unavailable):
             raise value
-        return value
+        return cast(T, value)  # the memo holds what this key's provider returned
 
     def track_child(self, pid: int) -> None:
         """Remember a child of this doctor, so a card it opens is not reported as busy."""

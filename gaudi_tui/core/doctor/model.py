@@ -16,7 +16,7 @@ GLYPHS: dict[Status, str] = {"ok": "✓", "warn": "!", "fail": "✗", "skip": "�
 
 
 @dataclass(frozen=True)
-class Outcome:
+class CheckVerdict:
     """What a check function returns: a status, a one-line finding, why it matters, and the fix."""
 
     status: Status
@@ -27,31 +27,31 @@ class Outcome:
     """Environment variables that fix the finding for jobs launched from the panel."""
 
 
-def ok(finding: str, explanation: str = "", fix: str = "") -> Outcome:
-    return Outcome("ok", finding, explanation, fix)
+def ok(finding: str, explanation: str = "", fix: str = "") -> CheckVerdict:
+    return CheckVerdict("ok", finding, explanation, fix)
 
 
 def warn(
     finding: str, explanation: str = "", fix: str = "", env_fix: Mapping[str, str] | None = None
-) -> Outcome:
-    return Outcome("warn", finding, explanation, fix, dict(env_fix or {}))
+) -> CheckVerdict:
+    return CheckVerdict("warn", finding, explanation, fix, dict(env_fix or {}))
 
 
 def fail(
     finding: str, explanation: str = "", fix: str = "", env_fix: Mapping[str, str] | None = None
-) -> Outcome:
-    return Outcome("fail", finding, explanation, fix, dict(env_fix or {}))
+) -> CheckVerdict:
+    return CheckVerdict("fail", finding, explanation, fix, dict(env_fix or {}))
 
 
-def skip(reason: str, explanation: str = "") -> Outcome:
-    return Outcome("skip", reason, explanation)
+def skip(reason: str, explanation: str = "") -> CheckVerdict:
+    return CheckVerdict("skip", reason, explanation)
 
 
 @dataclass(frozen=True)
 class Check:
     id: str
     title: str
-    run: Callable[[CheckContext], Outcome]
+    run: Callable[[CheckContext], CheckVerdict]
     isolated: bool = False
     """True when the check runs a child process (habana_frameworks, is_torch_hpu_available)."""
 
@@ -68,7 +68,7 @@ class CheckResult:
     seconds: float = 0.0
 
     @classmethod
-    def of(cls, check: Check, outcome: Outcome, seconds: float) -> CheckResult:
+    def of(cls, check: Check, outcome: CheckVerdict, seconds: float) -> CheckResult:
         return cls(
             check.id,
             check.title,

@@ -63,8 +63,9 @@ def hpu() -> dict[str, object]:
     if facts["available"]:
         import torch
 
-        facts["count"] = int(torch.hpu.device_count())
-        facts["name"] = str(torch.hpu.get_device_name())
+        hpu = torch.hpu  # type: ignore[attr-defined]  # habana_frameworks adds torch.hpu on import
+        facts["count"] = int(hpu.device_count())
+        facts["name"] = str(hpu.get_device_name())
     return facts
 
 

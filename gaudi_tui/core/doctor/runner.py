@@ -14,14 +14,14 @@ from collections.abc import Callable, Sequence
 
 from gaudi_tui.core.doctor.child import ProbeCancelled, ProbeTimedOut
 from gaudi_tui.core.doctor.context import CheckContext
-from gaudi_tui.core.doctor.model import Check, CheckResult, Outcome, fail
+from gaudi_tui.core.doctor.model import Check, CheckResult, CheckVerdict, fail
 
 CHILD_GRACE_S = 1.0
 JOIN_ON_CANCEL_S = 2.0
 POLL_S = 0.05
 
 
-def timed_out(check: Check, seconds: float) -> Outcome:
+def timed_out(check: Check, seconds: float) -> CheckVerdict:
     hung = (
         "importing habana_frameworks or calling is_torch_hpu_available() hung in the child process, "
         "which was stopped. That happens when the card cannot be acquired (see cards.busy) or the "
@@ -36,7 +36,7 @@ def timed_out(check: Check, seconds: float) -> Outcome:
     )
 
 
-def run_one(check: Check, ctx: CheckContext) -> Outcome:
+def run_one(check: Check, ctx: CheckContext) -> CheckVerdict:
     """The check's outcome; a crash becomes a failed result instead of an exception."""
     try:
         return check.run(ctx)
@@ -54,12 +54,12 @@ def run_one(check: Check, ctx: CheckContext) -> Outcome:
 def run_checks(
     checks: Sequence[Check],
     ctx: CheckContext,
-    on_result: Callable[[CheckResult], None] | None = None,
+    on_result: Callable[[CheckResult], object] | None = None,
     max_parallel: int | None = None,
 ) -> list[CheckResult]:
     """Results in the order of `checks` (those finished before a cancel, if cancelled)."""
     limit = max_parallel or len(checks)
-    landed: queue.Queue[tuple[Check, Outcome, float]] = queue.Queue()
+    landed: queue.Queue[tuple[Check, CheckVerdict, float]] = queue.Queue()
     started: dict[str, float] = {}
     threads: list[threading.Thread] = []
     results: dict[str, CheckResult] = {}
@@ -69,7 +69,7 @@ def run_checks(
         outcome = run_one(check, ctx)
         landed.put((check, outcome, time.monotonic() - start))
 
-    def report(check: Check, outcome: Outcome, seconds: float) -> None:
+    def report(check: Check, outcome: CheckVerdict, seconds: float) -> None:
         results[check.id] = CheckResult.of(check, outcome, seconds)
         if on_result is not None:
             on_result(results[check.id])

@@ -14,7 +14,7 @@ import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -198,7 +198,7 @@ def _coerce_to(hint: Any, value: object) -> object:
 
 def from_mapping(data: Mapping[str, object], base: JobSpec | None = None) -> JobSpec:
     """A spec from `base` (default: the defaults) with these values, each coerced and checked."""
-    values = {name: coerce(name, value) for name, value in data.items()}
+    values: dict[str, Any] = {name: coerce(name, value) for name, value in data.items()}
     return replace(base or JobSpec(), **values)
 
 
@@ -242,7 +242,7 @@ def to_toml(spec: JobSpec) -> str:
     env: Mapping[str, str] = {}
     for name, value in to_mapping(spec).items():
         if name == "env":
-            env = value  # type: ignore[assignment]
+            env = cast(Mapping[str, str], value)  # to_mapping gives env as a string mapping
             continue
         lines.append(f"{name} = {_toml_value(value)}")
     lines.append("")

@@ -11,7 +11,7 @@ import os
 import tempfile
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import psutil
 
@@ -92,8 +92,8 @@ class JobStatus:
         end = self.ended if self.ended is not None else now
         return self.earlier_seconds + max(0.0, end - self.started)
 
-    def with_(self, **changes: object) -> JobStatus:
-        return replace(self, **changes)  # type: ignore[arg-type]
+    def with_(self, **changes: Any) -> JobStatus:
+        return replace(self, **changes)
 
 
 def _ref(data: object) -> ProcRef | None:

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.message import Message
-from textual.reactive import reactive
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.markdown import MarkdownStream
 from textual.widgets.option_list import Option
@@ -21,34 +19,30 @@ from textual.worker import get_current_worker
 from gaudi_tui.core.chat import export
 from gaudi_tui.core.chat.client import Answer, EngineClient
 from gaudi_tui.core.chat.errors import ChatError
-from gaudi_tui.core.chat.metrics import AnswerMetrics, LoadReport
-from gaudi_tui.core.chat.options import GenerationParams, LoadOptions
-from gaudi_tui.core.chat.store import ChatStore, Conversation, prompt_messages
-from gaudi_tui.core.demo import DEMO_LABEL, DEMO_MODEL_ID
+from gaudi_tui.core.chat.metrics import LoadReport
+from gaudi_tui.core.chat.options import LoadOptions
+from gaudi_tui.core.chat.session import ChatSession, EngineState, Job, LiveAnswer
+from gaudi_tui.core.chat.store import ChatStore, Conversation
+from gaudi_tui.core.demo import starter_questions
 from gaudi_tui.ui.screens.base import PanelScreen
 from gaudi_tui.ui.screens.chat_dialogs import LoadDialog, RenameDialog
 from gaudi_tui.ui.widgets.chat_message import STATUS_WORDS, MessageView
 from gaudi_tui.ui.widgets.chat_params import ParamsPanel
 from gaudi_tui.ui.widgets.confirm import ConfirmScreen
 
-CHUNK_INTERVAL_S = 0.2
-"""Tokens reach the pane at most 5 times a second: each Markdown append re-lays out the screen,
-CPU that a CPU-only engine on the same host needs (bench/chat.py measures both)."""
-SAVE_INTERVAL_S = 1.0
-"""A streaming answer is written to the store this often, so a crash loses at most a second."""
 EMPTY_HINT = (
     "No messages yet. i (or Enter on a conversation) moves to the message box; your first "
     "message loads the model. m chooses the model and load options, p shows the parameters, "
     "? lists every key."
 )
+DEMO_HINT = (
+    "The demo model is a tiny model shipped to try the panel offline: it knows only the questions "
+    "it was trained on, like these (s, then ↑↓ and Enter sends one). Asked anything else, it answers "
+    "with one of its answers that does not fit. m chooses a real model."
+)
 
 
-def model_label(options: LoadOptions) -> str:
-    """The name shown for a model not loaded yet ("demo model" for the demo)."""
-    return DEMO_LABEL if options.model.strip() in ("", DEMO_MODEL_ID) else options.model
-
-
-# ---- messages from workers ------------------------------------------------------------------
+# ---- the session's events, as messages to the screen ---------------------------------------
 @dataclass
 class LoadProgress(Message):
     client: EngineClient
@@ -84,48 +78,29 @@ class EngineExited(Message):
     reason: str
 
 
-@dataclass
-class LiveAnswer:
-    """The answer being streamed: where it is stored and (when its conversation is shown) drawn."""
+class PostedEvents:
+    """The session's callbacks (from its worker threads) posted to the screen as messages."""
 
-    conversation_id: int
-    message_id: int
-    label: str
-    text: str = ""
-    view: MessageView | None = None
-    stream: MarkdownStream | None = None
-    stopping: bool = False
-    warnings: list[str] = field(default_factory=list)
+    def __init__(self, screen: ChatScreen) -> None:
+        self.post = screen.post_message
 
+    def load_progress(self, client: EngineClient, stage: str) -> None:
+        self.post(LoadProgress(client, stage))
 
-class ChunkBatcher:
-    """Collects streamed text in the worker thread and posts it at most every CHUNK_INTERVAL_S;
-    also saves the answer so far to the store every SAVE_INTERVAL_S."""
+    def load_done(self, client: EngineClient, report: LoadReport | None, error: ChatError | None) -> None:
+        self.post(LoadDone(client, report, error))
 
-    def __init__(self, screen: ChatScreen, store: ChatStore, message_id: int) -> None:
-        self.screen = screen
-        self.store = store
-        self.message_id = message_id
-        self.pending: list[str] = []
-        self.text: list[str] = []
-        self.posted_at = 0.0
-        self.saved_at = time.monotonic()
+    def answer_text(self, text: str) -> None:
+        self.post(AnswerChunk(text))
 
-    def add(self, text: str) -> None:
-        self.pending.append(text)
-        self.text.append(text)
-        now = time.monotonic()
-        if now - self.posted_at >= CHUNK_INTERVAL_S:
-            self.flush()
-            self.posted_at = now
-        if now - self.saved_at >= SAVE_INTERVAL_S:
-            self.store.update_message(self.message_id, "".join(self.text), "partial")
-            self.saved_at = now
+    def answer_warning(self, text: str) -> None:
+        self.post(AnswerWarning(text))
 
-    def flush(self) -> None:
-        if self.pending:
-            self.screen.post_message(AnswerChunk("".join(self.pending)))
-            self.pending.clear()
+    def answer_done(self, answer: Answer | None, error: ChatError | None) -> None:
+        self.post(AnswerDone(answer, error))
+
+    def engine_exited(self, client: EngineClient, reason: str) -> None:
+        self.post(EngineExited(client, reason))
 
 
 class ChatScreen(PanelScreen):
@@ -145,6 +120,7 @@ class ChatScreen(PanelScreen):
         Binding("m", "model", "Model…", id="chat.model"),
         Binding("n", "new_conversation", "New", id="chat.new"),
         Binding("p", "toggle_params", "Params", id="chat.params"),
+        Binding("s", "suggest", "Pick a demo question", id="chat.suggest", show=False),
         Binding("l", "reload", "Reload model", id="chat.reload", show=False),
         Binding("u", "unload", "Unload model", id="chat.unload", show=False),
         Binding("r", "rename", "Rename conversation", id="chat.rename", show=False),
@@ -161,7 +137,9 @@ class ChatScreen(PanelScreen):
     ChatScreen #chat-center { width: 1fr; }
     ChatScreen #chat-banner { height: auto; padding: 0 1; background: $error 20%; color: $text; display: none; }
     ChatScreen #chat-log { height: 1fr; padding: 0 1; }
-    ChatScreen .chat-hint { color: $text-muted; padding: 1 0; }
+    ChatScreen .chat-empty { height: auto; }
+    ChatScreen .chat-hint { color: $text-muted; padding: 1 0 0 0; }
+    ChatScreen #chat-starters { height: auto; border: none; margin: 1 0 0 2; }
     ChatScreen #chat-input { margin: 0 1; }
     ChatScreen #chat-status { height: 1; padding: 0 1; background: $panel; color: $text-muted; }
     ChatScreen #chat-params { display: none; }
@@ -169,22 +147,32 @@ class ChatScreen(PanelScreen):
     ChatScreen.-narrow.-params #chat-side { display: none; }
     """
 
-    engine_state: reactive[str] = reactive("none")
-    """none · loading · ready · generating · failed · dead"""
-
     def __init__(self, store_path: Path | None = None) -> None:
         super().__init__()
         self.store_path = store_path
         self.store: ChatStore | None = None
-        self.client: EngineClient | None = None
-        self.options = LoadOptions()
-        self.report: LoadReport | None = None
-        self.load_stage = ""
-        self.problem = ""
+        self.session: ChatSession | None = None
         self.conversation_id: int | None = None
-        self.live: LiveAnswer | None = None
-        self.last_metrics: AnswerMetrics | None = None
-        self.pending_conversation: int | None = None
+        self.live_view: MessageView | None = None
+        self.live_stream: MarkdownStream | None = None
+        """Where the live answer is drawn, while its conversation is shown."""
+        self.starters: list[str] = []
+
+    @property
+    def engine_state(self) -> EngineState:
+        return self._session().state
+
+    @property
+    def live(self) -> LiveAnswer | None:
+        return self.session.live if self.session else None
+
+    @property
+    def client(self) -> EngineClient | None:
+        return self.session.client if self.session else None
+
+    def _session(self) -> ChatSession:
+        assert self.session is not None
+        return self.session
 
     # ---- layout ------------------------------------------------------------------------------
     def compose_body(self) -> ComposeResult:
@@ -201,8 +189,9 @@ class ChatScreen(PanelScreen):
             yield ParamsPanel(id="chat-params")
 
     async def on_mount(self) -> None:
-        self.options = self.app.settings.chat.load_options()
         self.store = ChatStore(self.store_path)
+        self.session = ChatSession(self.store, PostedEvents(self), self._run_job, self._engine_env)
+        self.session.options = self.app.settings.chat.load_options()
         if not self.store.conversations():
             self.store.create()
         self.refresh_conversations(select=self.store.conversations()[0].id)
@@ -210,14 +199,30 @@ class ChatScreen(PanelScreen):
         self.show_state()
 
     def on_unmount(self) -> None:
-        if self.live is not None and self.store is not None:  # quitting mid-answer keeps what came
-            note = "Interrupted: the panel was closed while answering."
-            self.store.update_message(self.live.message_id, self.live.text, "partial", None, note)
-        if self.client is not None:
-            self.client.shutdown(timeout=2.0)
-            self.client = None
+        if self.session is not None:
+            self.session.close()
         if self.store is not None:
             self.store.close()
+
+    def _engine_env(self) -> dict[str, str]:
+        """The Checklist's environment fixes, as they are when an engine starts."""
+        return dict(self.app.env_fixes)
+
+    def _run_job(self, job: Job, name: str) -> None:
+        """The session's blocking work runs in a Textual worker thread; a cancelled worker
+        (the screen going away) cancels the load or stops the answer."""
+
+        def work() -> None:
+            job(get_current_worker().cancelled_event)
+
+        self.run_worker(
+            work,
+            thread=True,
+            exclusive=name != "unload",
+            exit_on_error=False,
+            group=f"chat-{name}",
+            description=f"chat {name}",
+        )
 
     # ---- conversations -----------------------------------------------------------------------
     def _store(self) -> ChatStore:
@@ -249,12 +254,12 @@ class ChatScreen(PanelScreen):
 
     async def show_conversation(self, conversation_id: int) -> None:
         """Draw a conversation from the store (and the live answer, when it belongs here)."""
-        live = self.live
-        if live is not None and live.stream is not None:
-            await live.stream.stop()
-            live.stream, live.view = None, None
+        if self.live_stream is not None:
+            await self.live_stream.stop()
+        self.live_view, self.live_stream = None, None
         self.conversation_id = conversation_id
         conversation = self.current()
+        live = self.live
         views = [
             MessageView.from_stored(m)
             for m in self._store().messages(conversation_id)
@@ -262,13 +267,32 @@ class ChatScreen(PanelScreen):
         ]
         log = self.query_one("#chat-log", VerticalScroll)
         await log.remove_children()
-        await log.mount_all(views or [Static(EMPTY_HINT, classes="chat-hint", markup=False)])
-        if live is not None and live.conversation_id == conversation_id:
-            live.view = MessageView("assistant", live.label, live.text)
-            await log.mount(live.view)
-            live.stream = live.view.stream()
+        await log.mount_all(views or [self.empty_state()])
+        if live is not None:
+            await self.draw_live(live)
         self.query_one(ParamsPanel).fill(conversation.params, conversation.system_prompt)
         log.scroll_end(animate=False)
+
+    def empty_state(self) -> Vertical:
+        """What an empty conversation shows: the keys, and with the demo model, questions it knows."""
+        hint = Static(EMPTY_HINT, classes="chat-hint", markup=False)
+        if not self._session().uses_demo_model:
+            return Vertical(hint, classes="chat-empty")
+        self.starters = starter_questions()
+        options = [Option(Content(q), id=str(i)) for i, q in enumerate(self.starters)]
+        demo = Static(DEMO_HINT, classes="chat-hint", markup=False)
+        return Vertical(hint, demo, OptionList(*options, id="chat-starters"), classes="chat-empty")
+
+    def action_suggest(self) -> None:
+        for starters in self.query("#chat-starters"):
+            starters.focus()
+
+    @on(OptionList.OptionSelected, "#chat-starters")
+    async def _starter_chosen(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        assert event.option.id is not None
+        if await self.ask(self.starters[int(event.option.id)]):
+            self.action_focus_input()
 
     async def action_new_conversation(self) -> None:
         current = self.current()
@@ -341,260 +365,127 @@ class ChatScreen(PanelScreen):
         self.query_one("#chat-input", Input).focus()
 
     def action_escape(self) -> None:
-        if self.live is not None and not self.live.stopping:
-            self.stop_answer()
+        if self._session().stop():
+            self.show_state()
         elif isinstance(self.focused, Input):
             self.query_one("#conversations", OptionList).focus()
-
-    def stop_answer(self) -> None:
-        if self.live is None or self.client is None:
-            return
-        self.live.stopping = True
-        self.client.stop()
-        self.show_state()
 
     # ---- sending -----------------------------------------------------------------------------
     @on(Input.Submitted, "#chat-input")
     async def send(self, event: Input.Submitted) -> None:
         event.stop()
-        text = event.value.strip()
+        if await self.ask(event.value.strip()):
+            event.input.value = ""
+
+    async def ask(self, text: str) -> bool:
+        """Send `text` in the shown conversation; False when it could not be sent (and why is shown)."""
         if not text:
-            return
-        if self.live is not None:
-            self.notify(
-                "An answer is still streaming: wait for it, or press Esc to stop it.", severity="warning"
-            )
-            return
+            return False
         panel = self.query_one(ParamsPanel)
         if panel.error:
             self.notify(f"Fix the parameters first. {panel.error}", severity="error")
-            return
+            return False
         conversation = self.current()
-        stored = self._store().add_message(conversation.id, "user", text)  # committed before generating
-        event.input.value = ""
-        await self.query(".chat-hint").remove()
+        try:
+            stored, live = self._session().ask(conversation.id, text)
+        except ChatError as exc:
+            self.notify(exc.message, severity="warning")
+            return False
+        await self.query(".chat-empty").remove()
         log = self.query_one("#chat-log", VerticalScroll)
         await log.mount(MessageView.from_stored(stored))
         log.scroll_end(animate=False)
         self.refresh_conversations(select=conversation.id)
-        if self.engine_state == "ready":
-            await self.start_answer(conversation.id)
-        else:
-            self.pending_conversation = conversation.id
-            if self.engine_state != "loading":
-                self.load_model(self.options)
+        if live is not None:
+            await self.draw_live(live)
+        self.show_state()
+        return True
 
-    async def start_answer(self, conversation_id: int) -> None:
-        assert self.client is not None and self.report is not None
-        conversation = self._store().conversation(conversation_id)
-        messages = prompt_messages(conversation, self._store().messages(conversation_id))
-        stored = self._store().add_message(
-            conversation_id, "assistant", "", status="partial", model=self.report.label
-        )
-        self.live = LiveAnswer(conversation_id, stored.id, self.report.label)
-        if conversation_id == self.conversation_id:
-            self.live.view = MessageView("assistant", self.report.label)
-            log = self.query_one("#chat-log", VerticalScroll)
-            await log.mount(self.live.view)
-            self.live.stream = self.live.view.stream()
-            log.scroll_end(animate=False)
-        self.engine_state = "generating"
-        self.generate_answer(self.client, messages, conversation.params, stored.id)
-
-    @work(thread=True, exclusive=True, exit_on_error=False, group="chat-generate", description="chat answer")
-    def generate_answer(
-        self, client: EngineClient, messages: list[dict[str, str]], params: GenerationParams, message_id: int
-    ) -> None:
-        batcher = ChunkBatcher(self, self._store(), message_id)
-        try:
-            answer = client.generate(
-                messages,
-                params,
-                on_text=batcher.add,
-                cancel=get_current_worker().cancelled_event,
-                on_warning=lambda text: self.post_message(AnswerWarning(text)),
-            )
-        except ChatError as exc:
-            batcher.flush()
-            self.post_message(AnswerDone(None, exc))
+    async def draw_live(self, live: LiveAnswer) -> None:
+        """Mount the live answer's view when its conversation is the one shown."""
+        if live.conversation_id != self.conversation_id:
             return
-        batcher.flush()
-        self.post_message(AnswerDone(answer, None))
+        self.live_view = MessageView("assistant", live.label, live.text)
+        log = self.query_one("#chat-log", VerticalScroll)
+        await log.mount(self.live_view)
+        self.live_stream = self.live_view.stream()
+        log.scroll_end(animate=False)
 
     async def on_answer_chunk(self, message: AnswerChunk) -> None:
-        live = self.live
-        if live is None:
+        if self._session().add_text(message.text) is None or self.live_stream is None:
             return
-        live.text += message.text
-        if live.stream is not None:
-            log = self.query_one("#chat-log", VerticalScroll)
-            following = log.scroll_y >= log.max_scroll_y - 1  # a reader who scrolled up stays put
-            await live.stream.write(message.text)
-            if following:
-                log.scroll_end(animate=False)
+        log = self.query_one("#chat-log", VerticalScroll)
+        following = log.scroll_y >= log.max_scroll_y - 1  # a reader who scrolled up stays put
+        await self.live_stream.write(message.text)
+        if following:
+            log.scroll_end(animate=False)
 
     def on_answer_warning(self, message: AnswerWarning) -> None:
-        if self.live is not None:
-            self.live.warnings.append(message.text)
+        self._session().add_warning(message.text)
         self.notify(message.text, severity="warning", timeout=8)
 
     async def on_answer_done(self, message: AnswerDone) -> None:
-        live, self.live = self.live, None  # stored below before anything awaits
-        if live is None:
+        end = self._session().finish(message.answer, message.error)
+        if end is None:
             return
-        note = " ".join(live.warnings)
-        if message.answer is not None:
-            answer = message.answer
-            status = "partial" if answer.stopped else "complete"
-            self._store().update_message(live.message_id, answer.text, status, answer.metrics, note or None)
-            self.last_metrics = answer.metrics
-            meta = answer.metrics.summary()
-            self.engine_state = "ready"
-        else:
-            error = message.error
-            assert error is not None
-            text = error.partial or live.text
-            status = "partial" if text else "error"
-            self._store().update_message(live.message_id, text, status, None, error.message)
-            meta, note = STATUS_WORDS[status], error.message
-            if error.kind == "engine_died":
-                self.engine_dead(error.message)
-            else:
-                self.engine_state = "ready"
-                self.notify(error.message, title="The answer failed", severity="error", timeout=10)
+        if end.error is not None and end.error.kind != "engine_died":
+            self.notify(end.error.message, title="The answer failed", severity="error", timeout=10)
         self.show_state()
-        if live.stream is not None:
-            await live.stream.stop()
-        if live.view is not None:
-            live.view.set_meta(meta, note)
+        view, stream = self.live_view, self.live_stream
+        self.live_view, self.live_stream = None, None
+        if stream is not None:
+            await stream.stop()
+        if view is not None:
+            meta = end.metrics.summary() if end.metrics is not None else STATUS_WORDS[end.status]
+            view.set_meta(meta, end.note or "")
 
     # ---- the engine --------------------------------------------------------------------------
-    def load_model(self, options: LoadOptions) -> None:
-        """Start a fresh engine for `options` (the old one, if any, is shut down first)."""
-        old = self.client
-        self.client = EngineClient(env=dict(self.app.env_fixes), on_exit=self._engine_exited)
-        self.report = None
-        self.problem = ""
-        self.load_stage = "starting the engine"
-        self.engine_state = "loading"
-        self.load_engine(self.client, old, options)
-
-    @work(thread=True, exclusive=True, exit_on_error=False, group="chat-load", description="load chat model")
-    def load_engine(self, client: EngineClient, old: EngineClient | None, options: LoadOptions) -> None:
-        if old is not None:
-            old.shutdown()
-        try:
-            client.start()
-            report = client.load(
-                options,
-                on_progress=lambda stage: self.post_message(LoadProgress(client, stage)),
-                cancel=get_current_worker().cancelled_event,
-            )
-        except ChatError as exc:
-            client.shutdown()
-            self.post_message(LoadDone(client, None, exc))
-            return
-        self.post_message(LoadDone(client, report, None))
-
-    def _engine_exited(self, reason: str) -> None:
-        """Called from the client's reader thread when the engine ends unasked."""
-        client = self.client
-        if client is not None:
-            self.post_message(EngineExited(client, reason))
-
     def on_load_progress(self, message: LoadProgress) -> None:
-        if message.client is self.client:
-            self.load_stage = message.stage
+        if self._session().progress(message.client, message.stage):
             self.show_state()
 
     async def on_load_done(self, message: LoadDone) -> None:
-        if message.client is not self.client:
-            return
-        if message.report is None:
-            assert message.error is not None
-            self.client = None
-            self.engine_state = "failed"
-            kept = " Your message is saved." if self.pending_conversation is not None else ""
-            self.problem = f"Loading failed: {message.error.message}{kept} m chooses a model, l retries."
-            self.pending_conversation = None
-            self.show_state()
-            return
-        self.report = message.report
-        self.engine_state = "ready"
+        live = self._session().loaded(message.client, message.report, message.error)
         self.show_state()
-        pending, self.pending_conversation = self.pending_conversation, None
-        if pending is not None:
-            await self.start_answer(pending)
+        if live is not None:
+            await self.draw_live(live)
 
     def on_engine_exited(self, message: EngineExited) -> None:
-        if message.client is self.client and self.engine_state in ("ready", "loading"):
-            self.engine_dead(message.reason)
-
-    def engine_dead(self, reason: str) -> None:
-        self.client = None
-        self.report = None
-        self.engine_state = "dead"
-        self.problem = reason
-        self.show_state()
+        if self._session().exited(message.client, message.reason):
+            self.show_state()
 
     def action_model(self) -> None:
-        def chosen(options: LoadOptions | None) -> None:
+        async def chosen(options: LoadOptions | None) -> None:
             if options is not None:
-                self.options = options
-                self.load_model(options)
+                self._session().load(options)
+                self.show_state()
+                if not self._store().messages(self.current().id):  # the empty state names the model
+                    await self.show_conversation(self.current().id)
 
-        self.app.push_screen(LoadDialog(self.options, self.app.accelerator), chosen)
+        self.app.push_screen(LoadDialog(self._session().options, self.app.accelerator), chosen)
 
     def action_reload(self) -> None:
         if self.live is not None:
             self.notify("Stop the answer first (Esc).", severity="warning")
             return
-        self.load_model(self.options)
+        self._session().load(self._session().options)
+        self.show_state()
 
     def action_unload(self) -> None:
         if self.live is not None:
             self.notify("Stop the answer first (Esc).", severity="warning")
             return
-        client, self.client = self.client, None
-        self.report = None
-        self.engine_state = "none"
-        self.problem = ""
-        if client is not None:
-            self.shutdown_engine(client)
+        if self._session().unload():
             self.notify("Model unloaded: the engine process ends and frees the card.")
         self.show_state()
 
-    @work(thread=True, exit_on_error=False, group="chat-unload", description="unload chat model")
-    def shutdown_engine(self, client: EngineClient) -> None:
-        client.shutdown()
-
     # ---- state display -----------------------------------------------------------------------
-    def watch_engine_state(self) -> None:
-        self.show_state()
-
     def show_state(self) -> None:
-        if not self.query("#chat-status"):
+        if self.session is None or not self.query("#chat-status"):
             return  # not composed yet
-        label = self.report.label if self.report else model_label(self.options)
-        state = self.engine_state
-        if state == "loading":
-            status = f"Loading {label}… {self.load_stage}"
-            card = f"{label}\nloading…"
-        elif state in ("ready", "generating") and self.report is not None:
-            status = self.report.summary()
-            if self.live is not None:
-                status = ("Stopping… " if self.live.stopping else "Answering… Esc stops · ") + status
-            elif self.last_metrics is not None:
-                status += " · " + self.last_metrics.summary()
-            card = f"{label}\n{self.report.device} · {self.report.dtype}\nengine pid {self.client.pid if self.client else '?'}"
-        elif state in ("failed", "dead"):
-            status = "No model loaded · l reloads · m chooses a model"
-            card = f"{label}\n{'engine died' if state == 'dead' else 'load failed'}"
-        else:
-            status = f"No model loaded · m chooses one · sending a message loads the {label}"
-            card = f"{label}\nnot loaded"
-        self.query_one("#chat-status", Static).update(status)
-        self.query_one("#chat-model", Static).update(card)
+        text = self.session.status_text()
+        self.query_one("#chat-status", Static).update(text.status)
+        self.query_one("#chat-model", Static).update(text.card)
         banner = self.query_one("#chat-banner", Static)
-        banner.update(self.problem)
-        banner.display = bool(self.problem) and state in ("failed", "dead")
+        banner.update(text.banner)
+        banner.display = bool(text.banner)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, RadioButton, RadioSet, Select, Static
 
 from gaudi_tui.core.accelerator import Accelerator
@@ -16,31 +15,19 @@ from gaudi_tui.core.chat.options import (
     quantization_unavailable,
     resolve_dtype,
 )
-
-DIALOG_CSS = """
-{name} {{ align: center middle; }}
-{name} > .dialog {{ width: 64; max-width: 100%; height: auto; max-height: 100%;
-                    border: round $primary; background: $surface; padding: 0 1; }}
-{name} .dialog-title {{ text-style: bold; }}
-{name} .dialog-hint {{ color: $text-muted; }}
-{name} .dialog-buttons {{ height: auto; align-horizontal: right; }}
-{name} .dialog-buttons Button {{ margin: 0 0 0 1; }}
-"""
+from gaudi_tui.ui.screens.dialog import Dialog
 
 
-class LoadDialog(ModalScreen[LoadOptions | None]):
+class LoadDialog(Dialog[LoadOptions | None]):
     """Choose the model and how to load it. Options the accelerator cannot run are disabled,
     with the reason; trust_remote_code starts off and turns off again when the model changes."""
 
-    DEFAULT_CSS = (
-        DIALOG_CSS.format(name="LoadDialog")
-        + """
+    DEFAULT_CSS = """
     LoadDialog VerticalScroll { height: auto; max-height: 100%; }
     LoadDialog Label { margin: 1 0 0 0; }
     LoadDialog #load-quant-reason { color: $warning; }
     LoadDialog Checkbox { margin: 1 0 0 0; }
     """
-    )
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="load.cancel")]
 
     def __init__(self, options: LoadOptions, accelerator: Accelerator | None) -> None:
@@ -120,22 +107,22 @@ class LoadDialog(ModalScreen[LoadOptions | None]):
     def action_load(self) -> None:
         pressed = self.query_one("#load-quant", RadioSet).pressed_button
         quant = pressed.name if pressed is not None and pressed.name else "none"
-        self.dismiss(
-            LoadOptions(
-                model=self.query_one("#load-model", Input).value.strip() or "demo",
-                dtype=self.query_one("#load-dtype", Select).value,  # type: ignore[arg-type]
-                quantization=quant,  # type: ignore[arg-type]
-                compile=self.query_one("#load-compile", Checkbox).value,
-                trust_remote_code=self.query_one("#load-trust", Checkbox).value,
-            )
+        options = LoadOptions.from_dict(
+            {
+                "model": self.query_one("#load-model", Input).value.strip() or "demo",
+                "dtype": self.query_one("#load-dtype", Select).value,
+                "quantization": quant,
+                "compile": self.query_one("#load-compile", Checkbox).value,
+                "trust_remote_code": self.query_one("#load-trust", Checkbox).value,
+            }
         )
+        self.dismiss(options)
 
     def action_cancel(self) -> None:
         self.dismiss(None)
 
 
-class RenameDialog(ModalScreen[str | None]):
-    DEFAULT_CSS = DIALOG_CSS.format(name="RenameDialog")
+class RenameDialog(Dialog[str | None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="rename.cancel")]
 
     def __init__(self, title: str) -> None:

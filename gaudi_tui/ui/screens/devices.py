@@ -53,7 +53,7 @@ class Feed(Protocol):
     def run(self) -> None: ...
 
 
-FeedFactory = Callable[[Callable[[MonitorUpdate], None], threading.Event], Feed]
+FeedFactory = Callable[[Callable[[MonitorUpdate], object], threading.Event], Feed]
 
 
 class DevicesUpdated(Message):
@@ -368,9 +368,12 @@ class DevicesScreen(PanelScreen):
             f"Stop PID {holder.pid} ({holder.user or '?'}), holding card {holder.index}?\n{holder.command}\n\n"
             f"Sends SIGTERM; if it is still running after {TERM_GRACE_S:.0f} s you are asked about SIGKILL."
         )
-        self.app.push_screen(
-            ConfirmScreen(question), lambda yes: self._signal(holder, signal.SIGTERM) if yes else None
-        )
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._signal(holder, signal.SIGTERM)
+
+        self.app.push_screen(ConfirmScreen(question), answered)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="stop-holder", description="stop holder")
     def _signal(self, holder: CardHolder, sig: signal.Signals) -> None:
@@ -395,9 +398,12 @@ class DevicesScreen(PanelScreen):
                 f"PID {holder.pid} is still running {TERM_GRACE_S:.0f} s after SIGTERM.\n{holder.command}\n\n"
                 "Send SIGKILL? It cannot clean up: unsaved work is lost."
             )
-            self.app.push_screen(
-                ConfirmScreen(question), lambda yes: self._signal(holder, signal.SIGKILL) if yes else None
-            )
+
+            def answered(yes: bool | None) -> None:
+                if yes:
+                    self._signal(holder, signal.SIGKILL)
+
+            self.app.push_screen(ConfirmScreen(question), answered)
         else:
             self.notify(
                 f"PID {holder.pid} did not exit after SIGKILL (stuck in the driver?).", severity="error"

@@ -13,13 +13,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
-from textual.screen import ModalScreen
 from textual.widgets import Footer, OptionList, Static, TextArea
 from textual.widgets.option_list import Option
 
 from gaudi_tui.core import paths
 from gaudi_tui.core.doctor.knowledge import Match, explain, job_logs, read_log_tail
 from gaudi_tui.core.doctor.model import GLYPHS, CheckResult
+from gaudi_tui.ui.screens.dialog import Dialog
 
 
 def matches_text(matches: list[Match], where: str, results: Mapping[str, CheckResult]) -> Text:
@@ -41,11 +41,9 @@ def matches_text(matches: list[Match], where: str, results: Mapping[str, CheckRe
     return text
 
 
-class ExplainScreen(ModalScreen[None]):
+class ExplainScreen(Dialog[None]):
     DEFAULT_CSS = """
-    ExplainScreen { align: center middle; }
-    ExplainScreen > Vertical { width: 100%; max-width: 110; height: 100%; border: round $primary;
-                               background: $surface; padding: 0 1; }
+    ExplainScreen > .dialog { width: 100%; max-width: 110; height: 100%; }
     ExplainScreen .explain-label { height: 1; color: $text-muted; }
     ExplainScreen #explain-text { height: 6; }
     ExplainScreen #explain-logs { height: 5; }
@@ -64,7 +62,7 @@ class ExplainScreen(ModalScreen[None]):
         self.logs: list[Path] = []
 
     def compose(self) -> ComposeResult:
-        with Vertical():
+        with Vertical(classes="dialog"):
             yield Static("Explain an error: paste it below, or pick a job's log", classes="explain-label")
             yield TextArea(id="explain-text", placeholder="Paste an error or a traceback here")
             yield Static("Job logs (enter explains one):", classes="explain-label")
@@ -108,6 +106,3 @@ class ExplainScreen(ModalScreen[None]):
 
     def _show(self, where: str, matches: list[Match]) -> None:
         self.query_one("#explain-matches", Static).update(matches_text(matches, where, self.results))
-
-    def action_dismiss(self) -> None:  # type: ignore[override]
-        self.dismiss(None)

@@ -6,8 +6,10 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen, Screen
+from textual.screen import Screen
 from textual.widgets import Static
+
+from gaudi_tui.ui.screens.dialog import Dialog
 
 
 def binding_rows(screen: Screen) -> list[tuple[str, str, str]]:
@@ -25,12 +27,9 @@ def binding_rows(screen: Screen) -> list[tuple[str, str, str]]:
     return rows
 
 
-class HelpScreen(ModalScreen[None]):
+class HelpScreen(Dialog[None]):
     DEFAULT_CSS = """
-    HelpScreen { align: center middle; }
-    HelpScreen > VerticalScroll { width: 72; max-width: 100%; height: auto; max-height: 90%;
-                                   border: round $primary; background: $surface; padding: 0 1; }
-    HelpScreen .help-title { text-style: bold; }
+    HelpScreen > .dialog { width: 72; max-height: 90%; }
     """
     BINDINGS = [
         Binding("escape,question_mark,q", "dismiss", "Close help", id="help.close"),
@@ -47,8 +46,8 @@ class HelpScreen(ModalScreen[None]):
         width = max((len(k) for k, _, _ in rows), default=4) + 2
         label_width = max((len(label) for _, label, _ in rows), default=4) + 2
         keys = "\n".join(f"{key:<{width}}{label:<{label_width}}{bid}" for key, label, bid in rows)
-        with VerticalScroll():
-            yield Static(f"Help — {title}", classes="help-title", markup=False)
+        with VerticalScroll(classes="dialog"):
+            yield Static(f"Help — {title}", classes="dialog-title", markup=False)
             yield Static(about, markup=False)
             yield Static("")
             yield Static(keys, id="help-keys", markup=False)
@@ -59,6 +58,3 @@ class HelpScreen(ModalScreen[None]):
                 "the file). Esc, ? or q closes this help.",
                 markup=False,
             )
-
-    def action_dismiss(self) -> None:  # type: ignore[override]
-        self.dismiss(None)

@@ -6,23 +6,20 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid, Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widget import Widget
 from textual.widgets import Checkbox, Input, Label, Select, Static
 
 from gaudi_tui.core.jobs import spec as spec_mod
 from gaudi_tui.core.jobs.spec import PRESETS, JobSpec, SpecError
 from gaudi_tui.ui.screens.base import gaudi_app
+from gaudi_tui.ui.screens.dialog import Dialog
 
 
-class JobFormScreen(ModalScreen[str | None]):
+class JobFormScreen(Dialog[str | None]):
     """Dismissed with the new run's id, or None when cancelled."""
 
     DEFAULT_CSS = """
-    JobFormScreen { align: center middle; }
-    JobFormScreen > Vertical { width: 90; max-width: 100%; height: 100%; max-height: 40;
-                               border: round $primary; background: $surface; padding: 0 1; }
-    JobFormScreen .form-title { text-style: bold; }
+    JobFormScreen > .dialog { width: 90; height: 100%; max-height: 40; }
     JobFormScreen #preset { width: 100%; }
     JobFormScreen VerticalScroll { height: 1fr; }
     JobFormScreen Grid { grid-size: 2; grid-columns: 20 1fr; grid-rows: auto; height: auto; }
@@ -44,8 +41,8 @@ class JobFormScreen(ModalScreen[str | None]):
         self.launching = False
 
     def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Static("New training job", classes="form-title", markup=False)
+        with Vertical(classes="dialog"):
+            yield Static("New training job", classes="dialog-title", markup=False)
             yield Select(
                 [(name, name) for name in PRESETS], value="demo fine-tune", allow_blank=False, id="preset"
             )

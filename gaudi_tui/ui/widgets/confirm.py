@@ -5,16 +5,14 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from gaudi_tui.ui.screens.dialog import Dialog
 
-class ConfirmScreen(ModalScreen[bool]):
+
+class ConfirmScreen(Dialog[bool]):
     DEFAULT_CSS = """
-    ConfirmScreen { align: center middle; }
-    ConfirmScreen > Vertical { width: 70; max-width: 100%; height: auto; border: thick $warning;
-                               background: $surface; padding: 0 1; }
-    ConfirmScreen .confirm-keys { color: $text-muted; }
+    ConfirmScreen > .dialog { width: 70; border: thick $warning; }
     """
     BINDINGS = [
         Binding("y", "answer(True)", "Yes", id="confirm.yes"),
@@ -26,9 +24,9 @@ class ConfirmScreen(ModalScreen[bool]):
         self.question = question
 
     def compose(self) -> ComposeResult:
-        with Vertical():
+        with Vertical(classes="dialog"):
             yield Static(self.question, id="confirm-question", markup=False)
-            yield Static("y yes · n or Esc no", classes="confirm-keys", markup=False)
+            yield Static("y yes · n or Esc no", classes="dialog-hint", markup=False)
 
     def action_answer(self, yes: bool) -> None:
         self.dismiss(yes)

@@ -148,7 +148,7 @@ class DeviceTable(ScrollView, can_focus=True):
         """The cursor moved to another card."""
 
     def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+        super().__init__(**kwargs)  # type: ignore[arg-type]  # ScrollView's keyword arguments, passed through
         self._order: list[int] = []
         self._cells: dict[int, tuple[Text, ...]] = {}
         self._strips: dict[int, Strip] = {}
@@ -232,9 +232,10 @@ class DeviceTable(ScrollView, can_focus=True):
             strip = self._header
         elif number - 1 < len(self._order):
             index = self._order[number - 1]
-            strip = self._strips.get(index)
-            if strip is None:
-                strip = self._strips[index] = self._line(self._cells[index])
+            cached = self._strips.get(index)
+            if cached is None:
+                cached = self._strips[index] = self._line(self._cells[index])
+            strip = cached
             if number - 1 == self.cursor_row:
                 strip = strip.apply_style(self.get_component_rich_style("device-table--cursor"))
         else:

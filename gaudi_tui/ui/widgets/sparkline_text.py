@@ -13,8 +13,9 @@ def spark(values: Sequence[float | None], width: int, window: int, top: float | 
     leave the left side blank, gaps (None) stay blank."""
     if width <= 0:
         return ""
-    recent = list(values)[-window:]
-    recent = [None] * (window - len(recent)) + recent
+    known_recent = list(values)[-window:]
+    recent: list[float | None] = [None] * (window - len(known_recent))
+    recent += known_recent
     known = [x for x in recent if x is not None]
     scale = top if top else (max(known) if known else 0)
     out = []

@@ -9,7 +9,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import torch
 from transformers import StoppingCriteria, StoppingCriteriaList
@@ -19,7 +19,8 @@ from gaudi_tui.core.chat.options import GenerationParams
 
 WARMUP_TOKENS = 8
 Message = Mapping[str, str]
-OnText = Callable[[str, int], None]
+OnToken = Callable[[int], None]
+"""Called with the number of tokens generated so far, after each step."""
 
 NO_TEMPLATE_WARNING = (
     "This model's tokenizer has no chat template, so the conversation is sent as a plain "
@@ -34,26 +35,29 @@ class Prompt:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class TokenCounts:
+    """How long the prompt and the answer were, and whether a stop request ended it."""
+
     tokens_in: int
     tokens_out: int
     stopped: bool
 
 
 class TokenStreamer:
-    """A `generate` streamer that reports every new token at once with the text it adds.
+    """A `generate` streamer that reports every new token's count at once and decodes only when
+    asked (`take`), so text is detokenised once per event sent, not once per token.
 
     Text is decoded from the tokens since the last newline, so multi-token characters and
-    byte-level merges come out right; a step that ends inside a character adds no text yet.
+    byte-level merges come out right; text that ends inside a character waits for the rest.
     """
 
-    def __init__(self, tokenizer: Any, on_text: OnText) -> None:
+    def __init__(self, tokenizer: Any, on_token: OnToken) -> None:
         self.tokenizer = tokenizer
-        self.on_text = on_text
+        self.on_token = on_token
         self.count = 0
         self._prompt_seen = False
         self._ids: list[int] = []
-        self._printed = 0
+        self._taken = 0
 
     def put(self, value: torch.Tensor) -> None:
         if not self._prompt_seen:
@@ -62,22 +66,24 @@ class TokenStreamer:
         new = value.reshape(-1).tolist()
         self.count += len(new)
         self._ids.extend(new)
+        self.on_token(self.count)
+
+    def take(self, final: bool = False) -> str:
+        """The text the tokens add since the last take ("" while a character is incomplete,
+        unless `final`)."""
+        if not self._ids:
+            return ""
         text = self.tokenizer.decode(self._ids, skip_special_tokens=True)
-        delta = ""
-        if not text.endswith("\ufffd"):
-            delta = text[self._printed :]
-            self._printed = len(text)
-            if text.endswith("\n"):
-                self._ids, self._printed = [], 0
-        self.on_text(delta, self.count)
+        if text.endswith("\ufffd") and not final:
+            return ""
+        delta = text[self._taken :]
+        self._taken = len(text)
+        if final or text.endswith("\n"):
+            self._ids, self._taken = [], 0
+        return delta
 
     def end(self) -> None:
-        if self._ids:
-            text = self.tokenizer.decode(self._ids, skip_special_tokens=True)
-            delta = text[self._printed :]
-            self._ids, self._printed = [], 0
-            if delta:
-                self.on_text(delta, self.count)
+        pass  # the caller takes the rest with take(final=True)
 
 
 class StopOnEvent(StoppingCriteria):
@@ -87,9 +93,10 @@ class StopOnEvent(StoppingCriteria):
         self.event = event
 
     def __call__(self, input_ids: torch.LongTensor, scores: Any, **kwargs: Any) -> torch.BoolTensor:
-        return torch.full(
+        done = torch.full(
             (input_ids.shape[0],), self.event.is_set(), dtype=torch.bool, device=input_ids.device
         )
+        return cast(torch.BoolTensor, done)  # dtype=torch.bool makes it one; the stubs cannot tell
 
 
 def plain_prompt(messages: Sequence[Message]) -> str:
@@ -159,9 +166,10 @@ def generate(
     params: GenerationParams,
     stop: threading.Event,
     on_start: Callable[[int, list[str]], None],
-    on_text: OnText,
-) -> Outcome:
-    """Stream one answer; `stop` ends it after the current token, keeping what was generated."""
+    streamer: TokenStreamer,
+) -> TokenCounts:
+    """Stream one answer into `streamer`; `stop` ends it after the current token, keeping what
+    was generated."""
     model, tokenizer = loaded.model, loaded.tokenizer
     limit = context_length(model.config, tokenizer)
     prompt = build_prompt(tokenizer, messages, limit, params.max_new_tokens)
@@ -175,7 +183,6 @@ def generate(
     if limit is not None:  # never past the context: models with learned positions would fail
         kwargs["max_new_tokens"] = max(1, min(params.max_new_tokens, limit - len(prompt.input_ids)))
         kwargs["min_new_tokens"] = min(kwargs.get("min_new_tokens", 0), kwargs["max_new_tokens"])
-    streamer = TokenStreamer(tokenizer, on_text)
     with torch.inference_mode():
         model.generate(
             input_ids=ids,
@@ -185,7 +192,7 @@ def generate(
             pad_token_id=pad_token_id(tokenizer),
             **kwargs,
         )
-    return Outcome(len(prompt.input_ids), streamer.count, stop.is_set())
+    return TokenCounts(len(prompt.input_ids), streamer.count, stop.is_set())
 
 
 def warm_up(loaded: Loaded) -> float:
@@ -198,6 +205,6 @@ def warm_up(loaded: Loaded) -> float:
         GenerationParams(max_new_tokens=WARMUP_TOKENS),
         threading.Event(),
         lambda tokens_in, warnings: None,
-        lambda text, n: None,
+        TokenStreamer(loaded.tokenizer, lambda n: None),
     )
     return time.perf_counter() - started

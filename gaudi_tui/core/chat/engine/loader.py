@@ -276,7 +276,7 @@ def memory_report(kind: str) -> MemoryReport:
     if kind == "hpu":
         import torch
 
-        stats = torch.hpu.memory_stats()
+        stats = torch.hpu.memory_stats()  # type: ignore[attr-defined]  # habana_frameworks adds torch.hpu on import
         return MemoryReport("hpu", stats.get("InUse"), stats.get("MaxInUse"), stats.get("Limit"), rss)
     if kind == "cuda":
         import torch

@@ -37,7 +37,9 @@ def query_args(fields: Sequence[str], interval: int | None = None) -> list[str]:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class HlSmiOutput:
+    """What one hl-smi run printed, and what went wrong with it (None: nothing)."""
+
     stdout: str
     fault: Fault | None = None
 
@@ -49,16 +51,16 @@ def _tail(data: bytes, width: int = 160) -> str:
 
 def run_once(
     executable: str, args: Sequence[str], timeout: float, cancel: threading.Event | None = None
-) -> Outcome:
+) -> HlSmiOutput:
     """Run `hl-smi args` once; a timeout or cancel ends it. Never raises."""
     try:
         child = subprocess.Popen(
             [executable, *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )
     except FileNotFoundError:
-        return Outcome("", faults.hl_smi_missing(executable))
+        return HlSmiOutput("", faults.hl_smi_missing(executable))
     except OSError as error:
-        return Outcome("", faults.hl_smi_exited(-1, f"cannot start {executable}: {error.strerror}"))
+        return HlSmiOutput("", faults.hl_smi_exited(-1, f"cannot start {executable}: {error.strerror}"))
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -68,10 +70,10 @@ def run_once(
             if time.monotonic() > deadline or (cancel is not None and cancel.is_set()):
                 child.kill()
                 child.communicate()
-                return Outcome("", faults.hl_smi_hung(timeout))
+                return HlSmiOutput("", faults.hl_smi_hung(timeout))
     if child.returncode != 0:
-        return Outcome(out.decode(errors="replace"), faults.hl_smi_exited(child.returncode, _tail(err)))
-    return Outcome(out.decode(errors="replace"))
+        return HlSmiOutput(out.decode(errors="replace"), faults.hl_smi_exited(child.returncode, _tail(err)))
+    return HlSmiOutput(out.decode(errors="replace"))
 
 
 def read_metadata(executable: str, timeout: float, cancel: threading.Event | None = None) -> Reading:
@@ -95,13 +97,13 @@ def read_csv_once(
     """One `-Q` query: the full field list, then the documented one if this hl-smi refuses it."""
     fault = None
     for fields in (QUERY_FIELDS, BASIC_FIELDS):
-        outcome = run_once(executable, query_args(fields), timeout, cancel)
-        if outcome.fault is None:
-            reading = parse_csv(outcome.stdout, fields)
+        output = run_once(executable, query_args(fields), timeout, cancel)
+        if output.fault is None:
+            reading = parse_csv(output.stdout, fields)
             if reading.devices:
                 return reading, None
-            return None, faults.hl_smi_garbage(outcome.stdout.strip()[:60])
-        fault = outcome.fault
+            return None, faults.hl_smi_garbage(output.stdout.strip()[:60])
+        fault = output.fault
         if not _refused_fields(fault):
             break
     return None, fault

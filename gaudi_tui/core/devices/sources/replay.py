@@ -102,7 +102,7 @@ class ReplayFeed:
         self,
         frames: Sequence[DeviceSnapshot],
         interval: float,
-        on_update: Callable[[MonitorUpdate], None],
+        on_update: Callable[[MonitorUpdate], object],
         cancel: threading.Event,
         host_reader: Callable[[], HostStats | None] | None = None,
     ) -> None:

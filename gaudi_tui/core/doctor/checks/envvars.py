@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from gaudi_tui.core.devices.cardsets import check_modules, visible_modules
 from gaudi_tui.core.doctor.context import CheckContext, Unavailable
-from gaudi_tui.core.doctor.model import Outcome, fail, ok, warn
+from gaudi_tui.core.doctor.model import CheckVerdict, fail, ok, warn
 
 INT64 = "PT_ENABLE_INT64_SUPPORT"
 LAZY = "PT_HPU_LAZY_MODE"
@@ -16,7 +16,7 @@ ALL_DEVICES = ("", "all", "void")
 SUPPORTED = "Intel supports partial-server jobs on the 2-card module sets {0,1} {2,3} {4,5} {6,7} and the 4-card sets {0,1,2,3} {4,5,6,7}"
 
 
-def env_int64(ctx: CheckContext) -> Outcome:
+def env_int64(ctx: CheckContext) -> CheckVerdict:
     raw = ctx.env.get(INT64)
     if raw == "1":
         return ok(f"{INT64}=1: int64 (Long) tensors are supported on the card")
@@ -32,7 +32,7 @@ def env_int64(ctx: CheckContext) -> Outcome:
     )
 
 
-def env_lazy_mode(ctx: CheckContext) -> Outcome:
+def env_lazy_mode(ctx: CheckContext) -> CheckVerdict:
     raw = ctx.env.get(LAZY)
     modes = (
         "Lazy mode (1) accumulates ops into graphs and is needed for HPU graphs; eager mode (0) runs "
@@ -92,7 +92,7 @@ def requested_devices(env: Mapping[str, str]) -> tuple[int, ...] | None:
     return () if raw == "none" else parse_ids(DEVICES, raw)
 
 
-def env_visible_modules(ctx: CheckContext) -> Outcome:
+def env_visible_modules(ctx: CheckContext) -> CheckVerdict:
     try:
         modules = requested_modules(ctx.env)
         devices = requested_devices(ctx.env)

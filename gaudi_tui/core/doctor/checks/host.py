@@ -11,7 +11,7 @@ from gaudi_tui.core.devices.cardsets import SUPPORTED_SETS, visible_modules
 from gaudi_tui.core.devices.model import DeviceSnapshot
 from gaudi_tui.core.doctor.checks.envvars import requested_modules
 from gaudi_tui.core.doctor.context import CheckContext, Unavailable
-from gaudi_tui.core.doctor.model import Outcome, fail, ok, skip, warn
+from gaudi_tui.core.doctor.model import CheckVerdict, fail, ok, skip, warn
 
 SHM_MIN_BYTES = 1 << 30
 DOCKER_FLAGS = (
@@ -33,7 +33,7 @@ def device_nodes(ctx: CheckContext) -> list[str]:
     return sorted(found, key=lambda p: (len(p), p))
 
 
-def driver_loaded(ctx: CheckContext) -> Outcome:
+def driver_loaded(ctx: CheckContext) -> CheckVerdict:
     module = ctx.host_path("/sys/module/habanalabs")
     nodes = device_nodes(ctx)
     try:
@@ -64,7 +64,7 @@ def driver_loaded(ctx: CheckContext) -> Outcome:
     )
 
 
-def hlsmi_present(ctx: CheckContext) -> Outcome:
+def hlsmi_present(ctx: CheckContext) -> CheckVerdict:
     path = ctx.which("hl-smi")
     if path:
         return ok(
@@ -113,7 +113,7 @@ CONTAINER_PIDS = (
 )
 
 
-def host_container(ctx: CheckContext) -> Outcome:
+def host_container(ctx: CheckContext) -> CheckVerdict:
     found = detect_container(ctx)
     if found is None:
         return ok(
@@ -145,7 +145,7 @@ def _modules_by_index(snapshot: DeviceSnapshot | None) -> dict[int, int]:
     return {d.index: d.module_id for d in snapshot.devices if d.module_id is not None}
 
 
-def cards_detected(ctx: CheckContext) -> Outcome:
+def cards_detected(ctx: CheckContext) -> CheckVerdict:
     try:
         snapshot = ctx.snapshot()
     except Unavailable as exc:
@@ -228,7 +228,7 @@ def _wanted(ctx: CheckContext, modules: dict[int, int], everything: set[int]) ->
     return everything, None
 
 
-def cards_busy(ctx: CheckContext) -> Outcome:
+def cards_busy(ctx: CheckContext) -> CheckVerdict:
     try:
         snapshot: DeviceSnapshot | None = ctx.snapshot()
     except Unavailable:

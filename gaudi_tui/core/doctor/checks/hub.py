@@ -10,7 +10,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from gaudi_tui.core.doctor.context import CheckContext
-from gaudi_tui.core.doctor.model import Outcome, fail, ok, warn
+from gaudi_tui.core.doctor.model import CheckVerdict, fail, ok, warn
 
 GIB = 1 << 30
 CACHE_FAIL_GIB = 5
@@ -45,7 +45,7 @@ def _existing(path: Path) -> Path:
     return path
 
 
-def hf_cache_space(ctx: CheckContext) -> Outcome:
+def hf_cache_space(ctx: CheckContext) -> CheckVerdict:
     cache = hub_cache(ctx.env)
     where = _existing(cache)
     if not os.access(where, os.W_OK):
@@ -64,7 +64,7 @@ def hf_cache_space(ctx: CheckContext) -> Outcome:
     return ok(finding, sizes)
 
 
-def hf_hub_reachable(ctx: CheckContext) -> Outcome:
+def hf_hub_reachable(ctx: CheckContext) -> CheckVerdict:
     offline = ctx.env.get("HF_HUB_OFFLINE", "").strip().lower()
     if offline in TRUE:
         return ok(
@@ -90,7 +90,7 @@ def hf_hub_reachable(ctx: CheckContext) -> Outcome:
     return ok(f"{endpoint.hostname} is reachable{via}")
 
 
-def hf_token(ctx: CheckContext) -> Outcome:
+def hf_token(ctx: CheckContext) -> CheckVerdict:
     gated = "Gated models (Llama, Gemma, …) need a token: `hf auth login`, or export HF_TOKEN."
     for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
         if ctx.env.get(name):

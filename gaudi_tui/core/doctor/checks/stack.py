@@ -8,8 +8,8 @@ import re
 from gaudi_tui.core.accelerator import MIN_ACCELERATE_FOR_HPU
 from gaudi_tui.core.doctor.child import run_probe
 from gaudi_tui.core.doctor.context import CheckContext, Unavailable
-from gaudi_tui.core.doctor.model import Outcome, fail, ok, skip, warn
-from gaudi_tui.core.doctor.versions import at_least, dotted, minor
+from gaudi_tui.core.doctor.model import CheckVerdict, fail, ok, skip, warn
+from gaudi_tui.core.versions import at_least, dotted, minor
 
 PLUGIN = "habana-torch-plugin"
 N_MINUS_1_SINCE = (1, 17)
@@ -26,7 +26,7 @@ KEEP_TORCH = (
 )
 
 
-def plugin_importable(ctx: CheckContext) -> Outcome:
+def plugin_importable(ctx: CheckContext) -> CheckVerdict:
     facts = run_probe(ctx, "plugin")
     if not facts.get("found"):
         return fail(
@@ -51,7 +51,7 @@ def plugin_importable(ctx: CheckContext) -> Outcome:
     )
 
 
-def plugin_driver_match(ctx: CheckContext) -> Outcome:
+def plugin_driver_match(ctx: CheckContext) -> CheckVerdict:
     plugin = ctx.version(PLUGIN)
     if plugin is None:
         return skip(f"{PLUGIN} is not installed (see plugin.importable)")
@@ -91,7 +91,7 @@ def plugin_driver_match(ctx: CheckContext) -> Outcome:
     )
 
 
-def torch_habana_build(ctx: CheckContext) -> Outcome:
+def torch_habana_build(ctx: CheckContext) -> CheckVerdict:
     version = ctx.version("torch")
     if version is None:
         return fail("torch is not installed", "Every model and job needs torch.", INSTALL_GAUDI)
@@ -123,7 +123,7 @@ def torch_habana_build(ctx: CheckContext) -> Outcome:
     )
 
 
-def accelerate_version(ctx: CheckContext) -> Outcome:
+def accelerate_version(ctx: CheckContext) -> CheckVerdict:
     version = ctx.version("accelerate")
     floor = dotted(MIN_ACCELERATE_FOR_HPU)
     silent = (
@@ -140,7 +140,7 @@ def accelerate_version(ctx: CheckContext) -> Outcome:
     return ok(f"accelerate {version} (≥ {floor}, which is_torch_hpu_available() needs)")
 
 
-def transformers_hpu_available(ctx: CheckContext) -> Outcome:
+def transformers_hpu_available(ctx: CheckContext) -> CheckVerdict:
     facts = run_probe(ctx, "hpu")
     if "transformers_error" in facts:
         return fail(
@@ -174,7 +174,7 @@ def transformers_hpu_available(ctx: CheckContext) -> Outcome:
     )
 
 
-def hccl_available(ctx: CheckContext) -> Outcome:
+def hccl_available(ctx: CheckContext) -> CheckVerdict:
     facts = run_probe(ctx, "hccl")
     if not facts.get("found"):
         return skip("habana_frameworks is not installed (see plugin.importable)")
@@ -191,7 +191,7 @@ def hccl_available(ctx: CheckContext) -> Outcome:
     )
 
 
-def bnb_gaudi(ctx: CheckContext) -> Outcome:
+def bnb_gaudi(ctx: CheckContext) -> CheckVerdict:
     version = ctx.version("bitsandbytes")
     since = dotted(BNB_GAUDI_SINCE)
     fix = f"pip install -U 'bitsandbytes>={since}'   ({KEEP_TORCH})"
@@ -218,7 +218,7 @@ def bnb_gaudi(ctx: CheckContext) -> Outcome:
     return ok(f"bitsandbytes {version}: on Gaudi, 4-bit NF4 only", can)
 
 
-def peft_installed(ctx: CheckContext) -> Outcome:
+def peft_installed(ctx: CheckContext) -> CheckVerdict:
     version = ctx.version("peft")
     fix = f"pip install -U 'peft>={dotted(PEFT_MIN)}'   ({KEEP_TORCH})"
     why = "PEFT adds the LoRA adapters of LoRA and QLoRA jobs."

@@ -81,7 +81,7 @@ def memory_mib(device: str) -> float | None:
     """Memory in use by this process on its device (host RSS on CPU)."""
     try:
         if device == "hpu":
-            hpu = torch.hpu  # type: ignore[attr-defined]
+            hpu = torch.hpu  # type: ignore[attr-defined]  # habana_frameworks adds torch.hpu on import
             used = hpu.memory_allocated() if hasattr(hpu, "memory_allocated") else hpu.memory_stats()["InUse"]
             return used / 2**20
         if device == "cuda":
