@@ -9,6 +9,7 @@ from gaudi_tui.core import settings
 from gaudi_tui.core.devices.sources.replay import Replay, resolve
 from gaudi_tui.ui.app import GaudiApp
 from gaudi_tui.ui.bindings import own_bindings
+from gaudi_tui.ui.screens.chat import ChatScreen
 from gaudi_tui.ui.screens.devices import DevicesScreen
 from gaudi_tui.ui.screens.help import HelpScreen, binding_rows
 from gaudi_tui.ui.widgets.device_table import DeviceTable
@@ -114,7 +115,9 @@ async def test_refresh_interval_and_chat_defaults_reach_their_screens() -> None:
         assert isinstance(app.screen, DevicesScreen) and app.screen.config.interval == 3.0
         await pilot.press("3")
         await pilot.pause(0.3)
-        options = app.screen.options  # type: ignore[attr-defined]  # the Chat screen
+        chat = app.screen
+        assert isinstance(chat, ChatScreen)
+        options = chat.session.options
         assert (options.model, options.dtype, options.trust_remote_code) == (
             "/models/mine",
             "bfloat16",
