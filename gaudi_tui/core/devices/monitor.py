@@ -23,13 +23,10 @@ from gaudi_tui.core.devices.query import with_kernel_facts
 from gaudi_tui.core.devices.reading import Reading, merge
 from gaudi_tui.core.devices.sources import hlsmi
 from gaudi_tui.core.devices.sources.hlml import HlmlSource
-from gaudi_tui.core.devices.sources.host import HostReader, HostStats
+from gaudi_tui.core.devices.sources.host import FIRST_HOST_S, HostReader, HostStats
 from gaudi_tui.core.devices.sources.library import SourceUnavailable
 from gaudi_tui.core.devices.sources.nvml import NvmlSource
 from gaudi_tui.core.devices.usage import holder_processes
-
-FIRST_HOST_S = 3.0
-"""The host row's first CPU % is averaged over this long (then every refresh)."""
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,9 @@
 """Devices: the live device map, card holders, and choosing the cards a job may use.
 
-A thread worker runs the device feed (`core.devices.monitor.DeviceMonitor`: HLML, one long-lived
-hl-smi child, NVML or host only) and posts each refresh as a message; this screen only draws.
+A thread runs the device feed (`core.devices.monitor.DeviceMonitor`: HLML, one long-lived hl-smi
+child, NVML or host only) and posts each refresh as a message; a second thread posts the host
+figures on their own timer, so the host row stays live whatever the device source does. This
+screen only draws.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from gaudi_tui.core.devices.history import History
 from gaudi_tui.core.devices.holders import CardHolder
 from gaudi_tui.core.devices.model import Device, DeviceSnapshot
 from gaudi_tui.core.devices.monitor import DeviceMonitor, MonitorConfig, MonitorUpdate, quick_fault
+from gaudi_tui.core.devices.sources.host import HostStats, tick_host
 from gaudi_tui.core.devices.usage import CardUse, card_uses
 from gaudi_tui.ui.screens.base import PanelScreen
 from gaudi_tui.ui.widgets.confirm import ConfirmScreen
@@ -53,12 +56,19 @@ class Feed(Protocol):
 
 
 FeedFactory = Callable[[Callable[[MonitorUpdate], None], threading.Event], Feed]
+HostReading = Callable[[], HostStats | None]
 
 
 class DevicesUpdated(Message):
     def __init__(self, update: MonitorUpdate) -> None:
         super().__init__()
         self.update = update
+
+
+class HostUpdated(Message):
+    def __init__(self, stats: HostStats) -> None:
+        super().__init__()
+        self.stats = stats
 
 
 class HolderSignalled(Message):
@@ -94,12 +104,22 @@ class DevicesScreen(PanelScreen):
         Binding("r", "retry", "Retry now", id="devices.retry", show=False),
     ]
 
-    def __init__(self, config: MonitorConfig | None = None, feed: FeedFactory | None = None) -> None:
+    def __init__(
+        self,
+        config: MonitorConfig | None = None,
+        feed: FeedFactory | None = None,
+        host_reader: HostReading | None = None,
+    ) -> None:
+        """`feed` and `host_reader` replace the device monitor and the psutil reader (tests)."""
         super().__init__()
         self.config = config or MonitorConfig()
         self.make_feed: FeedFactory = feed or (
-            lambda on_update, cancel: DeviceMonitor(self.config, on_update, cancel)
+            # The host row has its own timer here, so the monitor does not read it.
+            lambda on_update, cancel: DeviceMonitor(self.config, on_update, cancel, host_reader=_no_host)
         )
+        self.host_reader = host_reader
+        self.host: HostStats | None = None
+        self._host_cancel = threading.Event()
         self.history = History(seconds=300, interval=self.config.interval)
         self.latest: MonitorUpdate | None = None
         self.uses: dict[int, CardUse] = {}
@@ -122,11 +142,17 @@ class DevicesScreen(PanelScreen):
         self.chosen = set(getattr(self.app, "selected_cards", ()) or ())
         fault = quick_fault(self.config)
         self._show_banner(fault.banner() if fault else None)
-        empty = MonitorUpdate(DeviceSnapshot(source="none"), None, ())
-        _show(self.query_one("#devices-status", Static), self._status_text(empty))
+        _show(self.query_one("#devices-status", Static), self._status_text(_EMPTY))
         self._render_choice()
         self._render_detail()
         self.start_feed()
+        threading.Thread(
+            target=tick_host,
+            args=(lambda stats: self.post_message(HostUpdated(stats)), self._host_cancel),
+            kwargs={"interval": self.config.interval, "reader": self.host_reader},
+            name="host row",
+            daemon=True,
+        ).start()
 
     # -- the feed -------------------------------------------------------------------------------
     def start_feed(self) -> None:
@@ -153,11 +179,17 @@ class DevicesScreen(PanelScreen):
         if self.is_current:
             self._redraw()
 
+    def on_host_updated(self, message: HostUpdated) -> None:
+        self.host = message.stats
+        if self.is_current:
+            _show(self.query_one("#devices-status", Static), self._status_text(self.latest or _EMPTY))
+
     def on_screen_resume(self) -> None:
         if self.latest is not None:
             self._redraw()
 
     def on_unmount(self) -> None:
+        self._host_cancel.set()
         self._stop_feed(wait=3.0)
 
     # -- drawing --------------------------------------------------------------------------------
@@ -185,7 +217,8 @@ class DevicesScreen(PanelScreen):
 
     def _status_text(self, update: MonitorUpdate) -> str:
         snapshot = update.snapshot
-        host = update.host.describe() if update.host else "host: measuring…"
+        stats = self.host or update.host
+        host = stats.describe() if stats else "host: measuring…"
         parts = [f"{len(snapshot.devices)} cards via {snapshot.source}"]
         if snapshot.hl_smi_version:
             parts.append(f"hl-smi {snapshot.hl_smi_version}")
@@ -414,6 +447,13 @@ def _show(widget: Static, content: str | Text) -> None:
         return
     widget.update(content, layout=seen is None or seen[1] != shape)
     _SHOWN[widget] = (content, shape)
+
+
+_EMPTY = MonitorUpdate(DeviceSnapshot(source="none"), None, ())
+
+
+def _no_host() -> None:
+    return None
 
 
 def _run_feed(feed: Feed) -> None:
