@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test lint format screenshots bench demo-model clean
+.PHONY: help install system run test lint format screenshots bench demo-model clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-12s %s\n",$$1,$$2}'
@@ -19,9 +19,14 @@ install: $(STAMP) ## create .venv and install gaudi-tui (keeps an existing torch
 run: $(STAMP) ## open the panel (demo model, no network needed)
 	$(VENV)/bin/gaudi-tui
 
-test: $(STAMP) ## lint, then the whole test suite (unit, Pilot, snapshots, end-to-end)
-	$(VENV)/bin/ruff check .
+# Checks `make test` runs before the suite; append a target name here to add one (e.g. mypy).
+TEST_CHECKS := lint
+
+test: $(STAMP) system $(TEST_CHECKS) ## install what tests need, lint, then the whole suite (unit, Pilot, snapshots, end-to-end)
 	$(PY) -m pytest -q -p no:cacheprovider
+
+system: ## install tmux and prometheus for the tests where possible (root or password-less sudo)
+	@bash scripts/install-system.sh
 
 lint: $(STAMP) ## ruff check and format check
 	$(VENV)/bin/ruff check .
