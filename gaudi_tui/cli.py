@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from gaudi_tui import __version__
-from gaudi_tui.commands import register_all
+
+if TYPE_CHECKING:
+    import argparse
 
 DESCRIPTION = """\
 A keyboard-driven control panel for Intel Gaudi hosts.
@@ -18,6 +20,10 @@ Falls back from Gaudi (hpu) to CUDA to CPU; the embedded demo model works offlin
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import argparse  # here, not at the top: `gaudi-tui` alone opens the panel without it
+
+    from gaudi_tui.commands import register_all
+
     parser = argparse.ArgumentParser(
         prog="gaudi-tui", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -38,6 +44,8 @@ def run_tui() -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if not (sys.argv[1:] if argv is None else argv):
+        return run_tui()  # the panel at once: no parser, no headless command modules to import
     args = build_parser().parse_args(argv)
     if args.command is None:
         return run_tui()

@@ -6,6 +6,7 @@ import importlib
 import logging
 import socket
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from textual import work
 from textual.app import App, SystemCommand
@@ -14,10 +15,10 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.worker import get_current_worker
 
-from gaudi_tui.core import accelerator as accel_mod
-from gaudi_tui.core.accelerator import Accelerator
 from gaudi_tui.ui.screens.devices import DevicesScreen
-from gaudi_tui.ui.screens.help import HelpScreen
+
+if TYPE_CHECKING:  # the probe's module loads in its worker, after the first frame
+    from gaudi_tui.core.accelerator import Accelerator
 
 log = logging.getLogger(__name__)
 
@@ -91,11 +92,15 @@ class GaudiApp(App[int]):
         thread=True, exclusive=True, exit_on_error=False, group="accelerator", description="accelerator probe"
     )
     def detect_accelerator(self) -> None:
+        from gaudi_tui.core import accelerator as accel_mod
+
         found = accel_mod.probe(cancel=get_current_worker().cancelled_event)
         log.info("accelerator: %s (%s)", found.kind, found.reason)
         self.call_from_thread(setattr, self, "accelerator", found)
 
     def action_help(self) -> None:
+        from gaudi_tui.ui.screens.help import HelpScreen
+
         if isinstance(self.screen, HelpScreen):
             return
         self.push_screen(HelpScreen(self.screen))

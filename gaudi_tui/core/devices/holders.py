@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-DEFAULT_NODE_PATTERN = r"^/dev/(?:accel/accel|hl)(\d+)$"
+from gaudi_tui.core.devices.feed import DEFAULT_NODE_PATTERN
 
 
 @dataclass(frozen=True)

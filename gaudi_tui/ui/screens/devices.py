@@ -14,7 +14,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from rich.text import Text
 from textual import work
@@ -25,17 +25,19 @@ from textual.message import Message
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
-from gaudi_tui.core.devices import cardsets, holders
+from gaudi_tui.core.devices import cardsets
+from gaudi_tui.core.devices.feed import MonitorConfig, MonitorUpdate, quick_fault
 from gaudi_tui.core.devices.history import History
-from gaudi_tui.core.devices.holders import CardHolder
 from gaudi_tui.core.devices.model import Device, DeviceSnapshot
-from gaudi_tui.core.devices.monitor import DeviceMonitor, MonitorConfig, MonitorUpdate, quick_fault
-from gaudi_tui.core.devices.sources.host import HostStats, tick_host
 from gaudi_tui.core.devices.usage import CardUse, card_uses
 from gaudi_tui.ui.screens.base import PanelScreen
 from gaudi_tui.ui.widgets.confirm import ConfirmScreen
 from gaudi_tui.ui.widgets.device_table import DeviceTable
 from gaudi_tui.ui.widgets.sparkline_text import spark
+
+if TYPE_CHECKING:  # the sources, parsers and psutil load in the feed threads, after the first frame
+    from gaudi_tui.core.devices.holders import CardHolder
+    from gaudi_tui.core.devices.sources.host import HostStats
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +58,7 @@ class Feed(Protocol):
 
 
 FeedFactory = Callable[[Callable[[MonitorUpdate], None], threading.Event], Feed]
-HostReading = Callable[[], HostStats | None]
+HostReading = Callable[[], "HostStats | None"]
 
 
 class DevicesUpdated(Message):
@@ -113,10 +115,7 @@ class DevicesScreen(PanelScreen):
         """`feed` and `host_reader` replace the device monitor and the psutil reader (tests)."""
         super().__init__()
         self.config = config or MonitorConfig()
-        self.make_feed: FeedFactory = feed or (
-            # The host row has its own timer here, so the monitor does not read it.
-            lambda on_update, cancel: DeviceMonitor(self.config, on_update, cancel, host_reader=_no_host)
-        )
+        self.make_feed: FeedFactory = feed or self._device_monitor
         self.host_reader = host_reader
         self.host: HostStats | None = None
         self._host_cancel = threading.Event()
@@ -145,14 +144,26 @@ class DevicesScreen(PanelScreen):
         _show(self.query_one("#devices-status", Static), self._status_text(_EMPTY))
         self._render_choice()
         self._render_detail()
+        self.call_after_refresh(self._start_threads)  # the first frame first; the feeds load their sources
+
+    def _start_threads(self) -> None:
+        if self._host_cancel.is_set():  # unmounted before its first frame
+            return
         self.start_feed()
-        threading.Thread(
-            target=tick_host,
-            args=(lambda stats: self.post_message(HostUpdated(stats)), self._host_cancel),
-            kwargs={"interval": self.config.interval, "reader": self.host_reader},
-            name="host row",
-            daemon=True,
-        ).start()
+        threading.Thread(target=self._tick_host, name="host row", daemon=True).start()
+
+    def _tick_host(self) -> None:
+        from gaudi_tui.core.devices.sources.host import tick_host
+
+        post = lambda stats: self.post_message(HostUpdated(stats))  # noqa: E731
+        tick_host(post, self._host_cancel, self.config.interval, self.host_reader)
+
+    def _device_monitor(self, on_update: Callable[[MonitorUpdate], None], cancel: threading.Event) -> Feed:
+        """The real feed; built in the feed thread, so the sources and parsers load there. The host
+        row has its own timer here, so the monitor does not read it."""
+        from gaudi_tui.core.devices.monitor import DeviceMonitor
+
+        return DeviceMonitor(self.config, on_update, cancel, host_reader=_no_host)
 
     # -- the feed -------------------------------------------------------------------------------
     def start_feed(self) -> None:
@@ -160,10 +171,18 @@ class DevicesScreen(PanelScreen):
         screen's whole life, and workers are for jobs that finish (the app waits for those)."""
         self._stop_feed()
         cancel = threading.Event()
-        feed = self.make_feed(lambda update: self.post_message(DevicesUpdated(update)), cancel)
-        thread = threading.Thread(target=_run_feed, args=(feed,), name="device feed", daemon=True)
-        self._feed, self._feed_cancel, self._feed_thread = feed, cancel, thread
+        thread = threading.Thread(target=self._run_feed, args=(cancel,), name="device feed", daemon=True)
+        self._feed_cancel, self._feed_thread = cancel, thread
         thread.start()
+
+    def _run_feed(self, cancel: threading.Event) -> None:
+        try:
+            feed = self.make_feed(lambda update: self.post_message(DevicesUpdated(update)), cancel)
+            if not cancel.is_set():
+                self._feed = feed
+                feed.run()
+        except Exception:  # a feed bug must not take the panel down; the map just stops updating
+            log.exception("device feed failed")
 
     def _stop_feed(self, wait: float = 0.0) -> None:
         """Cancel the feed; with `wait`, give it that long to end its hl-smi child."""
@@ -388,6 +407,8 @@ class DevicesScreen(PanelScreen):
             why = use.explanation() if use else None
             self.notify(why or "No visible process holds this card.", severity="warning")
             return
+        from gaudi_tui.core.devices import holders
+
         holder = use.holders[0]
         refusal = holders.can_signal(holder, self.config.proc_root)
         if refusal:
@@ -403,6 +424,8 @@ class DevicesScreen(PanelScreen):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="stop-holder", description="stop holder")
     def _signal(self, holder: CardHolder, sig: signal.Signals) -> None:
+        from gaudi_tui.core.devices import holders
+
         refusal = holders.send(holder, sig, self.config.proc_root)
         grace = TERM_GRACE_S if sig == signal.SIGTERM else 2.0
         gone = refusal is None and holders.wait_gone(
@@ -454,13 +477,6 @@ _EMPTY = MonitorUpdate(DeviceSnapshot(source="none"), None, ())
 
 def _no_host() -> None:
     return None
-
-
-def _run_feed(feed: Feed) -> None:
-    try:
-        feed.run()
-    except Exception:  # a feed bug must not take the panel down; the map just stops updating
-        log.exception("device feed failed")
 
 
 def _fmt(value: float | int | None) -> str:
