@@ -29,7 +29,7 @@ RUNS = int(os.environ.get("BENCH_RUNS", "9"))
 TIMEOUT_S = 60.0
 FAKE_BIN = ROOT / "tests" / "fakes" / "bin"
 
-MINIMAL_APP = '''\
+MINIMAL_APP = """\
 from textual.app import App
 from textual.widgets import Footer, Header, Static
 
@@ -46,7 +46,7 @@ class Minimal(App):
 
 def main():
     return Minimal().run()
-'''
+"""
 
 
 def console_script(python: str, module: str) -> str:
@@ -72,7 +72,9 @@ def time_to(argv: list[str], markers: list[str], env: dict[str, str]) -> list[fl
     try:
         while len(found) < len(markers):
             if time.perf_counter() - start > TIMEOUT_S:
-                raise RuntimeError(f"{argv[0]}: {markers[len(found)]!r} did not appear: {_plain(seen)[-400:]}")
+                raise RuntimeError(
+                    f"{argv[0]}: {markers[len(found)]!r} did not appear: {_plain(seen)[-400:]}"
+                )
             ready, _, _ = select.select([fd], [], [], 0.05)
             if ready:
                 try:
@@ -146,7 +148,9 @@ def main() -> int:
     minimal = work / "minimal-app"
     minimal.write_text(console_script(python, "minimal_app"))
     minimal.chmod(0o755)
-    base = dict(os.environ, TERM="xterm-256color", COLUMNS="100", LINES="30", GAUDI_TUI_HOME=str(work / "home"))
+    base = dict(
+        os.environ, TERM="xterm-256color", COLUMNS="100", LINES="30", GAUDI_TUI_HOME=str(work / "home")
+    )
     base.pop("NO_COLOR", None)
     minimal_env = dict(base, PYTHONPATH=str(work))
     plain_env = dict(base, PATH=os.pathsep.join([str(Path(python).parent), "/usr/bin", "/bin"]))
@@ -158,7 +162,13 @@ def main() -> int:
     for name in [n for n in fake_env if n.startswith("FAKE_HLSMI_") and n != "FAKE_HLSMI_SAMPLES_DIR"]:
         del fake_env[name]
 
-    firsts: dict[str, list[float]] = {"minimal": [], "gaudi": [], "gaudi_map_first": [], "map": [], "fake": []}
+    firsts: dict[str, list[float]] = {
+        "minimal": [],
+        "gaudi": [],
+        "gaudi_map_first": [],
+        "map": [],
+        "fake": [],
+    }
     try:
         time_to([str(minimal)], ["hello"], minimal_env)  # warm the file cache
         time_to([str(gaudi)], ["gaudi-tui"], plain_env)

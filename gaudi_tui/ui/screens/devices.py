@@ -42,6 +42,10 @@ if TYPE_CHECKING:  # the sources, parsers and psutil load in the feed threads, a
 log = logging.getLogger(__name__)
 
 DETAIL_SPARK = 50
+DETAIL_NOTE = (
+    "Sparklines: last 5 minutes, left to right. HBM rsvd = hl-smi memory.used (reserved, not in use); "
+    "power from `-Q power.draw` is the 54 V rail only."
+)
 TERM_GRACE_S = 5.0
 SORTS: tuple[tuple[str, str | None, Callable[[Device], float]], ...] = (
     ("index", None, lambda d: d.index),
@@ -95,6 +99,8 @@ class DevicesScreen(PanelScreen):
     DevicesScreen #devices-status { height: auto; padding: 0 1; color: $text-muted; }
     DevicesScreen #devices-choice { height: auto; padding: 0 1; border-top: solid $primary; }
     DevicesScreen #devices-detail-box { height: 1fr; border-top: solid $primary; padding: 0 1; }
+    DevicesScreen #devices-detail-note { color: $text-muted; }
+    DevicesScreen #devices-detail-note.-hidden { display: none; }
     """
     BINDINGS = [
         Binding("space", "toggle_card", "Choose", id="devices.choose"),
@@ -118,6 +124,7 @@ class DevicesScreen(PanelScreen):
         self.make_feed: FeedFactory = feed or self._device_monitor
         self.host_reader = host_reader
         self.host: HostStats | None = None
+        self._latest_at = float("-inf")
         self._host_cancel = threading.Event()
         self.history = History(seconds=300, interval=self.config.interval)
         self.latest: MonitorUpdate | None = None
@@ -136,6 +143,8 @@ class DevicesScreen(PanelScreen):
         yield Static("", id="devices-choice", markup=False)
         with VerticalScroll(id="devices-detail-box"):
             yield Static("", id="devices-detail", markup=False)
+            # Constant, so apart from the detail: the detail is drawn again every refresh, this never.
+            yield Static(DETAIL_NOTE, id="devices-detail-note", markup=False, classes="-hidden")
 
     def on_mount(self) -> None:
         self.chosen = set(getattr(self.app, "selected_cards", ()) or ())
@@ -192,15 +201,19 @@ class DevicesScreen(PanelScreen):
             self._feed_thread.join(wait)
 
     def on_devices_updated(self, message: DevicesUpdated) -> None:
-        self.latest = message.update
+        self.latest, self._latest_at = message.update, time.monotonic()
         self.history.add(message.update.snapshot)
         self.uses = card_uses(message.update.snapshot, message.update.holders)
         if self.is_current:
             self._redraw()
 
     def on_host_updated(self, message: HostUpdated) -> None:
+        """New host figures. While the device feed refreshes, they are drawn with its next update (one
+        repaint per interval, not two); when it is quiet (a hanging hl-smi, the metadata reads, a
+        backoff wait), they are drawn at once."""
         self.host = message.stats
-        if self.is_current:
+        feed_quiet = time.monotonic() - self._latest_at > 1.5 * self.config.interval
+        if self.is_current and feed_quiet:
             _show(self.query_one("#devices-status", Static), self._status_text(self.latest or _EMPTY))
 
     def on_screen_resume(self) -> None:
@@ -253,6 +266,7 @@ class DevicesScreen(PanelScreen):
     def _render_detail(self) -> None:
         detail = self.query_one("#devices-detail", Static)
         device = self._current_device()
+        self.query_one("#devices-detail-note").set_class(device is None, "-hidden")
         if device is None:
             _show(
                 detail,
@@ -302,11 +316,7 @@ class DevicesScreen(PanelScreen):
             text.append(f"hl-smi lists PID {process.pid} {process.name} ({_fmt(process.memory_mib)} MiB)\n")
         if use and (why := use.explanation()):
             text.append("Busy, holder not visible: " + why + "\n", style="yellow")
-        text.append(
-            "Sparklines: last 5 minutes, left to right. HBM rsvd = hl-smi memory.used (reserved, not in use); "
-            "power from `-Q power.draw` is the 54 V rail only.",
-            style="dim",
-        )
+        text.rstrip()
         return text
 
     def _render_choice(self) -> None:
