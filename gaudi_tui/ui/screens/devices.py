@@ -164,7 +164,9 @@ class DevicesScreen(PanelScreen):
     def _tick_host(self) -> None:
         from gaudi_tui.core.devices.sources.host import tick_host
 
-        post = lambda stats: self.post_message(HostUpdated(stats))  # noqa: E731
+        def post(stats: HostStats) -> None:
+            self.post_message(HostUpdated(stats))
+
         tick_host(post, self._host_cancel, self.config.interval, self.host_reader)
 
     def _device_monitor(self, on_update: Callable[[MonitorUpdate], None], cancel: threading.Event) -> Feed:
