@@ -240,9 +240,9 @@ def test_snapshot_of_an_8_card_map(snap_compare) -> None:
 
 
 async def test_the_host_row_stays_live_while_hl_smi_hangs(fake_hl_smi) -> None:  # noqa: ANN001
-    """The real device monitor against a hanging hl-smi (its first metadata read waits 10 s, twice):
+    """The real device monitor against a hanging hl-smi (the metadata reads wait out their 10 s, then the loop prints nothing):
     the host row has its own timer, so it still refreshes every second."""
-    fake_hl_smi.set(fault="hang")
+    fake_hl_smi.set(fault="hang", after="0")  # every command hangs before printing anything
     reads: list[float] = []
 
     def counting_host() -> HostStats:  # real timing; the CPU figure counts the reads so each differs

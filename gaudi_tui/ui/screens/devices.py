@@ -20,8 +20,9 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
@@ -97,6 +98,7 @@ class DevicesScreen(PanelScreen):
     DevicesScreen #devices-banner { display: none; border: round $warning; padding: 0 1; height: auto; }
     DevicesScreen #devices-banner.shown { display: block; }
     DevicesScreen #devices-status { height: auto; padding: 0 1; color: $text-muted; }
+    DevicesScreen #devices-body { height: 1fr; }
     DevicesScreen #devices-choice { height: auto; padding: 0 1; border-top: solid $primary; }
     DevicesScreen #devices-detail-box { height: 1fr; border-top: solid $primary; padding: 0 1; }
     DevicesScreen #devices-detail-note { color: $text-muted; }
@@ -134,32 +136,53 @@ class DevicesScreen(PanelScreen):
         self._feed: Feed | None = None
         self._feed_cancel: threading.Event | None = None
         self._feed_thread: threading.Thread | None = None
+        self._built = False
+        """The map (table, choice, detail) is mounted after the first frame."""
 
     # -- layout -------------------------------------------------------------------------------
     def compose_body(self) -> ComposeResult:
         yield Static("", id="devices-banner", markup=False)
         yield Static("host: measuring…", id="devices-status", markup=False)
-        yield DeviceTable(id="devices-table")
-        yield Static("", id="devices-choice", markup=False)
-        with VerticalScroll(id="devices-detail-box"):
-            yield Static("", id="devices-detail", markup=False)
-            # Constant, so apart from the detail: the detail is drawn again every refresh, this never.
-            yield Static(DETAIL_NOTE, id="devices-detail-note", markup=False, classes="-hidden")
+        yield Vertical(id="devices-body")  # filled after the first frame (`_after_first_frame`)
+
+    def _compose_map(self) -> list[Widget]:
+        return [
+            DeviceTable(id="devices-table"),
+            Static("", id="devices-choice", markup=False),
+            VerticalScroll(
+                Static("", id="devices-detail", markup=False),
+                # Constant, so apart from the detail: the detail is drawn again every refresh, this never.
+                Static(DETAIL_NOTE, id="devices-detail-note", markup=False, classes="-hidden"),
+                id="devices-detail-box",
+            ),
+        ]
 
     def on_mount(self) -> None:
         self.chosen = set(getattr(self.app, "selected_cards", ()) or ())
         fault = quick_fault(self.config)
         self._show_banner(fault.banner() if fault else None)
         _show(self.query_one("#devices-status", Static), self._status_text(_EMPTY))
-        self._render_choice()
-        self._render_detail()
-        self.call_after_refresh(self._start_threads)  # the first frame first; the feeds load their sources
+        # The first frame first (header, host row, footer); then the feeds start (they load their
+        # sources, and hl-smi starts while the map is built) and the map is built.
+        self.call_after_refresh(self._after_first_frame)
 
-    def _start_threads(self) -> None:
+    async def _after_first_frame(self) -> None:
         if self._host_cancel.is_set():  # unmounted before its first frame
             return
         self.start_feed()
         threading.Thread(target=self._tick_host, name="host row", daemon=True).start()
+        await self.query_one("#devices-body", Vertical).mount_all(self._compose_map())
+        self._built = True
+        if self.focused is None:  # as if it had been composed: the map takes the keys
+            self.query_one(DeviceTable).focus()
+        if self.sort:
+            _, column, _ = SORTS[self.sort]
+            self.query_one(DeviceTable).label_sort(column, "▲" if column == "mod" else "▼")
+        if self.latest is not None:
+            self._redraw()
+        else:
+            self._render_choice()
+            self._render_detail()
 
     def _tick_host(self) -> None:
         from gaudi_tui.core.devices.sources.host import tick_host
@@ -238,7 +261,7 @@ class DevicesScreen(PanelScreen):
 
     def _redraw(self) -> None:
         update = self.latest
-        if update is None:
+        if update is None or not self._built:
             return
         self._show_banner(update.faults[0].banner() if update.faults else None)
         _show(self.query_one("#devices-status", Static), self._status_text(update))
@@ -262,10 +285,14 @@ class DevicesScreen(PanelScreen):
         return host + "\n" + " · ".join(parts)
 
     def _current_device(self) -> Device | None:
+        if not self._built:
+            return None
         index = self.query_one(DeviceTable).current_index
         return next((d for d in self.snapshot.devices if d.index == index), None)
 
     def _render_detail(self) -> None:
+        if not self._built:
+            return
         detail = self.query_one("#devices-detail", Static)
         device = self._current_device()
         self.query_one("#devices-detail-note").set_class(device is None, "-hidden")
@@ -322,6 +349,8 @@ class DevicesScreen(PanelScreen):
         return text
 
     def _render_choice(self) -> None:
+        if not self._built:
+            return
         _show(self.query_one("#devices-choice", Static), self._choice_text())
 
     def _modules_here(self) -> dict[int, Device]:
@@ -403,7 +432,8 @@ class DevicesScreen(PanelScreen):
     def action_cycle_sort(self) -> None:
         self.sort = (self.sort + 1) % len(SORTS)
         name, column, _ = SORTS[self.sort]
-        self.query_one(DeviceTable).label_sort(column, "▲" if column == "mod" else "▼")
+        if self._built:
+            self.query_one(DeviceTable).label_sort(column, "▲" if column == "mod" else "▼")
         if self.latest is not None:
             self._redraw()
         self.notify(f"Sorted by {name}.")

@@ -78,12 +78,21 @@ def run_once(
 
 
 def read_metadata(executable: str, timeout: float, cancel: threading.Event | None = None) -> Reading:
-    """What the CSV loop lacks: versions and power caps (the table) and NUMA affinity (`topo -c -N`)."""
+    """What the CSV loop lacks: versions and power caps (the table) and NUMA affinity (`topo -c -N`).
+    Both commands run at once, so the wait is that of the slower one, not the sum."""
     readings = []
+    topo_box: list[Outcome] = []
+    topo_thread = threading.Thread(
+        target=lambda: topo_box.append(run_once(executable, ["topo", "-c", "-N"], timeout, cancel)),
+        name="hl-smi topo",
+        daemon=True,
+    )
+    topo_thread.start()
     table = run_once(executable, [], timeout, cancel)
     if table.fault is None:
         readings.append(parse_table(table.stdout))
-    topo = run_once(executable, ["topo", "-c", "-N"], timeout, cancel)
+    topo_thread.join()  # run_once ends within its timeout (or at once when cancelled)
+    topo = topo_box[0] if topo_box else Outcome("", faults.hl_smi_hung(timeout))
     if topo.fault is None:
         parsed = parse_topo(topo.stdout)
         readings.append(
