@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install run demo test lint format screenshots bench demo-model clean
+.PHONY: help install system run demo test typecheck lint format screenshots bench demo-model clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-12s %s\n",$$1,$$2}'
@@ -22,10 +22,14 @@ run: $(STAMP) ## open the panel (demo model, no network needed)
 demo: $(STAMP) ## open the panel on a recorded 8-card Gaudi 2 host (real hl-smi recordings, no card needed)
 	$(VENV)/bin/gaudi-tui --replay gaudi2
 
-test: $(STAMP) ## lint, then the whole test suite (unit, Pilot, snapshots, end-to-end)
-	$(VENV)/bin/ruff check .
-	$(MAKE) typecheck
+# Checks `make test` runs before the suite; append a target name here to add one.
+TEST_CHECKS := lint typecheck
+
+test: $(STAMP) system $(TEST_CHECKS) ## install what tests need, lint, type-check, then the whole suite (unit, Pilot, snapshots, end-to-end)
 	$(PY) -m pytest -q -p no:cacheprovider
+
+system: ## install tmux and prometheus for the tests where possible (root or password-less sudo)
+	@bash scripts/install-system.sh
 
 typecheck: $(STAMP) ## mypy over gaudi_tui/ (settings in pyproject.toml [tool.mypy])
 	$(PY) -m mypy

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from gaudi_tui import __version__
-from gaudi_tui.commands import register_all
+
+if TYPE_CHECKING:
+    import argparse
 
 DESCRIPTION = """\
 A keyboard-driven control panel for Intel Gaudi hosts.
@@ -19,6 +21,10 @@ Settings: config.toml (`gaudi-tui config` shows where, and every value with its 
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import argparse  # here, not at the top: `gaudi-tui` alone opens the panel without it
+
+    from gaudi_tui.commands import register_all
+
     parser = argparse.ArgumentParser(
         prog="gaudi-tui", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -37,10 +43,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run_tui(replay_name: str | None = None) -> int:
     from gaudi_tui.core import logsetup, settings
-    from gaudi_tui.core.devices.sources.replay import ReplayError, resolve, snapshots
 
     replay = None
     if replay_name is not None:
+        from gaudi_tui.core.devices.sources.replay import ReplayError, resolve, snapshots
+
         try:
             replay = resolve(replay_name)
             snapshots(replay)  # read it now: a bad FILE is reported here, not in the panel
@@ -54,6 +61,8 @@ def run_tui(replay_name: str | None = None) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if not (sys.argv[1:] if argv is None else argv):
+        return run_tui()  # the panel at once: no parser, no headless command modules to import
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.panel_replay is not None and args.command is not None:

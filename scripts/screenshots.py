@@ -45,7 +45,8 @@ FAKE_HL_SMI = {
 
 
 async def run_checklist(pilot) -> None:
-    """The checklist of a replayed Gaudi 2 host (tests/doctor/hosts.py), one finding opened."""
+    """The checklist of a replayed Gaudi 2 host (tests/doctor/hosts.py), one finding opened; the header
+    names it a replayed host."""
     sys.path.insert(0, str(ROOT))
     from gaudi_tui.core.doctor.checks import ALL_CHECKS
     from gaudi_tui.ui.screens.checklist import CheckList
@@ -82,11 +83,13 @@ class Shot:
     env: dict[str, str] = field(default_factory=dict)
     settle: float = 0.0
     setup: Callable[..., Awaitable[None]] | None = None
+    hostname: str = "gaudi-host"
+    """The header's host name; a shot of a replayed host says so there."""
 
 
 SHOTS = [
     Shot("devices.svg", ["1", "space", "down", "down", "down", "space", "n"], env=FAKE_HL_SMI, settle=9.0),
-    Shot("checklist.svg", ["2"], setup=run_checklist),
+    Shot("checklist.svg", ["2"], setup=run_checklist, hostname="replayed Gaudi 2 host (test doubles)"),
     Shot("chat.svg", ["3"], setup=chat_conversation),
     Shot("training.svg", ["4"]),
     Shot("help.svg", ["question_mark"]),
@@ -110,7 +113,7 @@ async def shoot(shot: Shot) -> None:
     from gaudi_tui.ui.app import GaudiApp
 
     cpu = Accelerator("cpu", "no CUDA device; no Gaudi software (habana_frameworks is not installed)")
-    app = GaudiApp(accelerator=cpu, hostname="gaudi-host")
+    app = GaudiApp(accelerator=cpu, hostname=shot.hostname)
     saved_env = dict(os.environ)
     os.environ.update(shot.env)
     try:
@@ -127,14 +130,20 @@ async def shoot(shot: Shot) -> None:
     print(f"wrote screenshots/{shot.name}")
 
 
-def main() -> int:
+def main(names: list[str]) -> int:
+    """Every shot, or only those named (`python scripts/screenshots.py checklist.svg`)."""
+    unknown = set(names) - {shot.name for shot in SHOTS}
+    if unknown:
+        print(f"no such shot: {', '.join(sorted(unknown))}", file=sys.stderr)
+        return 2
     os.environ.setdefault("GAUDI_TUI_HOME", tempfile.mkdtemp(prefix="gaudi-tui-shots-"))
     OUT.mkdir(exist_ok=True)
     replay_training_run()
     for shot in SHOTS:
-        asyncio.run(shoot(shot))
+        if not names or shot.name in names:
+            asyncio.run(shoot(shot))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

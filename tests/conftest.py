@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from pathlib import Path
@@ -39,6 +40,15 @@ def no_cursor_blink(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def cpu_accelerator() -> Accelerator:
     return CPU
+
+
+@functools.cache
+def host_accelerator() -> Accelerator:
+    """What the accelerator probe picks on this machine (probed once, in a child, like the panel):
+    tests expect its device, dtype and memory kind, so the suite passes on a CPU, CUDA or Gaudi host."""
+    from gaudi_tui.core import accelerator
+
+    return accelerator.probe(env=child_env())
 
 
 def child_env(**extra: str) -> dict[str, str]:

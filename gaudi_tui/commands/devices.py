@@ -25,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     parser.add_argument(
-        "--json", action="store_true", help="print the JSON schema of DESIGN.md instead of a table"
+        "--json", action="store_true", help="print JSON (schema in docs/architecture.md) instead of a table"
     )
     parser.add_argument(
         "--watch",

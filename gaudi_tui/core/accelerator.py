@@ -8,7 +8,6 @@ every branch is unit-tested without hardware.
 
 from __future__ import annotations
 
-import importlib.metadata
 import importlib.util
 import json
 import os
@@ -173,9 +172,11 @@ def collect_facts() -> dict[str, object]:
         "habana_frameworks": importlib.util.find_spec("habana_frameworks") is not None,
         "lazy_mode": os.environ.get("PT_HPU_LAZY_MODE"),
     }
+    from importlib import metadata  # the probe child only: slow to import, not needed in the panel
+
     try:
-        facts["accelerate_version"] = importlib.metadata.version("accelerate")
-    except importlib.metadata.PackageNotFoundError:
+        facts["accelerate_version"] = metadata.version("accelerate")
+    except metadata.PackageNotFoundError:
         facts["accelerate_version"] = None
     try:
         import torch

@@ -14,6 +14,8 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 
+from gaudi_tui.core import processes
+
 POLL_S = 0.05
 
 
@@ -55,8 +57,8 @@ def run_json_child(
         deadline = time.monotonic() + timeout
         while child.poll() is None:
             if cancel.is_set() or time.monotonic() >= deadline:
-                child.kill()
-                child.wait()
+                if processes.end_child(child, argv[0], term_wait=None) == "abandoned":
+                    raise ProbeFailed(processes.abandoned_message(" ".join(argv), child.pid))
                 if cancel.is_set():
                     raise ProbeCancelled(" ".join(argv))
                 raise ProbeTimedOut(timeout)

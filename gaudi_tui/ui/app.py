@@ -8,6 +8,7 @@ import logging
 import socket
 from collections.abc import Callable, Iterable
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from textual import work
 from textual.app import App, SystemCommand
@@ -17,14 +18,14 @@ from textual.screen import Screen
 from textual.theme import Theme
 from textual.worker import get_current_worker
 
-from gaudi_tui.core import accelerator as accel_mod
 from gaudi_tui.core import settings as settings_mod
-from gaudi_tui.core.accelerator import Accelerator
-from gaudi_tui.core.devices.monitor import MonitorConfig
-from gaudi_tui.core.devices.sources.replay import Replay, ReplayFeed, snapshots
+from gaudi_tui.core.devices.feed import MonitorConfig
 from gaudi_tui.core.settings import Loaded, Settings
 from gaudi_tui.ui.screens.devices import DevicesScreen
-from gaudi_tui.ui.screens.help import HelpScreen
+
+if TYPE_CHECKING:  # the probe's and the replay's modules load on use, after the first frame
+    from gaudi_tui.core.accelerator import Accelerator
+    from gaudi_tui.core.devices.sources.replay import Replay
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +115,8 @@ class GaudiApp(App[int]):
         config = MonitorConfig(interval=self.settings.refresh_interval)
         if self.replay is None:
             return DevicesScreen(config)
+        from gaudi_tui.core.devices.sources.replay import ReplayFeed, snapshots
+
         frames = snapshots(self.replay)  # already read once by the CLI, which reported any error
         return DevicesScreen(
             config, lambda on_update, cancel: ReplayFeed(frames, config.interval, on_update, cancel)
@@ -183,11 +186,15 @@ class GaudiApp(App[int]):
         thread=True, exclusive=True, exit_on_error=False, group="accelerator", description="accelerator probe"
     )
     def detect_accelerator(self) -> None:
+        from gaudi_tui.core import accelerator as accel_mod
+
         found = accel_mod.probe(cancel=get_current_worker().cancelled_event)
         log.info("accelerator: %s (%s)", found.kind, found.reason)
         self.call_from_thread(setattr, self, "accelerator", found)
 
     def action_help(self) -> None:
+        from gaudi_tui.ui.screens.help import HelpScreen
+
         if isinstance(self.screen, HelpScreen):
             return
         self.push_screen(HelpScreen(self.screen))

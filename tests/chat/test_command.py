@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 
-from tests.conftest import PYTHON, child_env
+from tests.conftest import PYTHON, child_env, host_accelerator
 
 
 def chat(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -29,7 +29,11 @@ def test_json_streams_tokens_then_the_result_with_metrics() -> None:
     assert "".join(t["text"] for t in tokens) == result["answer"]
     assert "hl-smi" in result["answer"]
     metrics = result["metrics"]
-    assert metrics["tokens_out"] > 0 and metrics["ttft_s"] > 0 and metrics["memory"]["kind"] == "cpu"
+    assert (
+        metrics["tokens_out"] > 0
+        and metrics["ttft_s"] > 0
+        and metrics["memory"]["kind"] == host_accelerator().kind
+    )
     assert result["load"]["label"] == "demo model" and result["load"]["warmup_s"] > 0
     # stderr holds our three lines only: the engine's own output went to its log file
     loading, loaded, summary = done.stderr.splitlines()

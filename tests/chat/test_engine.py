@@ -15,7 +15,7 @@ from gaudi_tui.core.chat.client import EngineClient
 from gaudi_tui.core.chat.errors import ChatError
 from gaudi_tui.core.chat.options import GAUDI_BNB_REASON, GenerationParams, LoadOptions
 from tests.chat.conftest import start_engine
-from tests.conftest import FAKES, PYTHON, ROOT, child_env
+from tests.conftest import FAKES, PYTHON, ROOT, child_env, host_accelerator
 
 QUESTION = [{"role": "user", "content": "What is hl-smi?"}]
 LONG = GenerationParams(max_new_tokens=200, min_new_tokens=200)
@@ -24,17 +24,20 @@ LONG = GenerationParams(max_new_tokens=200, min_new_tokens=200)
 def test_load_report(engine: EngineClient) -> None:
     report = engine.report
     assert report is not None
-    assert (report.label, report.model_type, report.device, report.dtype) == (
+    host = host_accelerator()  # cpu here; cuda or hpu where the probe finds one
+    assert (report.label, report.model_type, report.device.split(":")[0], report.dtype) == (
         "demo model",
         "qwen3",
-        "cpu",
-        "float32",
+        host.kind,
+        host.dtype,
     )
-    assert report.accelerator == "cpu" and report.quantization == "none" and report.compile_backend is None
+    assert (
+        report.accelerator == host.kind and report.quantization == "none" and report.compile_backend is None
+    )
     assert report.chat_template is True and report.context_length == 256
     assert report.parameters > 100_000
     assert report.load_s > 0 and report.warmup_s > 0
-    assert report.memory is not None and report.memory.kind == "cpu" and report.memory.rss > 50 << 20
+    assert report.memory is not None and report.memory.kind == host.kind and report.memory.rss > 50 << 20
 
 
 def test_answer_streams_in_pieces(engine: EngineClient) -> None:
@@ -50,7 +53,7 @@ def test_answer_streams_in_pieces(engine: EngineClient) -> None:
     assert metrics.tokens_in > 5 and metrics.tokens_out >= len(chunks)
     assert metrics.ttft_s is not None and 0 < metrics.ttft_s < metrics.total_s
     assert metrics.decode_tps is not None and metrics.decode_tps > 0
-    assert metrics.memory is not None and metrics.memory.kind == "cpu"
+    assert metrics.memory is not None and metrics.memory.kind == host_accelerator().kind
 
 
 def test_greedy_answers_repeat_and_seeded_sampling_is_reproducible(engine: EngineClient) -> None:
@@ -96,7 +99,7 @@ def test_stop_from_another_thread(engine: EngineClient) -> None:
 
 def test_stats_report_memory(engine: EngineClient) -> None:
     memory = engine.stats()
-    assert memory is not None and memory.kind == "cpu" and memory.in_use and memory.limit
+    assert memory is not None and memory.kind == host_accelerator().kind and memory.in_use and memory.limit
 
 
 def _broken_copies(demo_path: Path, tmp_path: Path) -> dict[str, Path]:

@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from gaudi_tui.core.demo import MARKER_NAME, chat_texts, load_corpus, model_dir
-from gaudi_tui.core.demo.build import casual, greedy_answer, turns, two_turn_pairs
+from gaudi_tui.core.demo.build import casual, turns, two_turn_pairs
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 SAMPLE = load_corpus()[::7][:20]
-TWO_TURN_SAMPLE = two_turn_pairs(load_corpus())[3::14][:10]
 
 
 @pytest.fixture(scope="module")
@@ -63,34 +61,63 @@ def test_chat_template_renders_chatml(shipped: tuple[Any, Any]) -> None:
     assert tokenizer.apply_chat_template(messages, tokenize=False) == chat_texts()[0]
 
 
-@pytest.mark.parametrize("typed", [str, casual], ids=["as-written", "casual"])
-def test_greedy_answers_match_the_corpus(shipped: tuple[Any, Any], typed: Callable[[str], str]) -> None:
+def greedy_batch(
+    shipped: tuple[Any, Any], conversations: list[list[dict[str, str]]], budget: int
+) -> list[str]:
+    """Greedy answers to many conversations in one left-padded batch (fast; the same tokens as one by one)."""
     import torch
 
     model, tokenizer = shipped
-    hits = []
-    for pair in SAMPLE:
-        messages = [{"role": "user", "content": typed(pair["question"])}]
-        inputs = tokenizer.apply_chat_template(
-            messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
-        )
-        with torch.no_grad():
-            out = model.generate(**inputs, do_sample=False, max_new_tokens=32)
-        answer = tokenizer.decode(out[0, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
-        hits.append(answer[:40] == pair["answer"][:40])
+    tokenizer.padding_side = "left"
+    texts = [
+        tokenizer.apply_chat_template(c, add_generation_prompt=True, tokenize=False) for c in conversations
+    ]
+    batch = tokenizer(texts, return_tensors="pt", padding=True)
+    with torch.no_grad():
+        out = model.generate(**batch, do_sample=False, max_new_tokens=budget)
+    width = batch["input_ids"].shape[1]
+    return [tokenizer.decode(row[width:], skip_special_tokens=True) for row in out]
+
+
+def budget_for(shipped: tuple[Any, Any], answers: list[str]) -> int:
+    return max(len(shipped[1](a)["input_ids"]) for a in answers) + 4
+
+
+def test_every_corpus_answer_is_reproduced_in_full(shipped: tuple[Any, Any]) -> None:
+    """README: greedy decoding reproduces every corpus answer (all 144, every character)."""
+    corpus = load_corpus()
+    assert len(corpus) == 144
+    answers = greedy_batch(
+        shipped,
+        [[{"role": "user", "content": p["question"]}] for p in corpus],
+        budget_for(shipped, [p["answer"] for p in corpus]),
+    )
+    wrong = [(p["question"], a) for p, a in zip(corpus, answers, strict=True) if a != p["answer"]]
+    assert not wrong, wrong[:5]
+
+
+def test_every_answer_asked_second_in_a_conversation_is_reproduced_in_full(shipped: tuple[Any, Any]) -> None:
+    """The Chat screen sends the history with each question: the answer must follow the last one."""
+    pairs = two_turn_pairs(load_corpus())
+    assert len(pairs) == 144
+    for first, second in pairs:
+        assert first["question"] != second["question"]
+    answers = greedy_batch(
+        shipped,
+        [[*turns([first]), {"role": "user", "content": second["question"]}] for first, second in pairs],
+        budget_for(shipped, [second["answer"] for _, second in pairs]),
+    )
+    wrong = [(s["question"], a) for (_, s), a in zip(pairs, answers, strict=True) if a != s["answer"]]
+    assert not wrong, wrong[:5]
+
+
+def test_casually_typed_questions_mostly_get_their_answer(shipped: tuple[Any, Any]) -> None:
+    """Lower-case, no question mark (as typed in a chat box): at least 80 % of a sample of 20 get an
+    answer that starts like the corpus answer (its first 40 characters) — a weaker claim, not in README."""
+    answers = greedy_batch(
+        shipped, [[{"role": "user", "content": casual(p["question"])}] for p in SAMPLE], 32
+    )
+    hits = [a[:40] == p["answer"][:40] for p, a in zip(SAMPLE, answers, strict=True)]
     assert sum(hits) >= 0.8 * len(SAMPLE), [
         p["question"] for p, ok in zip(SAMPLE, hits, strict=True) if not ok
     ]
-
-
-def test_second_question_of_a_conversation_gets_its_own_answer(shipped: tuple[Any, Any]) -> None:
-    """The Chat screen sends the history with each question: the answer must follow the last one."""
-    model, tokenizer = shipped
-    assert len(TWO_TURN_SAMPLE) == 10
-    misses = []
-    for first, second in TWO_TURN_SAMPLE:
-        assert first["question"] != second["question"]
-        answer = greedy_answer(model, tokenizer, second["question"], 32, history=turns([first]))
-        if answer[:40] != second["answer"][:40]:
-            misses.append((first["question"], second["question"], answer))
-    assert len(misses) <= 2, misses

@@ -65,7 +65,9 @@ class ReplayFeed:
 def make_app(updates: list[MonitorUpdate], config: MonitorConfig | None = None) -> GaudiApp:
     def screen() -> DevicesScreen:
         return DevicesScreen(
-            config=config, feed=lambda on_update, cancel: ReplayFeed(updates, on_update, cancel)
+            config=config,
+            feed=lambda on_update, cancel: ReplayFeed(updates, on_update, cancel),
+            host_reader=lambda: HOST,
         )
 
     class App(GaudiApp):
@@ -235,3 +237,39 @@ def test_snapshot_of_an_8_card_map(snap_compare) -> None:
         await pilot.pause()
 
     assert snap_compare(make_app(cycle(ticks=ticks)), terminal_size=(100, 30), run_before=all_replayed)
+
+
+async def test_the_host_row_stays_live_while_hl_smi_hangs(fake_hl_smi) -> None:  # noqa: ANN001
+    """The real device monitor against a hanging hl-smi (the metadata reads wait out their 10 s, then the loop prints nothing):
+    the host row has its own timer, so it still refreshes every second."""
+    fake_hl_smi.set(fault="hang", after="0")  # every command hangs before printing anything
+    reads: list[float] = []
+
+    def counting_host() -> HostStats:  # real timing; the CPU figure counts the reads so each differs
+        reads.append(time.monotonic())
+        return HostStats(len(reads), 16, 40960, 515072, (1.0, 1.0, 1.0))
+
+    config = MonitorConfig(interval=1.0, use_hlml=False, use_nvml=False)
+
+    def screen() -> DevicesScreen:
+        return DevicesScreen(config=config, host_reader=counting_host)
+
+    class App(GaudiApp):
+        MODES = {**GaudiApp.MODES, "devices": screen}
+
+    app = App(accelerator=CPU, hostname="gaudi-host")
+    async with app.run_test(size=(120, 36)) as pilot:
+        shown: list[tuple[float, str]] = []
+        began = time.monotonic()
+        while time.monotonic() - began < 15.0:
+            line = text(app, "#devices-status").splitlines()[0]
+            if not shown or shown[-1][1] != line:
+                shown.append((time.monotonic(), line))
+            await pilot.pause(0.1)
+        assert "0 cards via none" in text(app, "#devices-status")  # hl-smi never answered
+        assert fake_hl_smi.starts(), "the monitor did not try hl-smi"
+        changes = [at for at, line in shown if line.startswith("host: CPU")]
+        assert changes and changes[0] - began < 2.5, shown[:3]
+        gaps = [b - a for a, b in zip(changes, changes[1:], strict=False)]
+        gaps.append(time.monotonic() - changes[-1])
+        assert max(gaps) <= 2.0, f"the host row froze for {max(gaps):.1f} s"

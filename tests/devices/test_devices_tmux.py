@@ -13,9 +13,9 @@ import pytest
 
 from tests.conftest import PYTHON, SAMPLES
 from tests.devices.conftest import FAKE_BIN
-from tests.shell.test_tmux import Tmux, start, tmux, wait_exit  # noqa: F401 (tmux is a fixture)
+from tests.shell.test_tmux import NEEDS_TMUX, Tmux, start, tmux, wait_exit  # noqa: F401 (tmux is a fixture)
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, NEEDS_TMUX]
 
 BUSY_THEN_IDLE = "gaudi2-hl225-x8-1.20.0-busy-table.txt,gaudi2-hl225-x8-1.12.1-table.txt"
 
@@ -80,3 +80,27 @@ def test_a_dying_hl_smi_shows_a_banner_and_the_panel_stays_usable(tmux: Tmux, tm
     tmux.run("send-keys", "-t", "panel", "q")
     assert wait_exit(exit_file) == 0
     assert not any(running(pid) for pid in pids(log))
+
+
+def test_the_host_row_stays_live_while_hl_smi_hangs(tmux: Tmux, tmp_path: Path) -> None:  # noqa: F811
+    """hl-smi never prints (the metadata reads wait out their 10 s, then the loop stalls): the host row still
+    appears within seconds and keeps refreshing."""
+    log = tmp_path / "hl-smi.log"
+    exit_file = start(tmux, tmp_path, fake_env(log, fault="hang", after="0"))  # never prints
+    began = time.monotonic()
+    tmux.wait_for("host: CPU", timeout=8.0)  # FIRST_HOST_S (3 s) after the screen mounts
+    rows: set[str] = set()
+    while time.monotonic() - began < 15.0:
+        screen = tmux.screen()
+        rows.update(line.strip() for line in screen.splitlines() if "host: CPU" in line)
+        assert "cards via hl-smi" not in screen  # hl-smi has not answered
+        time.sleep(0.25)
+    assert pids_any(log), "the panel did not try hl-smi"
+    assert len(rows) >= 2, f"the host row did not change in 15 s: {rows}"  # CPU % and load move
+    tmux.run("send-keys", "-t", "panel", "q")
+    assert wait_exit(exit_file) == 0
+    assert not any(running(int(line.split()[0])) for line in log.read_text().splitlines())
+
+
+def pids_any(log: Path) -> bool:
+    return log.exists() and bool(log.read_text().strip())

@@ -12,7 +12,7 @@ import pytest
 
 from gaudi_tui.core.devices.faults import Fault
 from gaudi_tui.core.devices.reading import Reading
-from gaudi_tui.core.devices.sources.hlsmi import BASIC_FIELDS, Backoff, HlSmiPoller
+from gaudi_tui.core.devices.sources.hlsmi import BASIC_FIELDS, Backoff, HlSmiPoller, run_once
 from tests.devices.conftest import FakeHlSmi
 
 BUSY = "gaudi2-hl225-x8-1.20.0-busy-table.txt"
@@ -102,6 +102,26 @@ def test_a_hanging_hl_smi_is_ended_and_restarted(fake_hl_smi: FakeHlSmi) -> None
     stop(recorder, thread)
     assert recorder.readings and len(recorder.readings[0].devices) == 8
     assert not any(alive(pid) for pid in fake_hl_smi.loop_pids())
+
+
+def test_a_hanging_hl_smi_that_ignores_sigterm_is_killed_not_waited_on(fake_hl_smi: FakeHlSmi) -> None:
+    fake_hl_smi.set(fault="hang", after="1", period="0.05", ignore_term="1")
+    recorder = Recorder()
+    poller, thread = start(recorder, stall_timeout=0.6)
+    recorder.wait_for(lambda: any(f.code == "hl-smi-hang" for f, _ in recorder.faults) and poller.starts >= 2)
+    began = time.monotonic()
+    stop(recorder, thread)  # TERM is ignored: 1 s, then KILL
+    assert time.monotonic() - began < 4.0
+    assert not any(alive(pid) for pid in fake_hl_smi.loop_pids())
+
+
+def test_a_one_shot_hl_smi_that_hangs_and_ignores_sigterm_times_out(fake_hl_smi: FakeHlSmi) -> None:
+    fake_hl_smi.set(fault="hang", ignore_term="1")
+    began = time.monotonic()
+    outcome = run_once("hl-smi", [], timeout=0.5)
+    assert outcome.fault is not None and outcome.fault.code == "hl-smi-hang"
+    assert time.monotonic() - began < 5.0
+    assert not any(alive(pid) for pid, _ in fake_hl_smi.starts())
 
 
 def test_backoff_grows_while_hl_smi_keeps_failing(fake_hl_smi: FakeHlSmi) -> None:

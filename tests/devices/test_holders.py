@@ -111,3 +111,16 @@ def test_an_exited_holder_is_reported() -> None:
     child.wait()
     gone = CardHolder(0, child.pid, "x", "python", None, "/dev/accel/accel0")
     assert "already exited" in (holders.can_signal(gone) or "")
+
+
+def test_a_holder_without_a_start_time_is_refused_with_the_reason() -> None:
+    sleeper = subprocess.Popen([PYTHON, "-c", "import time; time.sleep(30)"])
+    try:
+        unknown = CardHolder(0, sleeper.pid, "x", "python", None, "/dev/accel/accel0")
+        reason = holders.can_signal(unknown)
+        assert reason is not None and "could not be read" in reason and "same process" in reason
+        assert holders.send(unknown, signal.SIGTERM) == reason
+        assert sleeper.poll() is None  # nothing was sent
+    finally:
+        sleeper.kill()
+        sleeper.wait(5)

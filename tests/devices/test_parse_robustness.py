@@ -18,7 +18,7 @@ ALL_SAMPLES = sorted(p.read_text(encoding="utf-8") for p in SAMPLES.iterdir() if
 
 
 def test_csv_with_units_in_the_values_reads_the_same_numbers() -> None:
-    # Without `nounits` hl-smi prints `103 W, 36 C, 15 %, 512 MiB` (reference §1.3).
+    # Without `nounits` hl-smi prints `103 W, 36 C, 15 %, 512 MiB` (docs/hl-smi-facts.md).
     header, *rows = CSV.splitlines()
     units = ["", "", " W", " C", " %", " MiB", " MiB"]
     with_units = [", ".join(c.strip() + u for c, u in zip(r.split(","), units, strict=True)) for r in rows]
@@ -51,7 +51,7 @@ def test_header_less_csv_of_gaudi_tuis_own_query_is_recognised() -> None:
 
 
 def test_wrapped_process_row_of_older_hl_smi_is_joined() -> None:
-    # hl-smi 1.6/1.8 wrapped long process rows onto a second line (reference §1.4).
+    # hl-smi 1.6/1.8 wrapped long process rows onto a second line (docs/hl-smi-facts.md).
     row = "|   6       618796     C   ray::ServeRepli                         26330MiB"
     wrapped = TABLE_116.replace(
         row, "|   6       618796     C   ray::ServeRepli\n|                                   26330MiB |"

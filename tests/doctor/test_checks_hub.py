@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import threading
 from pathlib import Path
 
 import pytest
@@ -79,15 +80,57 @@ def test_unreachable_endpoint_warns_and_offers_offline_mode(tmp_path: Path) -> N
     assert result.env_fix == {"HF_HUB_OFFLINE": "1"}
 
 
-def test_proxy_is_what_gets_tested(tmp_path: Path) -> None:
-    with socket.create_server(("127.0.0.1", 0)) as server:
-        port = server.getsockname()[1]
-        env = {"HF_HUB_OFFLINE": None, "HTTPS_PROXY": f"http://127.0.0.1:{port}"}
-        result = hub.hf_hub_reachable(make_ctx(tmp_path, env))
+class Proxy:
+    """A real HTTP proxy front on loopback: answers one CONNECT with `status` and records the request."""
+
+    def __init__(self, status: str) -> None:
+        self.status = status
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        self.request = b""
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        conn, _ = self.server.accept()
+        with conn:
+            while b"\r\n\r\n" not in self.request:
+                chunk = conn.recv(1024)
+                if not chunk:
+                    return
+                self.request += chunk
+            conn.sendall(f"{self.status}\r\n\r\n".encode())
+
+    def close(self) -> None:
+        self.thread.join(5)
+        self.server.close()
+
+
+def test_through_a_proxy_a_real_connect_request_asks_for_the_hub(tmp_path: Path) -> None:
+    proxy = Proxy("HTTP/1.1 200 Connection established")
+    env = {"HF_HUB_OFFLINE": None, "HTTPS_PROXY": f"http://user:p%40ss@127.0.0.1:{proxy.port}"}
+    result = hub.hf_hub_reachable(make_ctx(tmp_path, env))
+    proxy.close()
     assert (result.status, result.finding) == (
         "ok",
-        f"huggingface.co is reachable (through the proxy 127.0.0.1:{port})",
+        f"huggingface.co is reachable through the proxy 127.0.0.1:{proxy.port} (it opened a tunnel)",
     )
+    assert proxy.request.startswith(b"CONNECT huggingface.co:443 HTTP/1.1\r\n")
+    assert b"Proxy-Authorization: Basic dXNlcjpwQHNz\r\n" in proxy.request  # user:p@ss, never shown
+    assert "p@ss" not in f"{result.finding}{result.explanation}{result.fix}"
+
+
+def test_a_proxy_that_refuses_the_tunnel_is_not_called_reachable(tmp_path: Path) -> None:
+    proxy = Proxy("HTTP/1.1 403 Forbidden")
+    env = {"HF_HUB_OFFLINE": None, "HTTPS_PROXY": f"http://127.0.0.1:{proxy.port}"}
+    result = hub.hf_hub_reachable(make_ctx(tmp_path, env))
+    proxy.close()
+    assert result.status == "warn"
+    assert result.finding == (
+        f"the proxy 127.0.0.1:{proxy.port} answers but did not open a tunnel to huggingface.co:443: "
+        "HTTP/1.1 403 Forbidden"
+    )
+    assert result.env_fix == {"HF_HUB_OFFLINE": "1"}
 
 
 def test_token_in_the_environment_is_never_shown(tmp_path: Path) -> None:

@@ -106,7 +106,7 @@ REAL_ERRORS: dict[str, list[str]] = {
     "hccl-scaleout-host-nic": [
         "libfabric:2593:1727430112::core:core:synapseai_dl_init():96<warn> Failed to find hcclLookupDMABuff"
     ],
-    # habana-pyhlml 1.24.2.481 hlmlInit() on a host without Gaudi (reference hl-smi.md S14b)
+    # habana-pyhlml 1.24.2.481 hlmlInit() on a host without Gaudi (docs/hl-smi-facts.md)
     "hlml-not-loaded": ["Failed to load libhlml"],
     # HabanaAI/habana-container-runtime discover/discover.go
     "no-habanalabs-devices": ["no habanalabs devices found. driver might not be loaded"],
@@ -117,7 +117,7 @@ REAL_ERRORS: dict[str, list[str]] = {
     ],
     # vLLM Gaudi installation docs
     "unknown-runtime-habana": ["docker: Error response from daemon: Unknown runtime specified habana."],
-    # reproduced on a CPU machine (reference cpu-measurements.md §2)
+    # reproduced on a CPU machine
     "bf16-without-hpu": [
         "ValueError: Your setup doesn't support bf16/gpu. You need to assign use_cpu if you want to train the model on CPU."
     ],

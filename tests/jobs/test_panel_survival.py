@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import signal
 from pathlib import Path
 
@@ -15,11 +14,11 @@ from gaudi_tui.core.jobs import control, runfolder
 from gaudi_tui.ui.app import GaudiApp
 from tests.conftest import CPU, PYTHON, child_env
 from tests.jobs.conftest import last_step, wait_done, wait_for
-from tests.shell.test_tmux import Tmux
+from tests.shell.test_tmux import NEEDS_TMUX, Tmux
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)"),
+    NEEDS_TMUX,
 ]
 
 

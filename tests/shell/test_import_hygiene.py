@@ -33,3 +33,19 @@ def test_cli_and_app_modules_do_not_import_torch() -> None:
     assert "torch" not in loaded
     assert "transformers" not in loaded
     assert "habana_frameworks" not in loaded
+
+
+def test_the_panel_imports_no_source_parser_or_psutil_before_its_first_frame() -> None:
+    """Start-up: `gaudi-tui` alone imports the app and the Devices screen only; the device sources,
+    the hl-smi parsers, psutil, the accelerator probe's module and the headless commands load later
+    (in the feed threads, the probe worker, or for a subcommand)."""
+    loaded = _loaded_after(["gaudi_tui.cli", "gaudi_tui.ui.app", "gaudi_tui.ui.screens.devices"])
+    assert "gaudi_tui.ui.screens.devices" in loaded
+    early = sorted(
+        name
+        for name in loaded
+        if name == "psutil"
+        or name.startswith(("gaudi_tui.core.devices.sources", "gaudi_tui.core.devices.parsers"))
+        or name in ("gaudi_tui.core.devices.monitor", "gaudi_tui.core.accelerator", "gaudi_tui.commands")
+    )
+    assert not early, early

@@ -12,10 +12,12 @@ import pytest
 
 from tests.conftest import PYTHON, child_env
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)"),
-]
+NEEDS_TMUX = pytest.mark.skipif(
+    shutil.which("tmux") is None,
+    reason="tmux is not installed: `make test` installs it where it can (root or password-less sudo, "
+    "scripts/install-system.sh); else `apt-get install tmux`",
+)
+pytestmark = [pytest.mark.slow, NEEDS_TMUX]
 
 
 class Tmux:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gaudi_tui.core import paths
+from gaudi_tui.core import paths, processes
 from gaudi_tui.core.chat.errors import ChatError, EngineDied, death_message
 from gaudi_tui.core.chat.metrics import AnswerMetrics, LoadReport, MemoryReport, decode_rate
 from gaudi_tui.core.chat.options import GenerationParams, LoadOptions
@@ -29,6 +29,8 @@ LOG_NAME = "chat-engine.log"
 LOG_ROTATE_BYTES = 2_000_000
 POLL_S = 0.05
 SHUTDOWN_WAIT_S = 3.0
+ENGINE_EXIT_WAIT_S = 10.0
+"""After the engine closes its output, how long it may take to exit before it is ended."""
 
 
 @dataclass(frozen=True)
@@ -105,8 +107,12 @@ class EngineClient:
                 self._events.put((now, decode(raw, "ev")))
             except ProtocolError:
                 continue  # nothing but protocol lines reach this pipe; ignore anything else
-        returncode = proc.wait()
+        # Its stdout closed: it is ending. A limit on the wait, so this thread never hangs on it.
+        ending = processes.end_child(proc, "the chat engine", first_wait=ENGINE_EXIT_WAIT_S)
+        returncode = proc.returncode if proc.returncode is not None else -9
         message = death_message(returncode, self.log_tail())
+        if ending == "abandoned":
+            message += "\n" + processes.abandoned_message("the chat engine", proc.pid)
         self._exit = (time.perf_counter(), {"ev": "exit", "returncode": returncode, "message": message})
         self._events.put(self._exit)
         if not self._closing and self.on_exit is not None:
@@ -261,15 +267,7 @@ class EngineClient:
         self._closing = True
         if proc.poll() is None:
             self._send({"op": "shutdown"})
-            try:
-                proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=2)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+            processes.end_child(proc, "the chat engine", first_wait=timeout)
         self._close_pipes()
 
     def kill(self) -> None:
@@ -278,9 +276,7 @@ class EngineClient:
         if proc is None:
             return
         self._closing = True
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        processes.end_child(proc, "the chat engine", term_wait=None)
         self._close_pipes()
 
     def _close_pipes(self) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gaudi_tui.core import processes
+
 
 @dataclass(frozen=True)
 class Fault:
@@ -49,6 +51,10 @@ def hl_smi_exited(code: int, stderr: str) -> Fault:
         f"hl-smi exited with code {code}{detail}",
         "run `hl-smi` in a shell to see why; if the driver is failing, see `dmesg | grep habanalabs`",
     )
+
+
+def hl_smi_abandoned(pid: int) -> Fault:
+    return Fault("hl-smi-abandoned", processes.abandoned_what("hl-smi", pid), processes.abandoned_todo(pid))
 
 
 def hl_smi_hung(seconds: float) -> Fault:

@@ -3,7 +3,7 @@
 Works without root for the user's own processes; other users' and other containers' fds are
 unreadable, so a card can be busy with no visible holder. Stopping a holder sends SIGTERM and,
 if asked again, SIGKILL, only to processes the user owns, after checking the PID still names the
-same process (same start time).
+same process (same start time); without a readable start time it refuses.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-DEFAULT_NODE_PATTERN = r"^/dev/(?:accel/accel|hl)(\d+)$"
+from gaudi_tui.core.devices.feed import DEFAULT_NODE_PATTERN
 
 
 @dataclass(frozen=True)
@@ -127,7 +127,15 @@ def can_signal(holder: CardHolder, proc_root: str = "/proc") -> str | None:
         return f"process {holder.pid} has already exited"
     if os.getuid() not in (0, uid):
         return f"process {holder.pid} belongs to {_user_name(uid)}; only that user or root can stop it"
-    if holder.started is not None and start_time(holder.pid, proc_root) != holder.started:
+    if holder.started is None:
+        return (
+            f"the start time of PID {holder.pid} could not be read when it was found, so there is no way "
+            "to confirm the PID still names the same process; stop it from a shell if you are sure"
+        )
+    now = start_time(holder.pid, proc_root)
+    if now is None:
+        return f"the start time of PID {holder.pid} cannot be read now ({proc_root}/{holder.pid}/stat)"
+    if now != holder.started:
         return f"PID {holder.pid} now names a different process; refresh and try again"
     return None
 
@@ -167,4 +175,5 @@ def _alive(holder: CardHolder, proc_root: str) -> bool:
     state = stat[stat.rfind(")") + 2 :].split()[0]
     if state in ("Z", "X"):
         return False
-    return holder.started is None or start_time(holder.pid, proc_root) == holder.started
+    started = start_time(holder.pid, proc_root)
+    return started is not None and started == holder.started

@@ -1,6 +1,6 @@
 """Immutable values the device sources produce and every screen and command reads.
 
-`DeviceSnapshot.to_json()` is the `gaudi-tui devices --json` schema in DESIGN.md: every key is
+`DeviceSnapshot.to_json()` is the `gaudi-tui devices --json` schema in docs/architecture.md: every key is
 always present, unknown values are None.
 """
 

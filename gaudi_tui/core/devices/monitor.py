@@ -13,50 +13,21 @@ import shutil
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from gaudi_tui.core.devices import faults
 from gaudi_tui.core.devices.faults import Fault
-from gaudi_tui.core.devices.holders import DEFAULT_NODE_PATTERN, CardHolder, find_holders
+from gaudi_tui.core.devices.feed import MonitorConfig, MonitorUpdate, quick_fault
+from gaudi_tui.core.devices.holders import CardHolder, find_holders
 from gaudi_tui.core.devices.model import DeviceSnapshot, Source
 from gaudi_tui.core.devices.query import with_kernel_facts
 from gaudi_tui.core.devices.reading import Reading, merge
 from gaudi_tui.core.devices.sources import hlsmi
 from gaudi_tui.core.devices.sources.hlml import HlmlSource
-from gaudi_tui.core.devices.sources.host import HostReader, HostStats
+from gaudi_tui.core.devices.sources.host import FIRST_HOST_S, HostReader, HostStats
 from gaudi_tui.core.devices.sources.library import SourceUnavailable
 from gaudi_tui.core.devices.sources.nvml import NvmlSource
 from gaudi_tui.core.devices.usage import holder_processes
-
-FIRST_HOST_S = 3.0
-"""The host row's first CPU % is averaged over this long (then every refresh)."""
-
-
-@dataclass(frozen=True)
-class MonitorConfig:
-    interval: float = 1.0
-    hl_smi: str = "hl-smi"
-    use_hlml: bool = True
-    use_nvml: bool = True
-    proc_root: str = "/proc"
-    node_pattern: str = DEFAULT_NODE_PATTERN
-    sys_root: str = "/sys"
-    dev_root: str = "/dev"
-    holders_every: float = 5.0
-    stall_timeout: float | None = None
-    backoff_start: float = 1.0
-    backoff_max: float = 30.0
-    metadata_timeout: float = 10.0
-
-
-@dataclass(frozen=True)
-class MonitorUpdate:
-    snapshot: DeviceSnapshot
-    host: HostStats | None
-    holders: tuple[CardHolder, ...]
-    faults: tuple[Fault, ...] = ()
-    retry_in: float | None = None
-    """Seconds until the failed source is tried again, when there is a fault."""
 
 
 class DeviceMonitor:
@@ -196,13 +167,4 @@ class DeviceMonitor:
             self._host_only(fault)
 
 
-def quick_fault(config: MonitorConfig) -> Fault | None:
-    """Without running anything: the fault the monitor will report when no source can exist here
-    (no hl-smi on PATH, no pyhlml, no pynvml). Lets the screen show its banner on the first frame."""
-    from importlib.util import find_spec
-
-    if shutil.which(config.hl_smi) or (config.use_hlml and find_spec("pyhlml")):
-        return None
-    if config.use_nvml and find_spec("pynvml"):
-        return None
-    return faults.most_specific(faults.hl_smi_missing(config.hl_smi), config.sys_root, config.dev_root)
+__all__ = ["DeviceMonitor", "MonitorConfig", "MonitorUpdate", "quick_fault"]

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from gaudi_tui.core.devices.holders import CardHolder
 from gaudi_tui.core.devices.model import Device, DeviceProcess, DeviceSnapshot
+
+if TYPE_CHECKING:
+    from gaudi_tui.core.devices.holders import CardHolder
 
 BUSY_MIB = 2048
 HIDDEN = (

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import fcntl
+import logging
 import os
 import signal
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import psutil
@@ -15,8 +18,13 @@ from gaudi_tui.core.accelerator import Accelerator
 from gaudi_tui.core.jobs import launch, runfolder, supervisor
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec
-from gaudi_tui.core.jobs.status import ACTIVE, effective_state
+from gaudi_tui.core.jobs.status import ACTIVE, JobStatus, ProcRef, effective_state
 from gaudi_tui.core.jobs.validate import InvalidSpec, validate
+
+log = logging.getLogger(__name__)
+
+RESUME_LOCK = ".resume.lock"
+KILL_WAIT_S = 5.0
 
 
 class JobControlError(RuntimeError):
@@ -77,16 +85,43 @@ def kill(run: RunFolder, cancel: threading.Event | None = None) -> None:
             proc.kill()
         except psutil.Error:
             pass
-    psutil.wait_procs(still, timeout=5)
-    run.write_status(
-        status.with_(
-            state="cancelled", kill_requested=True, ended=time.time(), error="killed (no supervisor)"
+    _, stuck = psutil.wait_procs(still, timeout=KILL_WAIT_S)
+    error = "killed (no supervisor)"
+    for proc in stuck:  # stuck in the kernel: never wait on it forever
+        log.error("%s: PID %d survived SIGKILL; abandoned", run.id, proc.pid)
+    if stuck:
+        error += (
+            f"; PID {', '.join(str(p.pid) for p in stuck)} survived SIGKILL and was left behind (check dmesg)"
         )
-    )
+    run.write_status(status.with_(state="cancelled", kill_requested=True, ended=time.time(), error=error))
 
 
 def resume(run: RunFolder, env: Mapping[str, str] | None = None) -> Path:
-    """Start the job again from its newest complete checkpoint (passed explicitly); return it."""
+    """Start the job again from its newest complete checkpoint (passed explicitly); return it.
+
+    Never two copies of one job: it refuses while any recorded process of the job still runs, and
+    holds a lock on the run folder while it checks and starts, so two resumes at once cannot both
+    start a supervisor.
+    """
+    with _resume_lock(run):
+        return _resume_locked(run, env)
+
+
+@contextmanager
+def _resume_lock(run: RunFolder) -> Iterator[None]:
+    path = run.path / RESUME_LOCK
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise JobControlError(f"{run.id} is being resumed by another command right now") from None
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _resume_locked(run: RunFolder, env: Mapping[str, str] | None) -> Path:
     status = run.status()
     if status is None:
         raise JobControlError(f"{run.id} has no readable status.json")
@@ -95,6 +130,14 @@ def resume(run: RunFolder, env: Mapping[str, str] | None = None) -> Path:
         raise JobControlError(f"{run.id} is still {state}: stop it first")
     if state == "succeeded":
         raise JobControlError(f"{run.id} already finished; its weights are in {run.model_dir}")
+    running = _alive_refs(status)
+    if running:
+        pids = ", ".join(str(r.pid) for r in running)
+        raise JobControlError(
+            f"{run.id} is {state} but its processes still run (PID {pids}); resuming now would start a "
+            f"second copy. End them first: `gaudi-tui jobs stop --force {run.id}` (k twice in Training), "
+            f"or `kill {pids.replace(', ', ' ')}`"
+        )
     checkpoint = run.newest_complete_checkpoint()
     if checkpoint is None:
         raise JobControlError(
@@ -127,3 +170,9 @@ def _require_active(run: RunFolder, action: str):  # noqa: ANN202 - JobStatus
 
 def _any_alive(status) -> bool:  # noqa: ANN001
     return any(r.alive() for r in (status.launcher, *status.workers) if r is not None)
+
+
+def _alive_refs(status: JobStatus) -> list[ProcRef]:
+    """Every recorded process of the job (supervisor, launcher, workers) that is still the same process."""
+    refs = (status.supervisor, status.launcher, *status.workers)
+    return [r for r in refs if r is not None and r.alive()]

@@ -1,4 +1,4 @@
-"""A job's run folder under `paths.runs_dir()` (mode 0700), as laid out in DESIGN.md.
+"""A job's run folder under `paths.runs_dir()` (mode 0700), as laid out in docs/architecture.md.
 
 ```
 <run-id>/spec.toml  status.json  metrics.jsonl  stdout.log  checkpoints/  STOP  model/

@@ -1,7 +1,9 @@
 """Devices: the live device map, card holders, and choosing the cards a job may use.
 
-A thread worker runs the device feed (`core.devices.monitor.DeviceMonitor`: HLML, one long-lived
-hl-smi child, NVML or host only) and posts each refresh as a message; this screen only draws.
+A thread runs the device feed (`core.devices.monitor.DeviceMonitor`: HLML, one long-lived hl-smi
+child, NVML or host only) and posts each refresh as a message; a second thread posts the host
+figures on their own timer, so the host row stays live whatever the device source does. This
+screen only draws.
 """
 
 from __future__ import annotations
@@ -12,22 +14,22 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
-from gaudi_tui.core.devices import cardsets, holders
+from gaudi_tui.core.devices import cardsets
+from gaudi_tui.core.devices.feed import MonitorConfig, MonitorUpdate, quick_fault
 from gaudi_tui.core.devices.history import History
-from gaudi_tui.core.devices.holders import CardHolder
 from gaudi_tui.core.devices.model import Device, DeviceSnapshot
-from gaudi_tui.core.devices.monitor import DeviceMonitor, MonitorConfig, MonitorUpdate, quick_fault
 from gaudi_tui.core.devices.usage import CardUse, card_uses
 from gaudi_tui.ui.palette import palette
 from gaudi_tui.ui.screens.base import PanelScreen
@@ -35,9 +37,17 @@ from gaudi_tui.ui.widgets.confirm import ConfirmScreen
 from gaudi_tui.ui.widgets.device_table import DeviceTable
 from gaudi_tui.ui.widgets.sparkline_text import spark
 
+if TYPE_CHECKING:  # the sources, parsers and psutil load in the feed threads, after the first frame
+    from gaudi_tui.core.devices.holders import CardHolder
+    from gaudi_tui.core.devices.sources.host import HostStats
+
 log = logging.getLogger(__name__)
 
 DETAIL_SPARK = 50
+DETAIL_NOTE = (
+    "Sparklines: last 5 minutes, left to right. HBM rsvd = hl-smi memory.used (reserved, not in use); "
+    "power from `-Q power.draw` is the 54 V rail only."
+)
 TERM_GRACE_S = 5.0
 SORTS: tuple[tuple[str, str | None, Callable[[Device], float]], ...] = (
     ("index", None, lambda d: d.index),
@@ -54,12 +64,19 @@ class Feed(Protocol):
 
 
 FeedFactory = Callable[[Callable[[MonitorUpdate], object], threading.Event], Feed]
+HostReading = Callable[[], "HostStats | None"]
 
 
 class DevicesUpdated(Message):
     def __init__(self, update: MonitorUpdate) -> None:
         super().__init__()
         self.update = update
+
+
+class HostUpdated(Message):
+    def __init__(self, stats: HostStats) -> None:
+        super().__init__()
+        self.stats = stats
 
 
 class HolderSignalled(Message):
@@ -82,8 +99,11 @@ class DevicesScreen(PanelScreen):
     DevicesScreen #devices-banner { display: none; border: round $warning; padding: 0 1; height: auto; }
     DevicesScreen #devices-banner.shown { display: block; }
     DevicesScreen #devices-status { height: auto; padding: 0 1; color: $text-muted; }
+    DevicesScreen #devices-body { height: 1fr; }
     DevicesScreen #devices-choice { height: auto; padding: 0 1; border-top: solid $primary; }
     DevicesScreen #devices-detail-box { height: 1fr; border-top: solid $primary; padding: 0 1; }
+    DevicesScreen #devices-detail-note { color: $text-muted; }
+    DevicesScreen #devices-detail-note.-hidden { display: none; }
     """
     BINDINGS = [
         Binding("space", "toggle_card", "Choose", id="devices.choose"),
@@ -95,12 +115,20 @@ class DevicesScreen(PanelScreen):
         Binding("r", "retry", "Retry now", id="devices.retry", show=False),
     ]
 
-    def __init__(self, config: MonitorConfig | None = None, feed: FeedFactory | None = None) -> None:
+    def __init__(
+        self,
+        config: MonitorConfig | None = None,
+        feed: FeedFactory | None = None,
+        host_reader: HostReading | None = None,
+    ) -> None:
+        """`feed` and `host_reader` replace the device monitor and the psutil reader (tests)."""
         super().__init__()
         self.config = config or MonitorConfig()
-        self.make_feed: FeedFactory = feed or (
-            lambda on_update, cancel: DeviceMonitor(self.config, on_update, cancel)
-        )
+        self.make_feed: FeedFactory = feed or self._device_monitor
+        self.host_reader = host_reader
+        self.host: HostStats | None = None
+        self._latest_at = float("-inf")
+        self._host_cancel = threading.Event()
         self.history = History(seconds=300, interval=self.config.interval)
         self.latest: MonitorUpdate | None = None
         self.uses: dict[int, CardUse] = {}
@@ -109,25 +137,68 @@ class DevicesScreen(PanelScreen):
         self._feed: Feed | None = None
         self._feed_cancel: threading.Event | None = None
         self._feed_thread: threading.Thread | None = None
+        self._built = False
+        """The map (table, choice, detail) is mounted after the first frame."""
 
     # -- layout -------------------------------------------------------------------------------
     def compose_body(self) -> ComposeResult:
         yield Static("", id="devices-banner", markup=False)
         yield Static("host: measuring…", id="devices-status", markup=False)
-        yield DeviceTable(id="devices-table")
-        yield Static("", id="devices-choice", markup=False)
-        with VerticalScroll(id="devices-detail-box"):
-            yield Static("", id="devices-detail", markup=False)
+        yield Vertical(id="devices-body")  # filled after the first frame (`_after_first_frame`)
+
+    def _compose_map(self) -> list[Widget]:
+        return [
+            DeviceTable(id="devices-table"),
+            Static("", id="devices-choice", markup=False),
+            VerticalScroll(
+                Static("", id="devices-detail", markup=False),
+                # Constant, so apart from the detail: the detail is drawn again every refresh, this never.
+                Static(DETAIL_NOTE, id="devices-detail-note", markup=False, classes="-hidden"),
+                id="devices-detail-box",
+            ),
+        ]
 
     def on_mount(self) -> None:
         self.chosen = set(self.app.selected_cards)
         fault = quick_fault(self.config)
         self._show_banner(fault.banner() if fault else None)
-        empty = MonitorUpdate(DeviceSnapshot(source="none"), None, ())
-        _show(self.query_one("#devices-status", Static), self._status_text(empty))
-        self._render_choice()
-        self._render_detail()
+        _show(self.query_one("#devices-status", Static), self._status_text(_EMPTY))
+        # The first frame first (header, host row, footer); then the feeds start (they load their
+        # sources, and hl-smi starts while the map is built) and the map is built.
+        self.call_after_refresh(self._after_first_frame)
+
+    async def _after_first_frame(self) -> None:
+        if self._host_cancel.is_set():  # unmounted before its first frame
+            return
         self.start_feed()
+        threading.Thread(target=self._tick_host, name="host row", daemon=True).start()
+        await self.query_one("#devices-body", Vertical).mount_all(self._compose_map())
+        self._built = True
+        if self.focused is None:  # as if it had been composed: the map takes the keys
+            self.query_one(DeviceTable).focus()
+        if self.sort:
+            _, column, _ = SORTS[self.sort]
+            self.query_one(DeviceTable).label_sort(column, "▲" if column == "mod" else "▼")
+        if self.latest is not None:
+            self._redraw()
+        else:
+            self._render_choice()
+            self._render_detail()
+
+    def _tick_host(self) -> None:
+        from gaudi_tui.core.devices.sources.host import tick_host
+
+        def post(stats: HostStats) -> None:
+            self.post_message(HostUpdated(stats))
+
+        tick_host(post, self._host_cancel, self.config.interval, self.host_reader)
+
+    def _device_monitor(self, on_update: Callable[[MonitorUpdate], object], cancel: threading.Event) -> Feed:
+        """The real feed; built in the feed thread, so the sources and parsers load there. The host
+        row has its own timer here, so the monitor does not read it."""
+        from gaudi_tui.core.devices.monitor import DeviceMonitor
+
+        return DeviceMonitor(self.config, on_update, cancel, host_reader=_no_host)
 
     # -- the feed -------------------------------------------------------------------------------
     def start_feed(self) -> None:
@@ -135,10 +206,18 @@ class DevicesScreen(PanelScreen):
         screen's whole life, and workers are for jobs that finish (the app waits for those)."""
         self._stop_feed()
         cancel = threading.Event()
-        feed = self.make_feed(lambda update: self.post_message(DevicesUpdated(update)), cancel)
-        thread = threading.Thread(target=_run_feed, args=(feed,), name="device feed", daemon=True)
-        self._feed, self._feed_cancel, self._feed_thread = feed, cancel, thread
+        thread = threading.Thread(target=self._run_feed, args=(cancel,), name="device feed", daemon=True)
+        self._feed_cancel, self._feed_thread = cancel, thread
         thread.start()
+
+    def _run_feed(self, cancel: threading.Event) -> None:
+        try:
+            feed = self.make_feed(lambda update: self.post_message(DevicesUpdated(update)), cancel)
+            if not cancel.is_set():
+                self._feed = feed
+                feed.run()
+        except Exception:  # a feed bug must not take the panel down; the map just stops updating
+            log.exception("device feed failed")
 
     def _stop_feed(self, wait: float = 0.0) -> None:
         """Cancel the feed; with `wait`, give it that long to end its hl-smi child."""
@@ -148,17 +227,27 @@ class DevicesScreen(PanelScreen):
             self._feed_thread.join(wait)
 
     def on_devices_updated(self, message: DevicesUpdated) -> None:
-        self.latest = message.update
+        self.latest, self._latest_at = message.update, time.monotonic()
         self.history.add(message.update.snapshot)
         self.uses = card_uses(message.update.snapshot, message.update.holders)
         if self.is_current:
             self._redraw()
+
+    def on_host_updated(self, message: HostUpdated) -> None:
+        """New host figures. While the device feed refreshes, they are drawn with its next update (one
+        repaint per interval, not two); when it is quiet (a hanging hl-smi, the metadata reads, a
+        backoff wait), they are drawn at once."""
+        self.host = message.stats
+        feed_quiet = time.monotonic() - self._latest_at > 1.5 * self.config.interval
+        if self.is_current and feed_quiet:
+            _show(self.query_one("#devices-status", Static), self._status_text(self.latest or _EMPTY))
 
     def on_screen_resume(self) -> None:
         if self.latest is not None:
             self._redraw()
 
     def on_unmount(self) -> None:
+        self._host_cancel.set()
         self._stop_feed(wait=3.0)
 
     # -- drawing --------------------------------------------------------------------------------
@@ -173,7 +262,7 @@ class DevicesScreen(PanelScreen):
 
     def _redraw(self) -> None:
         update = self.latest
-        if update is None:
+        if update is None or not self._built:
             return
         self._show_banner(update.faults[0].banner() if update.faults else None)
         _show(self.query_one("#devices-status", Static), self._status_text(update))
@@ -186,7 +275,8 @@ class DevicesScreen(PanelScreen):
 
     def _status_text(self, update: MonitorUpdate) -> str:
         snapshot = update.snapshot
-        host = update.host.describe() if update.host else "host: measuring…"
+        stats = self.host or update.host
+        host = stats.describe() if stats else "host: measuring…"
         parts = [f"{len(snapshot.devices)} cards via {snapshot.source}"]
         if snapshot.hl_smi_version:
             parts.append(f"hl-smi {snapshot.hl_smi_version}")
@@ -196,12 +286,17 @@ class DevicesScreen(PanelScreen):
         return host + "\n" + " · ".join(parts)
 
     def _current_device(self) -> Device | None:
+        if not self._built:
+            return None
         index = self.query_one(DeviceTable).current_index
         return next((d for d in self.snapshot.devices if d.index == index), None)
 
     def _render_detail(self) -> None:
+        if not self._built:
+            return
         detail = self.query_one("#devices-detail", Static)
         device = self._current_device()
+        self.query_one("#devices-detail-note").set_class(device is None, "-hidden")
         if device is None:
             _show(
                 detail,
@@ -251,14 +346,12 @@ class DevicesScreen(PanelScreen):
             text.append(f"hl-smi lists PID {process.pid} {process.name} ({_fmt(process.memory_mib)} MiB)\n")
         if use and (why := use.explanation()):
             text.append("Busy, holder not visible: " + why + "\n", style=palette(self.app).warning)
-        text.append(
-            "Sparklines: last 5 minutes, left to right. HBM rsvd = hl-smi memory.used (reserved, not in use); "
-            "power from `-Q power.draw` is the 54 V rail only.",
-            style="dim",
-        )
+        text.rstrip()
         return text
 
     def _render_choice(self) -> None:
+        if not self._built:
+            return
         _show(self.query_one("#devices-choice", Static), self._choice_text())
 
     def _modules_here(self) -> dict[int, Device]:
@@ -343,7 +436,8 @@ class DevicesScreen(PanelScreen):
     def action_cycle_sort(self) -> None:
         self.sort = (self.sort + 1) % len(SORTS)
         name, column, _ = SORTS[self.sort]
-        self.query_one(DeviceTable).label_sort(column, "▲" if column == "mod" else "▼")
+        if self._built:
+            self.query_one(DeviceTable).label_sort(column, "▲" if column == "mod" else "▼")
         if self.latest is not None:
             self._redraw()
         self.notify(f"Sorted by {name}.")
@@ -359,6 +453,8 @@ class DevicesScreen(PanelScreen):
             why = use.explanation() if use else None
             self.notify(why or "No visible process holds this card.", severity="warning")
             return
+        from gaudi_tui.core.devices import holders
+
         holder = use.holders[0]
         refusal = holders.can_signal(holder, self.config.proc_root)
         if refusal:
@@ -377,6 +473,8 @@ class DevicesScreen(PanelScreen):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="stop-holder", description="stop holder")
     def _signal(self, holder: CardHolder, sig: signal.Signals) -> None:
+        from gaudi_tui.core.devices import holders
+
         refusal = holders.send(holder, sig, self.config.proc_root)
         grace = TERM_GRACE_S if sig == signal.SIGTERM else 2.0
         gone = refusal is None and holders.wait_gone(
@@ -426,11 +524,11 @@ def _show(widget: Static, content: str | Text) -> None:
     _SHOWN[widget] = (content, shape)
 
 
-def _run_feed(feed: Feed) -> None:
-    try:
-        feed.run()
-    except Exception:  # a feed bug must not take the panel down; the map just stops updating
-        log.exception("device feed failed")
+_EMPTY = MonitorUpdate(DeviceSnapshot(source="none"), None, ())
+
+
+def _no_host() -> None:
+    return None
 
 
 def _fmt(value: float | int | None) -> str:

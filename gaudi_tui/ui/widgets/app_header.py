@@ -3,11 +3,14 @@ was chosen."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import Static
 
-from gaudi_tui.core.accelerator import Accelerator
+if TYPE_CHECKING:
+    from gaudi_tui.core.accelerator import Accelerator
 
 
 class AppHeader(Horizontal):

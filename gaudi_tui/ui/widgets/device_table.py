@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import events
@@ -61,6 +62,10 @@ def columns_for(width: int) -> tuple[Column, ...]:
         else:
             del columns[at]
     return tuple(columns)
+
+
+CELL_CACHE = 2000
+"""Rendered cells kept (8 cards × 12 columns, many values each); cleared when full."""
 
 
 def _num(value: float | int | None, fmt: str = "{:.0f}") -> str:
@@ -155,6 +160,7 @@ class DeviceTable(ScrollView, can_focus=True):
         self._labels = {key: label for key, label, _ in COLUMNS}
         self._header: Strip | None = None
         self._columns: tuple[Column, ...] = COLUMNS
+        self._cell_segments: dict[tuple[object, ...], list[Segment]] = {}
         self.virtual_size = Size(TOTAL_WIDTH, 1)
 
     # -- data ---------------------------------------------------------------------------------
@@ -186,15 +192,15 @@ class DeviceTable(ScrollView, can_focus=True):
     ) -> None:
         keep = self.current_index
         order = [d.index for d in devices]
-        changed = order != self._order
+        changed: list[int] = []  # rows whose cells changed
         colours = palette(self.app)
-        for device in devices:
+        for row, device in enumerate(devices):
             chosen = device.module_id in chosen_modules
             cells = row_cells(device, uses.get(device.index), history, chosen, colours)
             if _signature(cells) != _signature(self._cells.get(device.index, ())):
                 self._cells[device.index] = cells
                 self._strips.pop(device.index, None)
-                changed = True
+                changed.append(row)
         if order != self._order:
             self._order = order
             self.virtual_size = Size(self.virtual_size.width, len(order) + 1)
@@ -202,25 +208,42 @@ class DeviceTable(ScrollView, can_focus=True):
             if keep in order:
                 self.cursor_row = order.index(keep)
             self.cursor_row = min(self.cursor_row, max(0, len(order) - 1))
-        if changed:
             self.refresh()
+        else:  # only the rows that changed are drawn again (line 0 is the header)
+            for row in changed:
+                self.refresh_line(row + 1)
 
     # -- rendering ------------------------------------------------------------------------------
     def _line(self, cells: Sequence[Text], style: Style | None = None) -> Strip:
-        line = Text(no_wrap=True, end="")
+        segments: list[Segment] = []
         by_key = {key: cell for (key, _, _), cell in zip(COLUMNS, cells, strict=True)}
         for key, _label, width in self._columns:
-            cell = by_key[key].copy()
-            if cell.justify == "right" and cell.cell_len < width:
-                cell.pad_left(width - cell.cell_len)
-            narrowed = width < FULL_WIDTH[key]  # a sparkline column without its sparkline
-            cell.truncate(width, overflow="crop" if narrowed else "ellipsis", pad=True)
-            line.append(" ")
-            line.append_text(cell)
-            line.append(" ")
-        segments = list(line.render(self.app.console))
-        strip = Strip(segments, line.cell_len)
+            segments += self._cell(by_key[key], width, narrowed=width < FULL_WIDTH[key])
+        strip = Strip(segments, sum(width + 2 for _, _, width in self._columns))
         return strip.apply_style(style) if style else strip
+
+    def _cell(self, cell: Text, width: int, narrowed: bool = False) -> list[Segment]:
+        """One cell with its margins, rendered once per distinct content: most cells of a refresh
+        (index, module, name, holder) are the same as last time, so only the changed ones render.
+        `narrowed`: a sparkline column without its sparkline, cropped rather than ellipsised."""
+        key = (width, narrowed, cell.plain, cell.style, cell.justify, tuple(cell.spans))
+        hit = self._cell_segments.get(key)
+        if hit is None:
+            if len(self._cell_segments) > CELL_CACHE:
+                self._cell_segments.clear()
+            text = Text(no_wrap=True, end="")
+            length = cell.cell_len
+            if length > width:
+                cell = cell.copy()
+                cell.truncate(width, overflow="crop" if narrowed else "ellipsis")
+                length = cell.cell_len
+            pad = width - length
+            left = pad if cell.justify == "right" else 0
+            text.append(" " * (1 + left))
+            text.append_text(cell)
+            text.append(" " * (1 + pad - left))
+            hit = self._cell_segments[key] = list(text.render(self.app.console))
+        return hit
 
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
@@ -255,6 +278,7 @@ class DeviceTable(ScrollView, can_focus=True):
         super().notify_style_update()
         self._header = None
         self._strips.clear()
+        self._cell_segments.clear()
 
     # -- cursor ---------------------------------------------------------------------------------
     def watch_cursor_row(self, old: int, new: int) -> None:

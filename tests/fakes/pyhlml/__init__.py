@@ -1,7 +1,7 @@
 """A stand-in for `habana-pyhlml` (import name `pyhlml`) replaying cards from a real hl-smi sample.
 
 Same function names, byte strings, units (bytes, mW) and HLMLError classes as habana-pyhlml
-1.24 (see ../../../../shared/reference/hl-smi.md §3.3). Environment:
+1.24 (docs/hl-smi-facts.md lists them with their sources). Environment:
   FAKE_PYHLML_SAMPLE  sample file (default gaudi2-hl225-x8-1.20.0-busy-table.txt)
   FAKE_PYHLML_FAULT   nolib: hlmlInit fails as on a host without libhlml
                       lost:  reads fail with AIP_IS_LOST after FAKE_PYHLML_AFTER reads (default 2)

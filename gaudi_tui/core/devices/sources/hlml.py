@@ -1,7 +1,7 @@
 """Cards through HLML (`pyhlml`, optional extra `gaudi`), in-process: no child, does not acquire cards.
 
-Caveats from the reference: several HLML calls go through the card firmware and are slow, so the
-static facts (name, bus ID, UUID, module ID, index, power limit) are read once at open and only
+Caveats (docs/hl-smi-facts.md names their sources): several HLML calls go through the card
+firmware and are slow, so the static facts (name, bus ID, UUID, module ID, index, power limit) are read once at open and only
 memory, utilization and power are read every tick; `hlmlDeviceGetTemperature` leaks memory on
 every call, so the temperature comes from the hwmon "On Chip" sensors in sysfs, and only where
 those are missing from HLML at most once every `SLOW_EVERY` ticks (as are the ECC counters).

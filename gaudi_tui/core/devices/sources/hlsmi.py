@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import os
 import selectors
-import signal
 import subprocess
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from gaudi_tui.core import processes
 from gaudi_tui.core.devices import faults
 from gaudi_tui.core.devices.faults import Fault
 from gaudi_tui.core.devices.model import Device
@@ -24,6 +24,7 @@ from gaudi_tui.core.devices.parsers.parse_csv import BASIC_FIELDS, QUERY_FIELDS,
 from gaudi_tui.core.devices.parsers.parse_table import parse_table
 from gaudi_tui.core.devices.parsers.parse_topo import parse_topo
 from gaudi_tui.core.devices.reading import Reading, merge
+from gaudi_tui.core.processes import Ending
 
 QUIET_S = 0.15
 """A refresh is complete when the pipe has been quiet this long (or an index comes round again)."""
@@ -68,8 +69,10 @@ def run_once(
             break
         except subprocess.TimeoutExpired:
             if time.monotonic() > deadline or (cancel is not None and cancel.is_set()):
-                child.kill()
-                child.communicate()
+                ending = processes.end_child(child, "hl-smi", term_wait=None)
+                _close_streams(child)
+                if ending == "abandoned":
+                    return HlSmiOutput("", faults.hl_smi_abandoned(child.pid))
                 return HlSmiOutput("", faults.hl_smi_hung(timeout))
     if child.returncode != 0:
         return HlSmiOutput(out.decode(errors="replace"), faults.hl_smi_exited(child.returncode, _tail(err)))
@@ -77,12 +80,21 @@ def run_once(
 
 
 def read_metadata(executable: str, timeout: float, cancel: threading.Event | None = None) -> Reading:
-    """What the CSV loop lacks: versions and power caps (the table) and NUMA affinity (`topo -c -N`)."""
+    """What the CSV loop lacks: versions and power caps (the table) and NUMA affinity (`topo -c -N`).
+    Both commands run at once, so the wait is that of the slower one, not the sum."""
     readings = []
+    topo_box: list[HlSmiOutput] = []
+    topo_thread = threading.Thread(
+        target=lambda: topo_box.append(run_once(executable, ["topo", "-c", "-N"], timeout, cancel)),
+        name="hl-smi topo",
+        daemon=True,
+    )
+    topo_thread.start()
     table = run_once(executable, [], timeout, cancel)
     if table.fault is None:
         readings.append(parse_table(table.stdout))
-    topo = run_once(executable, ["topo", "-c", "-N"], timeout, cancel)
+    topo_thread.join()  # run_once ends within its timeout (or at once when cancelled)
+    topo = topo_box[0] if topo_box else HlSmiOutput("", faults.hl_smi_hung(timeout))
     if topo.fault is None:
         parsed = parse_topo(topo.stdout)
         readings.append(
@@ -194,22 +206,15 @@ class HlSmiPoller:
             if self.on_wait is not None and time.monotonic() < deadline:
                 self.on_wait()
 
-    def stop(self) -> None:
-        """End the child (TERM, then KILL after 1 s) and reap it."""
+    def stop(self, first_wait: float = 0.0) -> Ending:
+        """End the child (TERM, then KILL after 1 s; every wait limited) and reap it."""
         with self._lock:
             child, self.child = self.child, None
         if child is None:
-            return
-        if child.poll() is None:
-            child.send_signal(signal.SIGTERM)
-            try:
-                child.wait(1.0)
-            except subprocess.TimeoutExpired:
-                child.kill()
-                child.wait()
-        for stream in (child.stdout, child.stderr):
-            if stream is not None:
-                stream.close()
+            return "exited"
+        ending = processes.end_child(child, "hl-smi", first_wait=first_wait, term_wait=1.0)
+        _close_streams(child)
+        return ending
 
     def _start(self) -> Fault | None:
         try:
@@ -267,7 +272,8 @@ class HlSmiPoller:
                             faults.hl_smi_garbage(tick.errors[0][:60] if tick.errors else "?"), None
                         )
                 if now - last_progress > self.stall_timeout:
-                    self.stop()
+                    if self.stop() == "abandoned":
+                        return faults.hl_smi_abandoned(child.pid), got_rows
                     return faults.hl_smi_hung(self.stall_timeout), got_rows
         if self.cancel.is_set():
             return None, got_rows
@@ -275,11 +281,18 @@ class HlSmiPoller:
             if tick.devices:
                 got_rows = True
                 self.on_reading(tick)
-        code = child.wait()
-        self.stop()
+        if self.stop(first_wait=2.0) == "abandoned":  # it closed its pipes but does not exit
+            return faults.hl_smi_abandoned(child.pid), got_rows
+        code = child.returncode
         if code == 0:
             return faults.hl_smi_exited(0, "it stopped looping " + _tail(stderr)), got_rows
         return faults.hl_smi_exited(code, _tail(stderr)), got_rows
+
+
+def _close_streams(child: subprocess.Popen[bytes]) -> None:
+    for stream in (child.stdout, child.stderr):
+        if stream is not None:
+            stream.close()
 
 
 class _TickReader:

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import psutil
+
+FIRST_HOST_S = 3.0
+"""The host row's first CPU % is averaged over this long (then every refresh)."""
 
 
 @dataclass(frozen=True)
@@ -59,3 +64,23 @@ class HostReader:
             memory_total_mib=int(memory.total / 2**20),
             load=load,
         )
+
+
+def tick_host(
+    on_host: Callable[[HostStats], None],
+    cancel: threading.Event,
+    interval: float,
+    reader: Callable[[], HostStats | None] | None = None,
+) -> None:
+    """Call `on_host` with fresh host figures every `interval` seconds until `cancel` is set.
+
+    Runs in its own thread, apart from the device feed, so the host row stays live whatever the
+    device source does (a hanging hl-smi, slow metadata reads, a stall wait).
+    """
+    read = reader or HostReader(min_gap=interval / 2, first_after=FIRST_HOST_S).read
+    while not cancel.is_set():
+        stats = read()
+        if stats is not None:
+            on_host(stats)
+        if cancel.wait(interval):
+            return

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import socket
 import stat
 from collections.abc import Mapping
 from pathlib import Path
-from urllib.parse import urlparse
+from urllib.parse import ParseResult, unquote, urlparse
 
 from gaudi_tui.core.doctor.context import CheckContext
 from gaudi_tui.core.doctor.model import CheckVerdict, fail, ok, warn
@@ -65,6 +66,8 @@ def hf_cache_space(ctx: CheckContext) -> CheckVerdict:
 
 
 def hf_hub_reachable(ctx: CheckContext) -> CheckVerdict:
+    """Offline mode, or a TCP connection to the Hub; through HTTPS_PROXY, a real CONNECT request asks
+    the proxy for a tunnel to the Hub, so the finding says the Hub is reachable only when it is."""
     offline = ctx.env.get("HF_HUB_OFFLINE", "").strip().lower()
     if offline in TRUE:
         return ok(
@@ -75,19 +78,50 @@ def hf_hub_reachable(ctx: CheckContext) -> CheckVerdict:
     target = urlparse(proxy) if proxy else endpoint
     host = target.hostname or ""
     port = target.port or (443 if target.scheme == "https" else 80)
+    hub_port = endpoint.port or 443
     via = f" (through the proxy {host}:{port})" if proxy else ""
+    unreachable = (
+        "Loading a Hub id (e.g. Qwen/Qwen3-0.6B) first asks the Hub: without a route each load waits for "
+        "the network before falling back to the cache, and models not in the cache fail."
+    )
     try:
-        with socket.create_connection((host, port), timeout=ctx.connect_timeout):
-            pass
+        with socket.create_connection((host, port), timeout=ctx.connect_timeout) as sock:
+            answer = _tunnel(sock, f"{endpoint.hostname}:{hub_port}", target) if proxy else None
     except OSError as exc:
         return warn(
             f"cannot reach {endpoint.hostname}{via}: {exc.strerror or type(exc).__name__}, and HF_HUB_OFFLINE is not set",
-            "Loading a Hub id (e.g. Qwen/Qwen3-0.6B) first asks the Hub: without a route each load waits for "
-            "the network before falling back to the cache, and models not in the cache fail.",
+            unreachable,
             "export HF_HUB_OFFLINE=1   (cached models and local folders keep working), or set HTTPS_PROXY",
             env_fix={"HF_HUB_OFFLINE": "1"},
         )
-    return ok(f"{endpoint.hostname} is reachable{via}")
+    if answer is not None and answer.split(" ")[1:2] != ["200"]:
+        return warn(
+            f"the proxy {host}:{port} answers but did not open a tunnel to {endpoint.hostname}:{hub_port}: "
+            f"{answer or 'no answer'}",
+            unreachable,
+            "Check HTTPS_PROXY (and its user:password) with your network admin, or "
+            "export HF_HUB_OFFLINE=1   (cached models and local folders keep working)",
+            env_fix={"HF_HUB_OFFLINE": "1"},
+        )
+    if proxy:
+        return ok(f"{endpoint.hostname} is reachable through the proxy {host}:{port} (it opened a tunnel)")
+    return ok(f"{endpoint.hostname} is reachable")
+
+
+def _tunnel(sock: socket.socket, where: str, proxy: ParseResult) -> str:
+    """Ask the proxy for a tunnel to `where` (HTTP CONNECT); its status line, or "" if it said nothing."""
+    request = f"CONNECT {where} HTTP/1.1\r\nHost: {where}\r\n"
+    if proxy.username:
+        secret = f"{unquote(proxy.username)}:{unquote(proxy.password or '')}".encode()
+        request += f"Proxy-Authorization: Basic {base64.b64encode(secret).decode()}\r\n"
+    sock.sendall((request + "\r\n").encode())
+    reply = b""
+    while b"\r\n" not in reply and len(reply) < 4096:
+        chunk = sock.recv(1024)
+        if not chunk:
+            break
+        reply += chunk
+    return reply.split(b"\r\n", 1)[0].decode(errors="replace").strip()
 
 
 def hf_token(ctx: CheckContext) -> CheckVerdict:

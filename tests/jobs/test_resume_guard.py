@@ -1,0 +1,50 @@
+"""Never two copies of one job: resume refuses while a recorded process still runs, and two
+resumes at once cannot both start (a lock on the run folder)."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+
+import pytest
+
+from gaudi_tui.cli import main
+from gaudi_tui.core.jobs import control
+from gaudi_tui.core.jobs.status import ProcRef
+from tests.conftest import PYTHON
+from tests.jobs.conftest import replay
+
+
+def test_a_lost_job_whose_worker_still_runs_is_not_resumed(capsys: pytest.CaptureFixture[str]) -> None:
+    run = replay()
+    worker = subprocess.Popen([PYTHON, "-c", "import time; time.sleep(60)"])
+    try:
+        ref = ProcRef.of(worker.pid)
+        assert ref is not None
+        status = run.status()
+        assert status is not None
+        # The supervisor died (its PID names nothing now) but a worker it recorded runs on.
+        run.write_status(status.with_(state="running", supervisor=ProcRef(1, 0.0), workers=(ref,)))
+        assert main(["jobs", "resume", run.id]) == 1
+        err = capsys.readouterr().err
+        assert "is lost but its processes still run" in err and f"PID {worker.pid}" in err
+        assert f"gaudi-tui jobs stop --force {run.id}" in err
+        assert worker.poll() is None  # refused, nothing was touched
+        assert run.status().state == "running"  # type: ignore[union-attr]
+    finally:
+        worker.kill()
+        worker.wait(5)
+
+
+def test_a_second_resume_while_one_is_starting_is_refused() -> None:
+    run = replay()
+    fd = os.open(run.path / control.RESUME_LOCK, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # another resume holds the run folder
+        with pytest.raises(control.JobControlError, match="being resumed by another command"):
+            control.resume(run)
+    finally:
+        os.close(fd)
+    with pytest.raises(control.JobControlError, match="already finished"):  # the lock is free again
+        control.resume(run)
