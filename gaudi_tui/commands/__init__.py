@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import argparse
 
-from gaudi_tui.commands import chat, check, devices, jobs, train
+from gaudi_tui.commands import chat, check, devices, exporter, fleet, jobs, train
 
-MODULES = (devices, check, chat, train, jobs)
+MODULES = (devices, check, chat, train, jobs, fleet, exporter)
 
 
 def register_all(subparsers: argparse._SubParsersAction) -> None:
