@@ -1,4 +1,4 @@
-"""The gaudi-tui App: four mode screens, global bindings, command palette, shared state."""
+"""The gaudi-tui App: five mode screens, global bindings, command palette, shared state."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ SCREENS_BY_KEY = (
     ("2", "checklist", "Checklist"),
     ("3", "chat", "Chat"),
     ("4", "training", "Training"),
+    ("5", "fleet", "Fleet"),
 )
 
 
@@ -48,6 +49,7 @@ class GaudiApp(App[int]):
         "checklist": _on_first_use("checklist", "ChecklistScreen"),
         "chat": _on_first_use("chat", "ChatScreen"),
         "training": _on_first_use("training", "TrainingScreen"),
+        "fleet": _on_first_use("fleet", "FleetScreen"),
     }
     DEFAULT_MODE = "devices"
     BINDINGS = [
@@ -73,12 +75,15 @@ class GaudiApp(App[int]):
         accelerator: Accelerator | None = None,
         hostname: str | None = None,
         autorun_checks: bool = False,
+        prometheus: str | None = None,
     ) -> None:
         """`autorun_checks`: the Checklist runs its checks when first opened (the panel does this;
-        tests leave it off so what they see does not depend on the host)."""
+        tests leave it off so what they see does not depend on the host). `prometheus`: the URL the
+        Fleet screen reads (`--prometheus`; None: $GAUDI_TUI_PROMETHEUS)."""
         super().__init__()
         self.hostname = hostname or socket.gethostname()
         self.autorun_checks = autorun_checks
+        self.prometheus = prometheus
         self._given_accelerator = accelerator
 
     def on_mount(self) -> None:
