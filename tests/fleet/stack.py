@@ -144,17 +144,57 @@ class FleetStack:
         return [(float(t), float(v)) for t, v in result[0]["values"]] if result else []
 
 
-def _config(targets: list[str]) -> str:
-    quoted = ", ".join(f"'{t}'" for t in targets)
-    return (
-        "global:\n"
-        f"  scrape_interval: {SCRAPE_S:g}s\n"
-        "  scrape_timeout: 900ms\n"
-        "  evaluation_interval: 1s\n"
-        "scrape_configs:\n"
-        "  - job_name: gaudi\n"
-        f"    static_configs:\n      - targets: [{quoted}]\n"
+def prometheus_config(targets: list[str], names: dict[str, str] | None = None) -> str:
+    """One job `gaudi` scraping `targets` every second; `names` renames a target's `instance`."""
+    lines = [
+        "global:",
+        f"  scrape_interval: {SCRAPE_S:g}s",
+        "  scrape_timeout: 900ms",
+        "  evaluation_interval: 1s",
+        "scrape_configs:",
+        "  - job_name: gaudi",
+        "    static_configs:",
+    ]
+    for target in targets:
+        lines.append(f"      - targets: ['{target}']")
+        if names and target in names:
+            lines.append(f"        labels: {{instance: '{names[target]}'}}")
+    return "\n".join(lines) + "\n"
+
+
+def start_prometheus(config_text: str, workdir: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """A Prometheus on a free loopback port with its TSDB in `workdir`; (process, URL) once ready."""
+    port = free_port()
+    config = workdir / "prometheus.yml"
+    config.write_text(config_text)
+    log = open(workdir / "prometheus.log", "ab")  # noqa: SIM115 (the child keeps it)
+    process = subprocess.Popen(
+        [
+            "prometheus",
+            f"--config.file={config}",
+            f"--storage.tsdb.path={workdir / 'tsdb'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--log.level=warn",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
+    log.close()
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_http(f"{url}/-/ready", 60)
+    except AssertionError:
+        stop(process)
+        raise
+    return process, url
+
+
+def silent_target() -> socket.socket:
+    """A socket that listens and never accepts: a scrape target that never answers."""
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(64)
+    return silent
 
 
 @pytest.fixture(scope="package")
@@ -163,32 +203,15 @@ def fleet_stack() -> Iterator[FleetStack]:
         pytest.skip("the `prometheus` binary is not on PATH (Debian: apt-get install prometheus)")
     workdir = Path(tempfile.mkdtemp(prefix="gaudi-tui-fleet-"))
     os.chmod(workdir, 0o700)
-    silent = socket.socket()  # listens, never accepts: a target that never answers
-    silent.bind(("127.0.0.1", 0))
-    silent.listen(64)
+    silent = silent_target()
     dead = f"127.0.0.1:{silent.getsockname()[1]}"
     exporters = [Exporter(sample, free_port(), workdir) for sample in REPLAYED]
-    port = free_port()
-    stack = FleetStack(f"http://127.0.0.1:{port}", exporters, dead, others=[silent])
+    stack = FleetStack("", exporters, dead, others=[silent])
     try:
         for exporter in exporters:
             exporter.start()
-        config = workdir / "prometheus.yml"
-        config.write_text(_config([e.instance for e in exporters] + [dead]))
-        log = open(workdir / "prometheus.log", "ab")  # noqa: SIM115 (the child keeps it)
-        stack.prometheus = subprocess.Popen(
-            [
-                "prometheus",
-                f"--config.file={config}",
-                f"--storage.tsdb.path={workdir / 'tsdb'}",
-                f"--web.listen-address=127.0.0.1:{port}",
-                "--log.level=warn",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        log.close()
-        wait_http(f"{stack.url}/-/ready", 60)
+        config = prometheus_config([e.instance for e in exporters] + [dead])
+        stack.prometheus, stack.url = start_prometheus(config, workdir)
         yield stack
     finally:
         if stack.prometheus is not None:

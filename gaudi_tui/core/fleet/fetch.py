@@ -55,11 +55,13 @@ def refresh(client: PrometheusClient) -> Fleet:
 
 
 def from_text(text: str, source: str, default_host: str) -> Fleet:
-    """The fleet a saved /metrics text describes (hosts from `instance`, else `default_host`)."""
+    """The fleet a saved /metrics text describes (hosts from `instance`, else `default_host`). A
+    Prometheus /federate dump carries `up` too: then a target that was down shows as down."""
     exposition = parse_exposition(text)
     problem = exposition.problem()
+    up = exposition.samples.get(UP_QUERY)
     fleet = build_fleet(
-        source, exposition.samples, default_host=default_host, problems=[problem] if problem else []
+        source, exposition.samples, up, default_host=default_host, problems=[problem] if problem else []
     )
     if not fleet.hosts:
         return Fleet(source, problems=(*fleet.problems, f"no habanalabs_* card series in {source}"))
