@@ -43,7 +43,9 @@ def main() -> int:
         for exporter in exporters:
             exporter.start()
         targets = [e.instance for e in exporters] + [f"127.0.0.1:{silent.getsockname()[1]}"]
-        prometheus, url = start_prometheus(prometheus_config(targets, dict(zip(targets, NAMES))), workdir)
+        prometheus, url = start_prometheus(
+            prometheus_config(targets, dict(zip(targets, NAMES, strict=True))), workdir
+        )
         wait_http(f"{url}/api/v1/query?query=count(up)%20%3D%3D%204", 60, want='"value"')
         time.sleep(3)  # a few scrapes of every target
         query = urllib.parse.urlencode({"match[]": '{job="gaudi"}'})

@@ -164,3 +164,21 @@ def test_killed_exporter_is_down_within_three_scrapes_and_recovers(fleet_stack: 
     fleet = wait_fleet(fleet_stack, all_up(fleet_stack), timeout=60)
     back = host_of(fleet, victim.instance)
     assert back.flags == () and len(back.cards) == 8
+
+
+def test_prometheus_errors_and_an_empty_server_become_problems(fleet_stack: FleetStack, tmp_path) -> None:  # noqa: ANN001
+    from gaudi_tui.core.fleet.prometheus import PrometheusError
+    from tests.fleet.stack import start_prometheus, stop
+
+    with pytest.raises(PrometheusError, match="HTTP 400.*parse error"):
+        PrometheusClient(fleet_stack.url).query("sum(")
+    process, url = start_prometheus("global:\n  scrape_interval: 1s\nscrape_configs: []\n", tmp_path)
+    try:
+        fleet = fetch.refresh(PrometheusClient(url))
+    finally:
+        stop(process)
+    assert fleet.hosts == ()
+    assert fleet.problems == (
+        f"Prometheus at {url} has no habanalabs_device_config series and no target of a job that has: "
+        "is an exporter (Intel's or `gaudi-tui exporter`) scraped?",
+    )

@@ -7,7 +7,6 @@ host's cards with 5-minute sparklines from one `query_range`.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 from rich.style import Style
@@ -62,9 +61,9 @@ def level(card: Card, metric: str) -> str:
 
 
 class FleetLoaded(Message):
-    def __init__(self, fleet: Fleet, took_s: float) -> None:
+    def __init__(self, fleet: Fleet) -> None:
         super().__init__()
-        self.fleet, self.took_s = fleet, took_s
+        self.fleet = fleet
 
 
 class FleetScreen(PanelScreen):
@@ -107,7 +106,6 @@ class FleetScreen(PanelScreen):
         self.sort = 0
         self.job = 0
         self.filter = ""
-        self.took_s: float | None = None
         self._shown: list[Host] = []
 
     # -- layout -------------------------------------------------------------------------------
@@ -160,13 +158,12 @@ class FleetScreen(PanelScreen):
 
     @work(thread=True, exclusive=True, group="fleet", exit_on_error=False, description="fleet refresh")
     def refresh_fleet(self) -> None:
-        started = time.monotonic()
         fleet = self._load()
         if fleet is not None:
-            self.post_message(FleetLoaded(fleet, time.monotonic() - started))
+            self.post_message(FleetLoaded(fleet))
 
     def on_fleet_loaded(self, message: FleetLoaded) -> None:
-        self.fleet, self.took_s = message.fleet, message.took_s
+        self.fleet = message.fleet
         self._banner(list(message.fleet.problems))
         self._draw()
 
@@ -192,8 +189,8 @@ class FleetScreen(PanelScreen):
         line2 = f"colour: {METRICS[self.metric][1]} · sort: {SORTS[self.sort][0]}"
         if self.filter:
             line2 += f" · filter: {self.filter}"
-        if self.took_s is not None and fleet is not None:
-            line2 += f" · {fleet.source} in {self.took_s * 1000:.0f} ms"
+        if fleet is not None:
+            line2 += f" · from {fleet.source}"
         self.query_one("#fleet-status", Static).update(" · ".join(parts) + "\n" + line2)
 
     def _styles(self) -> dict[str, Style]:
