@@ -28,11 +28,12 @@ def fleet_queries() -> dict[str, str]:
     return {"up": UP_QUERY, "usual": USUAL_QUERY, **{info.name: info.name for info in m.FLEET_METRICS}}
 
 
-def refresh(client: PrometheusClient) -> Fleet:
-    """The fleet now. Never raises: an unreachable or failing Prometheus becomes a problem line."""
+def refresh(client: PrometheusClient, at: float | None = None) -> Fleet:
+    """The fleet now (or at unix time `at`). Never raises: an unreachable or failing Prometheus
+    becomes a problem line."""
     queries = fleet_queries()
     with ThreadPoolExecutor(max_workers=len(queries)) as pool:
-        futures = {key: pool.submit(client.query, promql) for key, promql in queries.items()}
+        futures = {key: pool.submit(client.query, promql, at) for key, promql in queries.items()}
         answers: dict[str, list[Sample]] = {}
         failures: list[str] = []
         for key, future in futures.items():
