@@ -94,6 +94,7 @@ async def test_fleet_screen_shows_every_host_with_its_values(fleet_stack: FleetS
     from textual.widgets import DataTable
 
     from gaudi_tui.ui.screens.fleet import FleetScreen
+    from gaudi_tui.ui.widgets.host_grid import HostGrid
 
     wait_fleet(fleet_stack, all_up(fleet_stack))
     app = GaudiApp(accelerator=CPU, hostname="gaudi-host", prometheus=fleet_stack.url)
@@ -105,31 +106,23 @@ async def test_fleet_screen_shows_every_host_with_its_values(fleet_stack: FleetS
         while screen.fleet is None or len(screen.fleet.hosts) < 4:
             assert time.monotonic() < deadline, "the Fleet screen never loaded"
             await pilot.pause(0.2)
-        table = screen.query_one("#fleet-hosts", DataTable)
-        rows = {str(table.get_row_at(i)[0]): table.get_row_at(i) for i in range(table.row_count)}
+        grid = screen.query_one(HostGrid)
+        rows = {grid.row_text(i)[0]: grid.row_text(i) for i in range(grid.row_count)}
         assert set(rows) == {e.instance for e in fleet_stack.exporters} | {fleet_stack.dead}
-        assert str(rows[fleet_stack.dead][1]) == "down"
+        assert rows[fleet_stack.dead][1] == "down"
         for exporter in fleet_stack.exporters:
             utils = [f"{c['utilization_pct']:3.0f}" for c in expected_cards(exporter.sample)]
-            assert str(rows[exporter.instance][2]) == " ".join(utils) + " "
+            assert rows[exporter.instance][2] == " ".join(utils) + " "
         await pilot.press("m")  # HBM %
-        table = screen.query_one("#fleet-hosts", DataTable)
-        row = next(
-            table.get_row_at(i)
-            for i in range(table.row_count)
-            if table.get_row_at(i)[0] == fleet_stack.exporters[1].instance
-        )
+        busy = fleet_stack.exporters[1].instance
+        row = next(grid.row_text(i) for i in range(grid.row_count) if grid.row_text(i)[0] == busy)
         shares = [
             f"{c['memory_used_bytes'] / c['memory_total_bytes'] * 100:3.0f}"
             for c in expected_cards(REPLAYED[1])
         ]
-        assert str(row[2]) == " ".join(shares) + " "
+        assert row[2] == " ".join(shares) + " "
         # Enter opens the host with its cards and a 5-minute history from query_range.
-        table.move_cursor(
-            row=[table.get_row_at(i)[0] for i in range(table.row_count)].index(
-                fleet_stack.exporters[1].instance
-            )
-        )
+        grid.cursor_row = [h.name for h in grid.hosts].index(busy)
         await pilot.press("enter")
         from gaudi_tui.ui.screens.fleet_host import HostScreen
 

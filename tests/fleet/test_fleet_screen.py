@@ -12,6 +12,7 @@ from gaudi_tui.core.fleet import fetch
 from gaudi_tui.ui.app import GaudiApp
 from gaudi_tui.ui.screens.fleet import FleetScreen
 from gaudi_tui.ui.screens.fleet_host import HostScreen
+from gaudi_tui.ui.widgets.host_grid import HostGrid
 from tests.conftest import CPU, ROOT
 from tests.fleet.stack import free_port
 
@@ -31,8 +32,8 @@ async def loaded(pilot: Pilot, screen: FleetScreen) -> None:
 
 
 def hosts_column(screen: FleetScreen, column: int = 0) -> list[str]:
-    table = screen.query_one("#fleet-hosts", DataTable)
-    return [str(table.get_row_at(i)[column]) for i in range(table.row_count)]
+    grid = screen.query_one(HostGrid)
+    return [grid.row_text(i)[column] for i in range(grid.row_count)]
 
 
 def test_fleet_snapshot(snap_compare) -> None:  # noqa: ANN001
@@ -66,7 +67,7 @@ async def test_keys_cycle_metric_sort_job_and_filter() -> None:
         await pilot.press("slash", *"node-02")
         assert hosts_column(screen) == ["gaudi-node-02:41612"]
         await pilot.press("enter")  # keeps the filter, back to the table
-        assert isinstance(app.focused, DataTable)
+        assert isinstance(app.focused, HostGrid)
         await pilot.press("enter")  # opens the host
         assert isinstance(app.screen, HostScreen)
         assert app.screen.query_one(DataTable).row_count == 8

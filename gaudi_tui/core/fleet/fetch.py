@@ -23,9 +23,18 @@ HISTORY_S = 300
 HISTORY_STEP_S = 10
 
 
+IDENTITY = "instance, job, id, Serial, UUID, pod_namespace, pod_name"
+"""Labels kept for the card's identity (on one metric only: HBM used); the other metrics keep just
+`instance` and `id`, which makes each answer a third of the size (what bounds a refresh's cost)."""
+
+
 def fleet_queries() -> dict[str, str]:
-    """Every query of one refresh: key → PromQL."""
-    return {"up": UP_QUERY, "usual": USUAL_QUERY, **{info.name: info.name for info in m.FLEET_METRICS}}
+    """Every query of one refresh: key → PromQL (`max by` only drops labels: one series per card)."""
+    queries = {"up": UP_QUERY, "usual": USUAL_QUERY}
+    for info in m.FLEET_METRICS:
+        keep = IDENTITY if info is m.MEMORY_USED else "instance, id"
+        queries[info.name] = f"max by ({keep}) ({info.name})"
+    return queries
 
 
 def refresh(client: PrometheusClient, at: float | None = None) -> Fleet:

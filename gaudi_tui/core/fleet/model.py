@@ -14,8 +14,8 @@ the exporter's `id` standing in for the module ID (the exporter has no module-ID
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from gaudi_tui.core.devices.cardsets import SUPPORTED_SETS
@@ -132,28 +132,25 @@ ABSENT_MEANS = {
 """What the screen loses when a metric is absent (the banner says it)."""
 
 
-def _card_id(sample: Sample) -> int | None:
-    try:
-        return int(sample.labels.get("id", ""))
-    except ValueError:
-        return None
-
-
-def _card_flags(card: Card) -> tuple[str, ...]:
+def _card_flags(values: dict[str, Any]) -> tuple[str, ...]:
     flags = []
-    limit = card.slowdown_c or DEFAULT_SLOWDOWN_C
-    if card.temperature_c is not None and card.temperature_c >= limit:
+    temperature, power, limit = (
+        values.get("temperature_c"),
+        values.get("power_mw"),
+        values.get("power_limit_mw"),
+    )
+    if temperature is not None and temperature >= (values.get("slowdown_c") or DEFAULT_SLOWDOWN_C):
         flags.append("hot")
-    if card.power_mw is not None and card.power_limit_mw and card.power_mw > card.power_limit_mw:
+    if power is not None and limit and power > limit:
         flags.append("over cap")
-    if card.ecc_pending:
+    if values.get("ecc_pending"):
         flags.append("ECC rows")
     return tuple(flags)
 
 
 FIELD_OF = {
+    m.MEMORY_USED.name: "memory_used_bytes",  # first: its query keeps the card's identity labels
     m.UTILIZATION.name: "utilization_pct",
-    m.MEMORY_USED.name: "memory_used_bytes",
     m.MEMORY_TOTAL.name: "memory_total_bytes",
     m.POWER.name: "power_mw",
     m.POWER_LIMIT.name: "power_limit_mw",
@@ -163,35 +160,42 @@ FIELD_OF = {
 }
 
 
-def _card(values: dict[str, Any]) -> Card:
-    card = Card(**values)
-    return replace(card, flags=_card_flags(card))
+def _identity(labels: Mapping[str, str]) -> dict[str, Any]:
+    pod = (labels.get("pod_namespace", ""), labels.get("pod_name", ""))
+    return {
+        "serial": labels.get("Serial") or labels.get("device", ""),
+        "uuid": labels.get("UUID", ""),
+        "pod": "/".join(p for p in pod if p),
+    }
 
 
-def _cards_by_host(samples: SamplesByMetric, default_host: str) -> dict[str, dict[int, dict[str, Any]]]:
-    """host → card id → Card field values."""
+def _cards_by_host(
+    samples: SamplesByMetric, default_host: str, job_of: dict[str, str]
+) -> dict[str, dict[int, dict[str, Any]]]:
+    """host → card id → Card field values (and each host's `job` into `job_of`). Hot path: a refresh
+    of 4,096 cards reads ~30,000 samples."""
     by_host: dict[str, dict[int, dict[str, Any]]] = {}
     for name, attribute in FIELD_OF.items():
+        as_flag = attribute == "ecc_pending"
         for sample in samples.get(name, ()):
-            card_id = _card_id(sample)
-            if card_id is None:
+            labels = sample.labels
+            try:
+                card_id = int(labels["id"])
+            except (KeyError, ValueError):
                 continue
-            host = sample.labels.get("instance") or default_host
-            values = by_host.setdefault(host, {}).setdefault(card_id, {"id": card_id})
-            values[attribute] = sample.value >= 1 if attribute == "ecc_pending" else sample.value
-            values.setdefault("serial", sample.labels.get("Serial") or sample.labels.get("device", ""))
-            values.setdefault("uuid", sample.labels.get("UUID", ""))
-            pod = (sample.labels.get("pod_namespace", ""), sample.labels.get("pod_name", ""))
-            values.setdefault("pod", "/".join(p for p in pod if p))
+            host = labels.get("instance") or default_host
+            cards = by_host.get(host)
+            if cards is None:
+                cards = by_host[host] = {}
+            values = cards.get(card_id)
+            if values is None:
+                values = cards[card_id] = {"id": card_id, **_identity(labels)}
+            elif "Serial" in labels and not values["serial"]:
+                values.update(_identity(labels))
+            values[attribute] = sample.value >= 1 if as_flag else sample.value
+            if "job" in labels:
+                job_of[host] = labels["job"]
     return by_host
-
-
-def _jobs(samples: SamplesByMetric) -> dict[str, str]:
-    return {
-        s.labels.get("instance", ""): s.labels.get("job", "")
-        for name in FIELD_OF
-        for s in samples.get(name, ())
-    }
 
 
 def build_fleet(
@@ -204,8 +208,8 @@ def build_fleet(
 ) -> Fleet:
     """The fleet these samples describe. `up` (Prometheus's `up`) and `usual` (cards per instance
     over the last hour) are None when reading a saved /metrics text: every host there is up."""
-    by_host = _cards_by_host(samples, default_host)
-    job_of = _jobs(samples)
+    job_of: dict[str, str] = {}
+    by_host = _cards_by_host(samples, default_host, job_of)
     usual_count = {s.labels.get("instance", ""): int(s.value) for s in usual or ()}
     job_of.update({s.labels.get("instance", ""): s.labels.get("job", "") for s in usual or ()})
     gaudi_jobs = set(job_of.values())
@@ -214,7 +218,7 @@ def build_fleet(
     names = set(by_host) | set(usual_count) | set(up_of)
     hosts = []
     for name in names:
-        cards = tuple(_card(values) for _, values in sorted(by_host.get(name, {}).items()))
+        cards = tuple(Card(**v, flags=_card_flags(v)) for _, v in sorted(by_host.get(name, {}).items()))
         usual_cards = max(usual_count.get(name, 0), len(cards))
         state: HostState = "up"
         if up is not None and up_of.get(name) == 0:

@@ -16,13 +16,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.color import Color
 from textual.message import Message
-from textual.widgets import DataTable, Input, Static
+from textual.widgets import Input, Static
 
 from gaudi_tui.core.fleet import fetch
 from gaudi_tui.core.fleet.model import JOB_SIZES, Card, Fleet, Host, worst_first
 from gaudi_tui.core.fleet.prometheus import ENV_VAR, PrometheusClient, PrometheusError, prometheus_url
 from gaudi_tui.ui.screens.base import PanelScreen
 from gaudi_tui.ui.screens.fleet_host import HostScreen
+from gaudi_tui.ui.widgets.host_grid import HostGrid
 
 REFRESH_S = 5.0
 METRICS = (("utilization", "util %"), ("hbm", "HBM %"), ("power", "power % of cap"), ("temperature", "°C"))
@@ -82,10 +83,8 @@ class FleetScreen(PanelScreen):
     FleetScreen #fleet-status { height: auto; padding: 0 1; color: $text-muted; }
     FleetScreen #fleet-filter { display: none; }
     FleetScreen #fleet-filter.shown { display: block; }
-    FleetScreen #fleet-hosts { height: 1fr; }
     """
     BINDINGS = [
-        Binding("enter", "open_host", "Open host", id="fleet.open"),
         Binding("m", "cycle_metric", "Metric", id="fleet.metric"),
         Binding("s", "cycle_sort", "Sort", id="fleet.sort"),
         Binding("slash", "filter", "Filter", id="fleet.filter", key_display="/"),
@@ -106,7 +105,7 @@ class FleetScreen(PanelScreen):
         self.sort = 0
         self.job = 0
         self.filter = ""
-        self._shown: list[Host] = []
+        self._styles: dict[str, Style] = {}
 
     # -- layout -------------------------------------------------------------------------------
     def compose_body(self) -> ComposeResult:
@@ -115,11 +114,10 @@ class FleetScreen(PanelScreen):
         yield Input(
             placeholder="filter hosts (name, state or flag); Enter keeps, Esc clears", id="fleet-filter"
         )
-        yield DataTable(id="fleet-hosts", cursor_type="row", zebra_stripes=False)
+        yield HostGrid(self._cells, id="fleet-hosts")
 
     def on_mount(self) -> None:
-        table = self.query_one("#fleet-hosts", DataTable)
-        table.add_columns("host", "state", "cards", "free", "fits", "flags")
+        self._styles = self._theme_styles()
         if self._loader is None:
             self._url = self._url or prometheus_url(getattr(self.app, "prometheus", None))
         if self._loader is None and self._url is None:
@@ -163,6 +161,8 @@ class FleetScreen(PanelScreen):
             self.post_message(FleetLoaded(fleet))
 
     def on_fleet_loaded(self, message: FleetLoaded) -> None:
+        if message.fleet == self.fleet:
+            return  # nothing changed: no redraw
         self.fleet = message.fleet
         self._banner(list(message.fleet.problems))
         self._draw()
@@ -193,7 +193,7 @@ class FleetScreen(PanelScreen):
             line2 += f" · from {fleet.source}"
         self.query_one("#fleet-status", Static).update(" · ".join(parts) + "\n" + line2)
 
-    def _styles(self) -> dict[str, Style]:
+    def _theme_styles(self) -> dict[str, Style]:
         """Rich styles from the theme's $success/$warning/$error (muted = dim)."""
         colours = self.app.get_css_variables()
         styles = {
@@ -203,7 +203,8 @@ class FleetScreen(PanelScreen):
         }
         return {"text-muted": Style(dim=True), **styles}
 
-    def _cards_cell(self, host: Host, styles: dict[str, Style]) -> Text:
+    def _cards_cell(self, host: Host) -> Text:
+        styles = self._styles
         if host.state == "down":
             return Text("target down", style=styles["error"])
         metric = METRICS[self.metric][0]
@@ -216,42 +217,31 @@ class FleetScreen(PanelScreen):
             text.append("  ?" * missing, style=styles["error"])
         return text
 
+    def _cells(self, host: Host) -> tuple[Text, ...]:
+        """One host row (built only when the row is on screen)."""
+        styles, size = self._styles, JOB_SIZES[self.job]
+        fits = host.fits(size)
+        return (
+            Text(host.name),
+            Text(host.state, style=styles["success"] if host.state == "up" else styles["error"]),
+            self._cards_cell(host),
+            Text(str(len(host.free_ids))),
+            Text(f"{size}:{'✓' if fits else '—'}", style=styles["success"] if fits else styles["text-muted"]),
+            Text(
+                ", ".join(host.flags) or "ok", style=styles["error"] if host.flags else styles["text-muted"]
+            ),
+        )
+
     def _draw(self) -> None:
         self._status()
-        fleet = self.fleet
-        table = self.query_one("#fleet-hosts", DataTable)
-        if fleet is None:
+        if self.fleet is None:
             return
-        hosts = SORTS[self.sort][1](list(fleet.hosts))
+        self._styles = self._theme_styles()  # the theme may have changed
+        hosts = SORTS[self.sort][1](list(self.fleet.hosts))
         if self.filter:
             needle = self.filter.lower()
-            hosts = [
-                h
-                for h in hosts
-                if needle in h.name.lower() or needle in " ".join((h.state, *h.flags)).lower()
-            ]
-        styles = self._styles()
-        size = JOB_SIZES[self.job]
-        cursor = table.cursor_row
-        table.clear()
-        for host in hosts:
-            state_style = styles["success"] if host.state == "up" else styles["error"]
-            flags = ", ".join(host.flags) or "ok"
-            table.add_row(
-                host.name,
-                Text(host.state, style=state_style),
-                self._cards_cell(host, styles),
-                str(len(host.free_ids)),
-                Text(
-                    f"{size}:✓" if host.fits(size) else f"{size}:—",
-                    style=styles["success"] if host.fits(size) else styles["text-muted"],
-                ),
-                Text(flags, style=styles["error"] if host.flags else styles["text-muted"]),
-                key=host.name,
-            )
-        self._shown = hosts
-        if hosts:
-            table.move_cursor(row=min(cursor, len(hosts) - 1))
+            hosts = [h for h in hosts if needle in " ".join((h.name, h.state, *h.flags)).lower()]
+        self.query_one(HostGrid).show(hosts)
 
     # -- keys ---------------------------------------------------------------------------------
     def action_cycle_metric(self) -> None:
@@ -289,14 +279,8 @@ class FleetScreen(PanelScreen):
     def _close_filter(self, keep: bool) -> None:
         box = self.query_one("#fleet-filter", Input)
         box.set_class(keep and bool(box.value), "shown")
-        self.query_one("#fleet-hosts", DataTable).focus()
+        self.query_one(HostGrid).focus()
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+    def on_host_grid_selected(self, event: HostGrid.Selected) -> None:
         event.stop()
-        self.action_open_host()
-
-    def action_open_host(self) -> None:
-        table = self.query_one("#fleet-hosts", DataTable)
-        if not self._shown or table.cursor_row >= len(self._shown):
-            return
-        self.app.push_screen(HostScreen(self._shown[table.cursor_row], self.client))
+        self.app.push_screen(HostScreen(event.host, self.client))
