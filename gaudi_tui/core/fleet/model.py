@@ -172,30 +172,38 @@ def _identity(labels: Mapping[str, str]) -> dict[str, Any]:
 def _cards_by_host(
     samples: SamplesByMetric, default_host: str, job_of: dict[str, str]
 ) -> dict[str, dict[int, dict[str, Any]]]:
-    """host → card id → Card field values (and each host's `job` into `job_of`). Hot path: a refresh
-    of 4,096 cards reads ~30,000 samples."""
+    """host → card id → Card field values (and each host's `job` into `job_of`). The hot path: a
+    refresh of 4,096 cards reads ~30,000 samples, so the card key stays the raw label pair."""
+    by_key: dict[tuple[str, str | None], dict[str, Any] | None] = {}
     by_host: dict[str, dict[int, dict[str, Any]]] = {}
     for name, attribute in FIELD_OF.items():
         as_flag = attribute == "ecc_pending"
-        for sample in samples.get(name, ()):
-            labels = sample.labels
-            try:
-                card_id = int(labels["id"])
-            except (KeyError, ValueError):
-                continue
-            host = labels.get("instance") or default_host
-            cards = by_host.get(host)
-            if cards is None:
-                cards = by_host[host] = {}
-            values = cards.get(card_id)
+        for labels, value in samples.get(name, ()):
+            key = (labels.get("instance") or default_host, labels.get("id"))
+            if key in by_key:
+                values = by_key[key]
+            else:
+                values = by_key[key] = _new_card(key, labels, by_host)
+                if "job" in labels:
+                    job_of[key[0]] = labels["job"]
             if values is None:
-                values = cards[card_id] = {"id": card_id, **_identity(labels)}
-            elif "Serial" in labels and not values["serial"]:
+                continue  # no usable `id` label
+            if "Serial" in labels and not values["serial"]:
                 values.update(_identity(labels))
-            values[attribute] = sample.value >= 1 if as_flag else sample.value
-            if "job" in labels:
-                job_of[host] = labels["job"]
+            values[attribute] = value >= 1 if as_flag else value
     return by_host
+
+
+def _new_card(
+    key: tuple[str, str | None], labels: Mapping[str, str], by_host: dict[str, dict[int, dict[str, Any]]]
+) -> dict[str, Any] | None:
+    try:
+        card_id = int(key[1] or "")
+    except ValueError:
+        return None
+    values = {"id": card_id, **_identity(labels)}
+    by_host.setdefault(key[0], {})[card_id] = values
+    return values
 
 
 def build_fleet(

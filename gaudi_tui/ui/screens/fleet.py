@@ -123,7 +123,6 @@ class FleetScreen(PanelScreen):
         if self._loader is None and self._url is None:
             self._banner([f"No Prometheus server: start with `gaudi-tui --prometheus URL` or set {ENV_VAR}."])
         self._status()
-        self.refresh_fleet()
         self.set_interval(self.interval, self._tick)
 
     @property
@@ -139,7 +138,8 @@ class FleetScreen(PanelScreen):
             self.refresh_fleet()
 
     def on_screen_resume(self) -> None:
-        self.refresh_fleet()
+        """Shown (first time or again): refresh, after the frame is drawn so it stays light."""
+        self.call_after_refresh(self.refresh_fleet)
 
     def action_refresh_now(self) -> None:
         self.refresh_fleet()
@@ -196,7 +196,7 @@ class FleetScreen(PanelScreen):
     def _theme_styles(self) -> dict[str, Style]:
         """Rich styles from the theme's $success/$warning/$error (muted = dim)."""
         colours = self.app.get_css_variables()
-        styles = {
+        styles: dict[str, Style] = {
             name: Style(color=Color.parse(colours[name]).rich_color, bold=name == "error")
             for name in ("success", "warning", "error")
             if name in colours

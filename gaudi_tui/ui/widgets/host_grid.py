@@ -96,15 +96,17 @@ class HostGrid(ScrollView, can_focus=True):
         scroll_x, scroll_y = self.scroll_offset
         number = y + scroll_y
         if number == 0:
-            if self._header is None:
+            header = self._header
+            if header is None:
                 style = self.get_component_rich_style("host-grid--header")
-                self._header = self._line([Text(name) for name, _ in COLUMNS], style)
-            strip = self._header
+                header = self._header = self._line([Text(name) for name, _ in COLUMNS], style)
+            strip = header
         elif number - 1 < len(self.hosts):
             row = number - 1
-            strip = self._strips.get(row)
-            if strip is None:
-                strip = self._strips[row] = self._line(self.cells(self.hosts[row]))
+            cached = self._strips.get(row)
+            if cached is None:
+                cached = self._strips[row] = self._line(self.cells(self.hosts[row]))
+            strip = cached
             if row == self.cursor_row:
                 strip = strip.apply_style(self.get_component_rich_style("host-grid--cursor"))
         else:
