@@ -93,9 +93,19 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     monitor = None
     if not args.input:
+        told: list[str] = []
 
         def on_update(update: MonitorUpdate) -> None:
             latest.set(update.snapshot)
+            news = [f.banner() for f in update.faults]
+            if news != told:  # say each change of fault once, not every refresh
+                for line in news:
+                    print(
+                        f"gaudi-tui exporter: {line} (no card served until it works)",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                told[:] = news
 
         # NVML stays off: NVIDIA figures under habanalabs_* names would mislead a dashboard.
         config = MonitorConfig(interval=max(1.0, args.interval), use_nvml=False)

@@ -146,3 +146,19 @@ def test_a_server_that_is_not_prometheus() -> None:
             PrometheusClient(f"http://127.0.0.1:{server.server_port}").query("up")
     finally:
         server.shutdown()
+
+
+def test_exporter_without_a_source_says_why_and_serves_no_card() -> None:
+    from pathlib import Path
+
+    port = free_port()
+    env = child_env(PATH=str(Path(PYTHON).parent))  # no hl-smi, even on a Gaudi host
+    process = subprocess.Popen(
+        [PYTHON, "-m", "gaudi_tui", "exporter", "--port", str(port)], env=env, stderr=subprocess.PIPE
+    )
+    try:
+        text = wait_http(f"http://127.0.0.1:{port}/metrics", 30)
+        assert "habanalabs_" not in text  # nothing made up
+    finally:
+        stop(process)
+    assert b"`hl-smi` is not on PATH" in process.stderr.read()
