@@ -189,7 +189,7 @@ async def measure_tui(url: str, hosts: int, at: float) -> dict[str, list[float]]
 
     client = PrometheusClient(url, timeout=30)
     app = GaudiApp(accelerator=Accelerator("cpu", "bench"), hostname="bench")
-    out: dict[str, list[float]] = {"empty_frame": [], "first_frame": [], "first_data": []}
+    out: dict[str, list[float]] = {"empty_frame": [], "cold_frame": [], "first_frame": [], "first_data": []}
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause(1.0)
         for _ in range(FRAME_RUNS):
