@@ -30,31 +30,26 @@ MIB = 1_048_576
 class MetricInfo:
     name: str
     help: str
-    unit: str
 
 
-def _m(name: str, help_text: str, unit: str) -> MetricInfo:
-    return MetricInfo(name, help_text, unit)
-
-
-UTILIZATION = _m("habanalabs_utilization", "Utilization of the device", "%")
-MEMORY_USED = _m("habanalabs_memory_used_bytes", "Current used bytes of memory", "bytes")
-MEMORY_FREE = _m("habanalabs_memory_free_bytes", "Current free bytes of memory", "bytes")
-MEMORY_TOTAL = _m("habanalabs_memory_total_bytes", "Current total bytes of memory", "bytes")
-POWER = _m("habanalabs_power_mW", "Power usage in milli-watts", "mW")
-POWER_LIMIT = _m("habanalabs_power_default_limit_mW", "Default Power usage limit in milli-watts", "mW")
-TEMP_ONCHIP = _m("habanalabs_temperature_onchip", "Chip temperature in celsius", "°C")
-TEMP_ONBOARD = _m("habanalabs_temperature_onboard", "Board temperature in celsius", "°C")
-TEMP_SLOWDOWN = _m("habanalabs_temperature_threshold_slowdown", "Temperature threshold for slowdown", "°C")
-TEMP_SHUTDOWN = _m("habanalabs_temperature_threshold_shutdown", "Temperature threshold for shutdown", "°C")
-ECC_MODE = _m("habanalabs_ecc_feature_mode", "ECC feature mode", "")
-PENDING_ROWS = _m(
-    "habanalabs_pending_rows_state", "Whether or not there are rows waiting for replacement", ""
+UTILIZATION = MetricInfo("habanalabs_utilization", "Utilization of the device")
+MEMORY_USED = MetricInfo("habanalabs_memory_used_bytes", "Current used bytes of memory")
+MEMORY_FREE = MetricInfo("habanalabs_memory_free_bytes", "Current free bytes of memory")
+MEMORY_TOTAL = MetricInfo("habanalabs_memory_total_bytes", "Current total bytes of memory")
+POWER = MetricInfo("habanalabs_power_mW", "Power usage in milli-watts")
+POWER_LIMIT = MetricInfo("habanalabs_power_default_limit_mW", "Default Power usage limit in milli-watts")
+TEMP_ONCHIP = MetricInfo("habanalabs_temperature_onchip", "Chip temperature in celsius")
+TEMP_ONBOARD = MetricInfo("habanalabs_temperature_onboard", "Board temperature in celsius")
+TEMP_SLOWDOWN = MetricInfo("habanalabs_temperature_threshold_slowdown", "Temperature threshold for slowdown")
+TEMP_SHUTDOWN = MetricInfo("habanalabs_temperature_threshold_shutdown", "Temperature threshold for shutdown")
+ECC_MODE = MetricInfo("habanalabs_ecc_feature_mode", "ECC feature mode")
+PENDING_ROWS = MetricInfo(
+    "habanalabs_pending_rows_state", "Whether or not there are rows waiting for replacement"
 )
-PCIE_REPLAY = _m("habanalabs_pcie_replay_count", "PCIe replay count", "")
-PCI_LINK_SPEED = _m("habanalabs_pci_link_speed", "Current PCI Link Speed", "")
-PCI_LINK_WIDTH = _m("habanalabs_pci_link_width", "Current PCI link width", "")
-DEVICE_CONFIG = _m("habanalabs_device_config", "", "")
+PCIE_REPLAY = MetricInfo("habanalabs_pcie_replay_count", "PCIe replay count")
+PCI_LINK_SPEED = MetricInfo("habanalabs_pci_link_speed", "Current PCI Link Speed")
+PCI_LINK_WIDTH = MetricInfo("habanalabs_pci_link_width", "Current PCI link width")
+DEVICE_CONFIG = MetricInfo("habanalabs_device_config", "")
 """Always 1, one series per card (Intel's exporter gives it no HELP text)."""
 
 FLEET_METRICS = (
@@ -68,3 +63,16 @@ FLEET_METRICS = (
     PENDING_ROWS,
 )
 """What the Fleet screen asks Prometheus for each refresh: one query per metric for the whole fleet."""
+
+NOT_SERVED = (
+    TEMP_ONBOARD,
+    TEMP_SLOWDOWN,
+    TEMP_SHUTDOWN,
+    ECC_MODE,
+    PENDING_ROWS,
+    PCIE_REPLAY,
+    PCI_LINK_SPEED,
+    PCI_LINK_WIDTH,
+)
+"""Intel's series that `gaudi-tui exporter` leaves out: hl-smi's table/-Q and the HLML calls the Devices
+code makes do not give them, and none is made up from another figure."""
