@@ -86,7 +86,10 @@ def run(args: argparse.Namespace) -> int:
             fleet = fetch.refresh(PrometheusClient(url, timeout=args.timeout))
         except PrometheusError as error:
             fleet = Fleet(url, problems=(str(error),))
-    print(json.dumps(fleet.to_json(), indent=2) if args.json else _table(fleet))
+    if args.json:
+        print(json.dumps(fleet.to_json(), indent=2))
+    elif fleet.hosts:
+        print(_table(fleet))
     if not fleet.hosts:
         for problem in fleet.problems:
             print(f"gaudi-tui fleet: {problem}", file=sys.stderr)
