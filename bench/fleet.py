@@ -306,7 +306,8 @@ def main() -> int:
     cpu, idle = tui["fleet_cpu"][0], tui["idle_cpu"][0]
     print(
         f"TUI CPU, Fleet screen refreshing every 5 s on {SIZES[-1]} hosts over {CPU_WINDOW_S:.0f} s: {cpu:.2f} % of a "
-        f"core (idle app on an empty screen: {idle:.2f} %, ratio {cpu / idle if idle else float('inf'):.1f}×); "
+        f"core, i.e. {cpu / 100 * 5000:.0f} ms of CPU per 5 s (idle app on an empty screen: {idle:.2f} %, "
+        f"ratio {cpu / idle if idle else float('inf'):.1f}×); "
         f"target ≤ 2 %: {'met' if cpu <= 2 else 'NOT met'}"
     )
     frame, empty = tui["first_frame"], tui["empty_frame"]
