@@ -6,13 +6,13 @@ Skips when the `prometheus` binary (Debian package `prometheus`) is not on PATH.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.parse
@@ -20,13 +20,24 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 from tests.conftest import FAKES, PYTHON, ROOT, SAMPLES
 
-sys.path.insert(0, str(FAKES))
-import hlsmi_replay  # noqa: E402  (the fake's own reader of the samples, independent of gaudi_tui)
+
+def _load_replay() -> ModuleType:
+    """The fake hl-smi's own reader of the samples (independent of gaudi_tui's parsers), loaded from
+    its file: putting tests/fakes on sys.path would make the fake pyhlml importable for every test."""
+    spec = importlib.util.spec_from_file_location("fleet_hlsmi_replay", FAKES / "hlsmi_replay.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+hlsmi_replay = _load_replay()
 
 # Gaudi 1, Gaudi 2 (three cards busy), Gaudi 2E. No real Gaudi 3 hl-smi recording exists in the repo.
 REPLAYED = (
