@@ -14,7 +14,8 @@ if TYPE_CHECKING:
 DESCRIPTION = """\
 A keyboard-driven control panel for Intel Gaudi hosts.
 
-Without a command it opens the panel: 1 Devices, 2 Checklist, 3 Chat, 4 Training, ? help, q quit.
+Without a command it opens the panel: 1 Devices, 2 Checklist, 3 Chat, 4 Training, 5 Fleet, ? help,
+q quit.
 The commands below run the same features without the panel, for scripts.
 Falls back from Gaudi (hpu) to CUDA to CPU; the embedded demo model works offline.
 Settings: config.toml (`gaudi-tui config` shows where, and every value with its origin)."""
@@ -36,12 +37,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="open the panel with the Devices screen fed from recorded real hl-smi outputs instead of "
         "this host's cards: gaudi1, gaudi2 or gaudi2e (shipped with gaudi-tui), or a saved hl-smi FILE",
     )
+    parser.add_argument(
+        "--prometheus",
+        metavar="URL",
+        help="Prometheus server the Fleet screen and `fleet` read (else $GAUDI_TUI_PROMETHEUS, else "
+        "[cluster] prometheus_url in config.toml)",
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     register_all(subparsers)
     return parser
 
 
-def run_tui(replay_name: str | None = None) -> int:
+def run_tui(replay_name: str | None = None, prometheus: str | None = None) -> int:
     from gaudi_tui.core import logsetup, settings
 
     replay = None
@@ -57,7 +64,7 @@ def run_tui(replay_name: str | None = None) -> int:
     logsetup.configure()
     from gaudi_tui.ui.app import GaudiApp
 
-    return int(GaudiApp(settings=settings.load(), replay=replay).run() or 0)
+    return int(GaudiApp(settings=settings.load(), replay=replay, prometheus=prometheus).run() or 0)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -68,7 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.panel_replay is not None and args.command is not None:
         parser.error("--replay opens the panel; for a command use `gaudi-tui devices --replay NAME`")
     if args.command is None:
-        return run_tui(args.panel_replay)
+        return run_tui(args.panel_replay, args.prometheus)
     return int(args.func(args))
 
 

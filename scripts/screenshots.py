@@ -76,6 +76,20 @@ async def chat_conversation(pilot) -> None:
     await pilot.press("p")  # and the parameters panel
 
 
+async def fleet_recorded(pilot) -> None:
+    """Fleet on a recorded /federate dump of a real Prometheus scraping three `gaudi-tui exporter`s
+    (replayed Gaudi 1, 2, 2E samples) and a dead target (tests/fleet/data, tests/fleet/record_federate.py)."""
+    from gaudi_tui.core.fleet import fetch
+    from gaudi_tui.ui.screens.fleet import FleetScreen
+
+    dump = ROOT / "tests" / "fleet" / "data" / "federate-gaudi.txt"
+    screen = FleetScreen(loader=lambda: fetch.from_text(dump.read_text(), dump.name, "unused"))
+    await pilot.app.push_screen(screen)
+    while screen.fleet is None:
+        await pilot.pause(0.05)
+    await pilot.press("m")  # colour by HBM: the busy cards of gaudi-node-02 stand out
+
+
 @dataclass(frozen=True)
 class Shot:
     name: str
@@ -92,6 +106,7 @@ SHOTS = [
     Shot("checklist.svg", ["2"], setup=run_checklist, hostname="replayed Gaudi 2 host (test doubles)"),
     Shot("chat.svg", ["3"], setup=chat_conversation),
     Shot("training.svg", ["4"]),
+    Shot("fleet.svg", [], setup=fleet_recorded),
     Shot("help.svg", ["question_mark"]),
 ]
 

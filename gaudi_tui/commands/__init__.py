@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import argparse
 
-from gaudi_tui.commands import chat, check, config, devices, jobs, train
+from gaudi_tui.commands import chat, check, config, devices, exporter, fleet, jobs, train
 
-MODULES = (devices, check, chat, train, jobs, config)
+MODULES = (devices, check, chat, train, jobs, fleet, exporter, config)
 
 
 def register_all(subparsers: argparse._SubParsersAction) -> None:

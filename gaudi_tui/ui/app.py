@@ -1,4 +1,4 @@
-"""The gaudi-tui App: four mode screens, global bindings, command palette, shared state, and the
+"""The gaudi-tui App: five mode screens, global bindings, command palette, shared state, and the
 user's settings applied (theme, keymap, device refresh, replay)."""
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ SCREENS_BY_KEY = (
     ("2", "checklist", "Checklist"),
     ("3", "chat", "Chat"),
     ("4", "training", "Training"),
+    ("5", "fleet", "Fleet"),
 )
 
 
@@ -56,6 +57,7 @@ class GaudiApp(App[int]):
         "checklist": _on_first_use("checklist", "ChecklistScreen"),
         "chat": _on_first_use("chat", "ChatScreen"),
         "training": _on_first_use("training", "TrainingScreen"),
+        "fleet": _on_first_use("fleet", "FleetScreen"),
     }
     DEFAULT_MODE = "devices"
     BINDINGS = [
@@ -83,14 +85,17 @@ class GaudiApp(App[int]):
         autorun_checks: bool | None = None,
         settings: Loaded | None = None,
         replay: Replay | None = None,
+        prometheus: str | None = None,
     ) -> None:
         """`settings`: what `core.settings.load()` read; None = the built-in defaults, and a theme
         picked in the palette is not saved (tests). `autorun_checks`: the Checklist runs its checks
         when first opened; by default the `checklist_on_open` setting when settings are given, else
         off (so what tests see does not depend on the host). `replay`: feed the Devices screen from
-        recorded hl-smi outputs."""
+        recorded hl-smi outputs. `prometheus`: the URL the Fleet screen reads (`--prometheus`; None:
+        the `cluster.prometheus_url` setting)."""
         super().__init__()
         self.hostname = hostname or socket.gethostname()
+        self.prometheus = prometheus
         self._given_accelerator = accelerator
         self.loaded = settings
         self.settings: Settings = settings.settings if settings else Settings()

@@ -1,0 +1,256 @@
+"""Hosts, cards and health flags from Intel-exporter samples (a Prometheus answer or a saved /metrics).
+
+Hosts are told apart by Prometheus's `instance` label, cards by `id`. Health rules:
+- card: `hot` at or past its slowdown threshold (`habanalabs_temperature_threshold_slowdown`, else
+  `DEFAULT_SLOWDOWN_C`); `over cap` when power exceeds the default limit; `ECC rows` when
+  `habanalabs_pending_rows_state` is 1 (rows wait for replacement: the card needs a reset);
+- host: `down` when its target's `up` is 0; `stale` when the target answers but sends no card
+  (Intel's exporter does that when its driver or kubelet lookup fails) or has left `up`;
+  `N missing` when it reports fewer cards than it did in the last hour (`usual`).
+A card is free when its HBM use is at most `usage.BUSY_MIB` (a framework reserves nearly all HBM)
+and no Kubernetes pod holds it. Which job sizes fit follows Intel's card sets (`cardsets`), with
+the exporter's `id` standing in for the module ID (the exporter has no module-ID label).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, NamedTuple
+
+from gaudi_tui.core.devices.cardsets import SUPPORTED_SETS
+from gaudi_tui.core.devices.usage import BUSY_MIB
+from gaudi_tui.core.fleet import metrics as m
+from gaudi_tui.core.fleet.samples import Sample, SamplesByMetric
+
+DEFAULT_SLOWDOWN_C = 90.0
+"""Used when the exporter gives no slowdown threshold (ours never does; hl-smi does not print it):
+the Devices screen's red temperature level."""
+JOB_SIZES = (1, 2, 4, 8)
+HostState = Literal["up", "down", "stale"]
+
+
+class Card(NamedTuple):
+    """A named tuple, not a dataclass: a refresh builds 4,096 of them (three times faster to make)."""
+
+    id: int
+    serial: str = ""
+    uuid: str = ""
+    pod: str = ""
+    utilization_pct: float | None = None
+    memory_used_bytes: float | None = None
+    memory_total_bytes: float | None = None
+    power_mw: float | None = None
+    power_limit_mw: float | None = None
+    temperature_c: float | None = None
+    slowdown_c: float | None = None
+    ecc_pending: bool | None = None
+    flags: tuple[str, ...] = ()
+
+    @property
+    def free(self) -> bool:
+        return (
+            not self.pod and self.memory_used_bytes is not None and self.memory_used_bytes <= BUSY_MIB * m.MIB
+        )
+
+    def ratio(self, metric: str) -> float | None:
+        """0..1 (or more) of the chosen colouring metric: utilization, hbm, power (vs cap), temperature
+        (vs slowdown)."""
+        if metric == "utilization":
+            return None if self.utilization_pct is None else self.utilization_pct / 100
+        if metric == "hbm":
+            return _share(self.memory_used_bytes, self.memory_total_bytes)
+        if metric == "power":
+            return _share(self.power_mw, self.power_limit_mw)
+        return _share(self.temperature_c, self.slowdown_c or DEFAULT_SLOWDOWN_C)
+
+
+def _share(part: float | None, whole: float | None) -> float | None:
+    return None if part is None or not whole else part / whole
+
+
+@dataclass(frozen=True)
+class Host:
+    name: str
+    job: str = ""
+    state: HostState = "up"
+    usual_cards: int = 0
+    cards: tuple[Card, ...] = ()
+    flags: tuple[str, ...] = ()
+
+    @property
+    def free_ids(self) -> tuple[int, ...]:
+        return tuple(c.id for c in self.cards if c.free) if self.state == "up" else ()
+
+    def fits(self, size: int) -> bool:
+        """Can a job of `size` cards start here now, on free cards forming one of Intel's sets?"""
+        free = frozenset(self.free_ids)
+        if size == 1:
+            return bool(free)
+        return any(len(s) == size and s <= free for s in SUPPORTED_SETS)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "host": self.name,
+            "job": self.job,
+            "state": self.state,
+            "usual_cards": self.usual_cards,
+            "free_cards": list(self.free_ids),
+            "fits": {str(n): self.fits(n) for n in JOB_SIZES},
+            "flags": list(self.flags),
+            "cards": [c._asdict() for c in self.cards],
+        }
+
+
+@dataclass(frozen=True)
+class Fleet:
+    source: str
+    hosts: tuple[Host, ...] = ()
+    problems: tuple[str, ...] = ()
+    """Banner lines: Prometheus unreachable, nothing exported, a metric absent, unreadable input."""
+    absent: tuple[str, ...] = field(default=())
+    """Metric names nothing reported."""
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "source": self.source,
+            "problems": list(self.problems),
+            "absent_metrics": list(self.absent),
+            "hosts": [h.to_json() for h in self.hosts],
+        }
+
+
+ABSENT_MEANS = {
+    m.UTILIZATION.name: "utilization shown as —",
+    m.MEMORY_USED.name: "HBM use and free cards unknown",
+    m.MEMORY_TOTAL.name: "HBM share unknown",
+    m.POWER.name: "power shown as —",
+    m.POWER_LIMIT.name: "power against the cap not checked",
+    m.TEMP_ONCHIP.name: "temperature shown as —",
+    m.TEMP_SLOWDOWN.name: f"hot cards judged against {DEFAULT_SLOWDOWN_C:g} °C",
+    m.PENDING_ROWS.name: "ECC pending rows not checked",
+}
+"""What the screen loses when a metric is absent (the banner says it)."""
+
+
+def _card_flags(values: dict[str, Any]) -> tuple[str, ...]:
+    flags = []
+    temperature, power, limit = (
+        values.get("temperature_c"),
+        values.get("power_mw"),
+        values.get("power_limit_mw"),
+    )
+    if temperature is not None and temperature >= (values.get("slowdown_c") or DEFAULT_SLOWDOWN_C):
+        flags.append("hot")
+    if power is not None and limit and power > limit:
+        flags.append("over cap")
+    if values.get("ecc_pending"):
+        flags.append("ECC rows")
+    return tuple(flags)
+
+
+FIELD_OF = {
+    m.MEMORY_USED.name: "memory_used_bytes",  # first: its query keeps the card's identity labels
+    m.UTILIZATION.name: "utilization_pct",
+    m.MEMORY_TOTAL.name: "memory_total_bytes",
+    m.POWER.name: "power_mw",
+    m.POWER_LIMIT.name: "power_limit_mw",
+    m.TEMP_ONCHIP.name: "temperature_c",
+    m.TEMP_SLOWDOWN.name: "slowdown_c",
+    m.PENDING_ROWS.name: "ecc_pending",
+}
+
+
+def _identity(labels: Mapping[str, str]) -> dict[str, Any]:
+    pod = (labels.get("pod_namespace", ""), labels.get("pod_name", ""))
+    return {
+        "serial": labels.get("Serial") or labels.get("device", ""),
+        "uuid": labels.get("UUID", ""),
+        "pod": "/".join(p for p in pod if p),
+    }
+
+
+def _cards_by_host(
+    samples: SamplesByMetric, default_host: str, job_of: dict[str, str]
+) -> dict[str, dict[int, dict[str, Any]]]:
+    """host → card id → Card field values (and each host's `job` into `job_of`). The hot path: a
+    refresh of 4,096 cards reads ~30,000 samples, so the card key stays the raw label pair."""
+    by_key: dict[tuple[str, str | None], dict[str, Any] | None] = {}
+    by_host: dict[str, dict[int, dict[str, Any]]] = {}
+    for name, attribute in FIELD_OF.items():
+        as_flag = attribute == "ecc_pending"
+        for labels, value in samples.get(name, ()):
+            key = (labels.get("instance") or default_host, labels.get("id"))
+            if key in by_key:
+                values = by_key[key]
+            else:
+                values = by_key[key] = _new_card(key, labels, by_host)
+                if "job" in labels:
+                    job_of[key[0]] = labels["job"]
+            if values is None:
+                continue  # no usable `id` label
+            if "Serial" in labels and not values["serial"]:
+                values.update(_identity(labels))
+            values[attribute] = value >= 1 if as_flag else value
+    return by_host
+
+
+def _new_card(
+    key: tuple[str, str | None], labels: Mapping[str, str], by_host: dict[str, dict[int, dict[str, Any]]]
+) -> dict[str, Any] | None:
+    try:
+        card_id = int(key[1] or "")
+    except ValueError:
+        return None
+    values = {"id": card_id, **_identity(labels)}
+    by_host.setdefault(key[0], {})[card_id] = values
+    return values
+
+
+def build_fleet(
+    source: str,
+    samples: SamplesByMetric,
+    up: Sequence[Sample] | None = None,
+    usual: Sequence[Sample] | None = None,
+    default_host: str = "localhost",
+    problems: Iterable[str] = (),
+) -> Fleet:
+    """The fleet these samples describe. `up` (Prometheus's `up`) and `usual` (cards per instance
+    over the last hour) are None when reading a saved /metrics text: every host there is up."""
+    job_of: dict[str, str] = {}
+    by_host = _cards_by_host(samples, default_host, job_of)
+    usual_count = {s.labels.get("instance", ""): int(s.value) for s in usual or ()}
+    job_of.update({s.labels.get("instance", ""): s.labels.get("job", "") for s in usual or ()})
+    gaudi_jobs = set(job_of.values())
+    up_of = {s.labels.get("instance", ""): s.value for s in up or () if s.labels.get("job", "") in gaudi_jobs}
+    job_of.update({s.labels.get("instance", ""): s.labels.get("job", "") for s in up or () if s.value == 0})
+    names = set(by_host) | set(usual_count) | set(up_of)
+    hosts = []
+    for name in names:
+        cards = tuple(Card(**v, flags=_card_flags(v)) for _, v in sorted(by_host.get(name, {}).items()))
+        usual_cards = max(usual_count.get(name, 0), len(cards))
+        state: HostState = "up"
+        if up is not None and up_of.get(name) == 0:
+            state = "down"
+        elif up is not None and (name not in up_of or (not cards and usual_cards)):
+            state = "stale"
+        flags: list[str] = [] if state == "up" else [state]
+        if state == "up" and len(cards) < usual_cards:
+            flags.append(f"{usual_cards - len(cards)} missing")
+        for flag in ("hot", "over cap", "ECC rows"):
+            count = sum(flag in c.flags for c in cards)
+            if count:
+                flags.append(f"{flag} {count}")
+        hosts.append(Host(name, job_of.get(name, ""), state, usual_cards, cards, tuple(flags)))
+    present = {name for name in FIELD_OF if samples.get(name)}
+    absent = tuple(name for name in ABSENT_MEANS if name not in present) if hosts else ()
+    notes = list(problems)
+    if absent:
+        notes.append("not reported: " + "; ".join(f"{n} ({ABSENT_MEANS[n]})" for n in absent))
+    return Fleet(source, tuple(sorted(hosts, key=lambda h: h.name)), tuple(notes), absent)
+
+
+def worst_first(hosts: Iterable[Host]) -> list[Host]:
+    """Down, then stale, then flagged hosts, then the rest, by name within each."""
+    rank = {"down": 0, "stale": 1, "up": 2}
+    return sorted(hosts, key=lambda h: (rank[h.state], not h.flags, h.name))

@@ -1,0 +1,177 @@
+"""End to end with a real Prometheus: three `gaudi-tui exporter`s replaying real hl-smi samples and a
+target that never answers, read by `gaudi-tui fleet --json` and the Fleet screen."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+
+import pytest
+
+from gaudi_tui.core.fleet import fetch
+from gaudi_tui.core.fleet.model import Fleet, Host
+from gaudi_tui.core.fleet.prometheus import PrometheusClient
+from gaudi_tui.ui.app import GaudiApp
+from tests.conftest import CPU, PYTHON, ROOT, child_env
+from tests.fleet.stack import REPLAYED, FleetStack, expected_cards
+
+pytestmark = pytest.mark.slow
+VALUES = (
+    "utilization_pct",
+    "memory_used_bytes",
+    "memory_total_bytes",
+    "power_mw",
+    "power_limit_mw",
+    "temperature_c",
+)
+
+
+def wait_fleet(stack: FleetStack, ready, timeout: float = 60.0) -> Fleet:  # noqa: ANN001 (predicate)
+    """Refresh until `ready(fleet)` holds (Prometheus needs a few scrapes first)."""
+    client = PrometheusClient(stack.url)
+    deadline = time.monotonic() + timeout
+    fleet = fetch.refresh(client)
+    while not ready(fleet):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the fleet never got ready: {fleet}")
+        time.sleep(0.25)
+        fleet = fetch.refresh(client)
+    return fleet
+
+
+def all_up(stack: FleetStack):  # noqa: ANN201
+    def ready(fleet: Fleet) -> bool:
+        hosts = {h.name: h for h in fleet.hosts}
+        return (
+            all(
+                e.instance in hosts and hosts[e.instance].state == "up" and len(hosts[e.instance].cards) == 8
+                for e in stack.exporters
+            )
+            and stack.dead in hosts
+        )
+
+    return ready
+
+
+def host_of(fleet: Fleet, name: str) -> Host:
+    return next(h for h in fleet.hosts if h.name == name)
+
+
+def test_fleet_json_shows_the_replayed_values_and_the_dead_target(fleet_stack: FleetStack) -> None:
+    wait_fleet(fleet_stack, all_up(fleet_stack))
+    done = subprocess.run(
+        [PYTHON, "-m", "gaudi_tui", "--prometheus", fleet_stack.url, "fleet", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=child_env(),
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    hosts = {h["host"]: h for h in report["hosts"]}
+    assert set(hosts) == {e.instance for e in fleet_stack.exporters} | {fleet_stack.dead}
+    for exporter in fleet_stack.exporters:
+        host = hosts[exporter.instance]
+        assert host["state"] == "up" and host["job"] == "gaudi" and host["flags"] == []
+        got = [{k: card[k] for k in ("id", *VALUES)} for card in host["cards"]]
+        assert got == expected_cards(exporter.sample), exporter.sample
+    dead = hosts[fleet_stack.dead]
+    assert dead["state"] == "down" and dead["cards"] == [] and "down" in dead["flags"]
+    busy = hosts[fleet_stack.exporters[1].instance]  # the Gaudi 2 sample: cards 3, 5, 7 hold HBM
+    assert busy["free_cards"] == [0, 1, 2, 4, 6]
+    assert busy["fits"] == {"1": True, "2": True, "4": False, "8": False}
+    assert hosts[fleet_stack.exporters[0].instance]["fits"]["8"] is True
+    # Our exporter has no slowdown threshold nor pending rows: the banner says so, nothing is made up.
+    assert report["absent_metrics"] == [
+        "habanalabs_temperature_threshold_slowdown",
+        "habanalabs_pending_rows_state",
+    ]
+
+
+async def test_fleet_screen_shows_every_host_with_its_values(fleet_stack: FleetStack) -> None:
+    from textual.widgets import DataTable
+
+    from gaudi_tui.ui.screens.fleet import FleetScreen
+    from gaudi_tui.ui.widgets.host_grid import HostGrid
+
+    wait_fleet(fleet_stack, all_up(fleet_stack))
+    app = GaudiApp(accelerator=CPU, hostname="gaudi-host", prometheus=fleet_stack.url)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("5")
+        screen = app.screen
+        assert isinstance(screen, FleetScreen)
+        deadline = time.monotonic() + 30
+        while screen.fleet is None or len(screen.fleet.hosts) < 4:
+            assert time.monotonic() < deadline, "the Fleet screen never loaded"
+            await pilot.pause(0.2)
+        grid = screen.query_one(HostGrid)
+        rows = {grid.row_text(i)[0]: grid.row_text(i) for i in range(grid.row_count)}
+        assert set(rows) == {e.instance for e in fleet_stack.exporters} | {fleet_stack.dead}
+        assert rows[fleet_stack.dead][1] == "down"
+        for exporter in fleet_stack.exporters:
+            utils = [f"{c['utilization_pct']:3.0f}" for c in expected_cards(exporter.sample)]
+            assert rows[exporter.instance][2] == " ".join(utils) + " "
+        await pilot.press("m")  # HBM %
+        busy = fleet_stack.exporters[1].instance
+        row = next(grid.row_text(i) for i in range(grid.row_count) if grid.row_text(i)[0] == busy)
+        shares = [
+            f"{c['memory_used_bytes'] / c['memory_total_bytes'] * 100:3.0f}"
+            for c in expected_cards(REPLAYED[1])
+        ]
+        assert row[2] == " ".join(shares) + " "
+        # Enter opens the host with its cards and a 5-minute history from query_range.
+        grid.cursor_row = [h.name for h in grid.hosts].index(busy)
+        await pilot.press("enter")
+        from gaudi_tui.ui.screens.fleet_host import HostScreen
+
+        assert isinstance(app.screen, HostScreen)
+        host_screen = app.screen
+        deadline = time.monotonic() + 30
+        while not host_screen.history:
+            assert time.monotonic() < deadline, "no history arrived"
+            await pilot.pause(0.2)
+        cards = host_screen.query_one(DataTable)
+        assert cards.row_count == 8
+        assert str(cards.get_row_at(3)[3]) == "94/96"  # 96,565 MiB of 98,304 reserved on card 3
+        assert any(ch in str(cards.get_row_at(0)[5]) for ch in "▁▂▃▄▅▆▇█")  # power sparkline
+        await pilot.press("escape")
+        assert isinstance(app.screen, FleetScreen)
+
+
+def test_killed_exporter_is_down_within_three_scrapes_and_recovers(fleet_stack: FleetStack) -> None:
+    wait_fleet(fleet_stack, all_up(fleet_stack))
+    victim = fleet_stack.exporters[2]
+    killed_at = time.time()
+    victim.kill()
+    fleet = wait_fleet(fleet_stack, lambda f: host_of(f, victim.instance).state == "down", timeout=30)
+    down = host_of(fleet, victim.instance)
+    assert down.cards == () and "down" in down.flags
+    after = [(t, v) for t, v in fleet_stack.raw_up(victim.instance) if t > killed_at]
+    first_zero = next(i for i, (_, v) in enumerate(after) if v == 0)
+    assert first_zero < 3, f"scrapes after the kill: {after}"
+    others = [host_of(fleet, e.instance).state for e in fleet_stack.exporters if e is not victim]
+    assert others == ["up", "up"]
+    victim.start()
+    fleet = wait_fleet(fleet_stack, all_up(fleet_stack), timeout=60)
+    back = host_of(fleet, victim.instance)
+    assert back.flags == () and len(back.cards) == 8
+
+
+def test_prometheus_errors_and_an_empty_server_become_problems(fleet_stack: FleetStack, tmp_path) -> None:  # noqa: ANN001
+    from gaudi_tui.core.fleet.prometheus import PrometheusError
+    from tests.fleet.stack import start_prometheus, stop
+
+    with pytest.raises(PrometheusError, match="HTTP 400.*parse error"):
+        PrometheusClient(fleet_stack.url).query("sum(")
+    process, url = start_prometheus("global:\n  scrape_interval: 1s\nscrape_configs: []\n", tmp_path)
+    try:
+        fleet = fetch.refresh(PrometheusClient(url))
+    finally:
+        stop(process)
+    assert fleet.hosts == ()
+    assert fleet.problems == (
+        f"Prometheus at {url} has no habanalabs_device_config series and no target of a job that has: "
+        "is an exporter (Intel's or `gaudi-tui exporter`) scraped?",
+    )

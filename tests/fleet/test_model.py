@@ -1,0 +1,124 @@
+"""Health rules, free cards and card-set fits of the fleet model."""
+
+from __future__ import annotations
+
+from gaudi_tui.core.fleet import metrics as m
+from gaudi_tui.core.fleet.model import DEFAULT_SLOWDOWN_C, build_fleet, worst_first
+from gaudi_tui.core.fleet.samples import Sample
+
+GIB = 1024**3
+
+
+def sample(metric: str, host: str, card: int, value: float, **labels: str) -> Sample:
+    return Sample({"__name__": metric, "instance": host, "job": "gaudi", "id": str(card), **labels}, value)
+
+
+def card_samples(
+    host: str, card: int, *, used_gib: float = 0.5, temp: float = 40, power_w: float = 100, **extra: float
+) -> dict[str, list[Sample]]:
+    values = {
+        m.UTILIZATION.name: 0.0,
+        m.MEMORY_USED.name: used_gib * GIB,
+        m.MEMORY_TOTAL.name: 96.0 * GIB,
+        m.POWER.name: power_w * 1000,
+        m.POWER_LIMIT.name: 600_000.0,
+        m.TEMP_ONCHIP.name: temp,
+        **extra,
+    }
+    return {name: [sample(name, host, card, value)] for name, value in values.items()}
+
+
+def merged(*parts: dict[str, list[Sample]]) -> dict[str, list[Sample]]:
+    out: dict[str, list[Sample]] = {}
+    for part in parts:
+        for name, samples in part.items():
+            out.setdefault(name, []).extend(samples)
+    return out
+
+
+def up(host: str, value: float) -> Sample:
+    return Sample({"__name__": "up", "instance": host, "job": "gaudi"}, value)
+
+
+def usual(host: str, count: int) -> Sample:
+    return Sample({"instance": host, "job": "gaudi"}, float(count))
+
+
+def test_card_flags_hot_over_cap_and_ecc_rows() -> None:
+    samples = merged(
+        card_samples("a", 0, temp=DEFAULT_SLOWDOWN_C),  # at the default threshold: hot
+        card_samples("a", 1, temp=80, **{m.TEMP_SLOWDOWN.name: 75.0}),  # past its own threshold
+        card_samples("a", 2, temp=89),  # below the default: fine
+        card_samples("a", 3, power_w=601),
+        card_samples("a", 4, **{m.PENDING_ROWS.name: 1.0}),
+    )
+    host = build_fleet("p", samples, [up("a", 1)], [usual("a", 5)]).hosts[0]
+    assert [c.flags for c in host.cards] == [("hot",), ("hot",), (), ("over cap",), ("ECC rows",)]
+    assert host.flags == ("hot 2", "over cap 1", "ECC rows 1")
+
+
+def test_host_states_down_stale_missing() -> None:
+    samples = merged(
+        *(card_samples("ok", i) for i in range(8)), *(card_samples("short", i) for i in range(6))
+    )
+    fleet = build_fleet(
+        "p",
+        samples,
+        [
+            up("ok", 1),
+            up("short", 1),
+            up("dead", 0),
+            up("empty", 1),
+            Sample({"instance": "other", "job": "node"}, 0),
+        ],
+        [usual("ok", 8), usual("short", 8), usual("empty", 8), usual("gone", 8)],
+    )
+    hosts = {h.name: h for h in fleet.hosts}
+    assert set(hosts) == {"ok", "short", "dead", "empty", "gone"}  # `other` is no Gaudi job's target
+    assert (hosts["ok"].state, hosts["ok"].flags) == ("up", ())
+    assert (hosts["short"].state, hosts["short"].flags) == ("up", ("2 missing",))
+    assert (hosts["dead"].state, hosts["dead"].flags) == ("down", ("down",))
+    assert hosts["empty"].state == "stale"  # answers, sends no card
+    assert hosts["gone"].state == "stale"  # left `up`: no longer scraped
+    assert [h.name for h in worst_first(fleet.hosts)] == ["dead", "empty", "gone", "short", "ok"]
+
+
+def test_other_jobs_are_left_out() -> None:
+    samples = card_samples("a", 0)
+    other = Sample({"__name__": "up", "instance": "node-exporter:9100", "job": "node"}, 1)
+    fleet = build_fleet("p", samples, [up("a", 1), other], [usual("a", 1)])
+    assert [h.name for h in fleet.hosts] == ["a"]
+
+
+def test_free_cards_and_intel_card_sets() -> None:
+    busy = {1, 5}
+    samples = merged(*(card_samples("a", i, used_gib=90 if i in busy else 0.75) for i in range(8)))
+    host = build_fleet("p", samples, [up("a", 1)], [usual("a", 8)]).hosts[0]
+    assert host.free_ids == (0, 2, 3, 4, 6, 7)
+    # {2,3} and {6,7} are free pairs; no 4-card set ({0..3}, {4..7}) is wholly free.
+    assert [host.fits(n) for n in (1, 2, 4, 8)] == [True, True, False, False]
+
+
+def test_a_down_host_has_no_free_card() -> None:
+    samples = merged(*(card_samples("a", i) for i in range(8)))
+    host = build_fleet("p", samples, [up("a", 0)], [usual("a", 8)]).hosts[0]
+    assert host.state == "down" and host.free_ids == () and not host.fits(1)
+
+
+def test_absent_metrics_are_named() -> None:
+    samples = card_samples("a", 0)
+    del samples[m.POWER_LIMIT.name]
+    fleet = build_fleet("p", samples, [up("a", 1)], [usual("a", 1)])
+    assert fleet.absent == (m.POWER_LIMIT.name, m.TEMP_SLOWDOWN.name, m.PENDING_ROWS.name)
+    assert "power against the cap not checked" in fleet.problems[0]
+    assert fleet.hosts[0].cards[0].ratio("power") is None
+
+
+def test_colour_ratios() -> None:
+    card = (
+        build_fleet("p", card_samples("a", 0, used_gib=48, temp=45, power_w=300), [up("a", 1)])
+        .hosts[0]
+        .cards[0]
+    )
+    assert card.ratio("hbm") == 0.5 and card.ratio("power") == 0.5
+    assert card.ratio("temperature") == 45 / DEFAULT_SLOWDOWN_C and card.ratio("utilization") == 0
