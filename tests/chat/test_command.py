@@ -24,7 +24,8 @@ def test_json_streams_tokens_then_the_result_with_metrics() -> None:
     assert done.returncode == 0, done.stderr
     lines = [json.loads(line) for line in done.stdout.splitlines()]
     *tokens, result = lines
-    assert len(tokens) > 3 and all(t["type"] == "token" for t in tokens)
+    # the first token goes out alone, the rest in batches of up to 50 ms: at least two events
+    assert len(tokens) >= 2 and all(t["type"] == "token" for t in tokens)
     assert result["type"] == "result"
     assert "".join(t["text"] for t in tokens) == result["answer"]
     assert "hl-smi" in result["answer"]

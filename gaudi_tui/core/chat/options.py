@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from gaudi_tui.core.accelerator import Kind
 from gaudi_tui.core.chat.protocol import known_fields
+
+if TYPE_CHECKING:  # the accelerator module loads after the panel's first frame
+    from gaudi_tui.core.accelerator import Kind
 
 Dtype = Literal["auto", "bfloat16", "float16", "float32"]
 Quantization = Literal["none", "nf4", "fp4", "int8"]
