@@ -34,12 +34,16 @@ def free_port() -> int:
 
 
 def node_processes(mark: str) -> list[psutil.Process]:
+    """Live processes carrying this node's marker (read raw: Ray's process titles overwrite the
+    start of /proc/PID/environ, which makes psutil's parser give up)."""
+    needle = f"\0{MARK}={mark}\0".encode()
     found = []
     for proc in psutil.process_iter(["pid"]):
         try:
-            if proc.environ().get(MARK) == mark and proc.status() != psutil.STATUS_ZOMBIE:
+            raw = b"\0" + Path(f"/proc/{proc.pid}/environ").read_bytes() + b"\0"
+            if needle in raw and proc.status() != psutil.STATUS_ZOMBIE:
                 found.append(proc)
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        except (OSError, psutil.Error):
             continue
     return found
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,7 +13,8 @@ import pytest
 
 pytest.importorskip("ray", reason="ray is not installed: pip install 'gaudi-tui[cluster]'")
 
-from tests.ray.cluster import FAKES, ROOT, RayTestCluster, free_port  # noqa: E402
+from tests.jobs.conftest import processes_of  # noqa: E402
+from tests.ray.cluster import FAKES, ROOT, RayTestCluster, free_port, node_processes  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -40,3 +42,18 @@ def ray_cluster() -> Iterator[RayTestCluster]:
     finally:
         cluster.stop()
         shutil.rmtree(root, ignore_errors=True)
+    strays = [p.pid for mark in cluster.marks for p in node_processes(mark)]
+    assert not strays, f"Ray processes of the test cluster outlived it: {strays}"
+
+
+@pytest.fixture(autouse=True)
+def supervisors_end(gaudi_home: Path) -> Iterator[None]:
+    """Every supervisor a test started has ended when the test ends (they end with their job)."""
+    yield
+    deadline = time.monotonic() + 20
+    while (left := processes_of(gaudi_home)) and time.monotonic() < deadline:
+        time.sleep(0.3)
+    described = [f"{p.pid} {' '.join(p.cmdline())[:100]}" for p in left]
+    for proc in left:
+        proc.kill()
+    assert not described, "processes outlived the test:\n" + "\n".join(described)
