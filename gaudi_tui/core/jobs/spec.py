@@ -9,6 +9,7 @@ thing wherever it comes from. Checks that need the accelerator or the disk live 
 from __future__ import annotations
 
 import difflib
+import functools
 import os
 import sys
 import typing
@@ -141,7 +142,12 @@ def field_help(name: str) -> str:
 
 
 def field_type(name: str) -> Any:
-    return typing.get_type_hints(JobSpec)[name]
+    return _hints()[name]
+
+
+@functools.cache
+def _hints() -> dict[str, Any]:
+    return typing.get_type_hints(JobSpec)
 
 
 def choices(name: str) -> tuple[str, ...] | None:
