@@ -75,6 +75,20 @@ async def chat_conversation(pilot) -> None:
     await pilot.press("p")  # and the parameters panel
 
 
+async def ray_job_details(pilot) -> None:
+    """Training with a recorded Ray job (tests/jobs/data/ray-runs) selected, on its Details pane."""
+    run_id = replay_run("ray-runs")
+    screen = pilot.app.screen
+    deadline = time.monotonic() + 10
+    while run_id not in screen.views:
+        if time.monotonic() > deadline:
+            raise RuntimeError("the recorded Ray job did not show up")
+        await pilot.pause(0.1)
+    screen.selected = run_id
+    await pilot.press("d")
+    await pilot.pause(1.5)
+
+
 @dataclass(frozen=True)
 class Shot:
     name: str
@@ -89,20 +103,22 @@ SHOTS = [
     Shot("checklist.svg", ["2"], setup=run_checklist),
     Shot("chat.svg", ["3"], setup=chat_conversation),
     Shot("training.svg", ["4"]),
+    Shot("ray.svg", ["4"], setup=ray_job_details),
     Shot("help.svg", ["question_mark"]),
 ]
 
 
-def replay_training_run() -> None:
-    """Training shows a recorded real run of the demo fine-tune (tests/jobs/data/runs)."""
+def replay_run(recorded: str = "runs") -> str:
+    """Copy a recorded real run of the demo fine-tune (tests/jobs/data/RECORDED) into the runs folder."""
     from gaudi_tui.core import paths
 
-    source = sorted((ROOT / "tests" / "jobs" / "data" / "runs").iterdir())[-1]
+    source = sorted((ROOT / "tests" / "jobs" / "data" / recorded).iterdir())[-1]
     target = paths.runs_dir() / source.name
     if not target.exists():
         shutil.copytree(source, target)
         for item in target.iterdir():
             item.write_bytes(item.read_bytes().replace(b"{RUN}", str(target).encode()))
+    return source.name
 
 
 async def shoot(shot: Shot) -> None:
@@ -130,7 +146,7 @@ async def shoot(shot: Shot) -> None:
 def main() -> int:
     os.environ.setdefault("GAUDI_TUI_HOME", tempfile.mkdtemp(prefix="gaudi-tui-shots-"))
     OUT.mkdir(exist_ok=True)
-    replay_training_run()
+    replay_run()
     for shot in SHOTS:
         asyncio.run(shoot(shot))
     return 0

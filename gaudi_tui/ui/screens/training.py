@@ -91,12 +91,7 @@ def cluster_nodes(run: runfolder.RunFolder) -> str:
     from gaudi_tui.core.jobs.targets import ray as ray_target
 
     record = ray_target.read_record(run)
-    if record is None:
-        return ""
-    try:
-        return ray_target.format_nodes(ray_target.list_nodes(record.address))
-    except ray_target.ClusterError as exc:
-        return f"nodes: {exc}"
+    return ray_target.nodes_text(record) if record is not None else ""
 
 
 class TrainingScreen(PanelScreen):

@@ -45,6 +45,11 @@ ENTRY_MODULE = "gaudi_tui.core.jobs.worker.ray_train"
 HTTP_TIMEOUT_S = 5.0
 POLL_S = 1.0
 KILL_VERIFY_S = 60.0
+NODE_DEATH_WAIT_S = 30.0
+_LOST_WORKER = re.compile(
+    r"ActorDied|ActorUnavailable|RayActorError|WorkerGroup|node .*(died|dead|lost)|unexpected system error",
+    re.IGNORECASE,
+)
 HOST_CARDS = 8
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
@@ -278,6 +283,8 @@ class ClusterRecord:
     entrypoint: str = ""
     ranks: dict[str, dict[str, str]] = field(default_factory=dict)
     """rank → {"node_id", "node_ip"} as each rank reported itself."""
+    nodes_seen: list[dict[str, Any]] = field(default_factory=list)
+    """The cluster's nodes when the attempt ended (shown when the cluster is gone)."""
 
     def nodes(self) -> list[str]:
         return sorted({v.get("node_id", "") for v in self.ranks.values()})
@@ -558,15 +565,40 @@ class RayTarget:
             attempt.save(state="failed", ended=time.time(), exit_code=code, error=failure(record, info, run))
 
 
-def failure(record: ClusterRecord, info: Any, run: RunFolder) -> str:
-    """Why a Ray job failed: a dead node of its ranks first, then the job's own error line."""
+def _nodes_or_none(address: str) -> list[Node]:
     try:
-        nodes = list_nodes(record.address)
+        return list_nodes(address)
     except ClusterError:
-        nodes = []
-    mine = set(record.nodes())
-    dead = [n for n in nodes if not n.alive and n.node_id in mine]
+        return []
+
+
+def nodes_text(record: ClusterRecord) -> str:
+    """The cluster's nodes now, or as last seen when the cluster cannot be reached."""
+    try:
+        return format_nodes(list_nodes(record.address))
+    except ClusterError as exc:
+        if not record.nodes_seen:
+            return f"nodes: {exc}"
+        seen = [Node(**n) for n in record.nodes_seen]
+        return f"nodes when the job ended (the cluster does not answer now):\n{format_nodes(seen)}"
+
+
+def failure(record: ClusterRecord, info: Any, run: RunFolder) -> str:
+    """Why a Ray job failed: a dead node of its ranks first, then the job's own error line.
+
+    A worker's death can reach the job before the cluster has declared its node dead (health
+    checks take seconds), so when the error reads like a lost worker the nodes are asked again
+    for up to NODE_DEATH_WAIT_S.
+    """
     own = error_from_log(run.log_path) or (str(info.message or "").strip().splitlines() or [""])[-1]
+    mine = set(record.nodes())
+    lost_worker = _LOST_WORKER.search(f"{own}\n{info.message or ''}") is not None
+    deadline = time.monotonic() + (NODE_DEATH_WAIT_S if lost_worker else 0.0)
+    while True:
+        dead = [n for n in _nodes_or_none(record.address) if not n.alive and n.node_id in mine]
+        if dead or time.monotonic() >= deadline:
+            break
+        time.sleep(1.0)
     if dead:
         names = ", ".join(n.label for n in dead)
         return f"node {names} died mid-job (resumable from the newest complete checkpoint): {own}"[:600]
