@@ -42,7 +42,7 @@ from gaudi_tui.core.jobs.validate import Problem
 from gaudi_tui.core.jobs.worker.ray_train import METRIC_PREFIX, RANK_PREFIX
 
 ENTRY_MODULE = "gaudi_tui.core.jobs.worker.ray_train"
-HTTP_TIMEOUT_S = 5.0
+HTTP_TIMEOUT_S = 10.0
 POLL_S = 1.0
 KILL_VERIFY_S = 60.0
 NODE_DEATH_WAIT_S = 30.0
@@ -461,7 +461,10 @@ class RayTarget:
             print(f"cannot read the job's final log: {exc}", file=sys.stderr, flush=True)
         mirror.flush_partial()
         record = replace(
-            record, ranks=mirror.ranks, ray_job_id=getattr(info, "job_id", None) or record.ray_job_id
+            record,
+            ranks=mirror.ranks,
+            ray_job_id=getattr(info, "job_id", None) or record.ray_job_id,
+            nodes_seen=[asdict(n) for n in _nodes_or_none(record.address)],
         )
         write_record(run, record)
         self._finish(attempt, jobs, record, info)
@@ -566,9 +569,11 @@ class RayTarget:
 
 
 def _nodes_or_none(address: str) -> list[Node]:
+    """The nodes, or none when the cluster does not answer (said in the supervisor's log)."""
     try:
         return list_nodes(address)
-    except ClusterError:
+    except ClusterError as exc:
+        print(f"cannot list the cluster's nodes: {exc}", file=sys.stderr, flush=True)
         return []
 
 
