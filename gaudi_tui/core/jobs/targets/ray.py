@@ -46,6 +46,7 @@ HTTP_TIMEOUT_S = 10.0
 POLL_S = 1.0
 KILL_VERIFY_S = 60.0
 NODE_DEATH_WAIT_S = 30.0
+SUBMIT_RETRY_S = 60.0
 _LOST_WORKER = re.compile(
     r"ActorDied|ActorUnavailable|RayActorError|WorkerGroup|node .*(died|dead|lost)|unexpected system error",
     re.IGNORECASE,
@@ -490,18 +491,25 @@ class RayTarget:
         record = replace(record, log_base=_size(run.log_path))
         write_record(run, record)
         attempt.save(state="queued", command=tuple(argv))
-        try:
-            jobs.submit_job(
-                entrypoint=record.entrypoint,
-                submission_id=sid,
-                runtime_env={"env_vars": job_env(spec, sid)},
-                metadata={"gaudi_tui_run": run.id, "name": spec.name},
-            )
-        except Exception as exc:  # noqa: BLE001 - the SDK raises plain RuntimeError/ConnectionError
-            if "already exists" not in str(exc):
-                attempt.save(state="failed", ended=time.time(), error=f"Ray refused the job: {exc}")
-                return None
-        return record
+        deadline = time.monotonic() + SUBMIT_RETRY_S
+        while True:
+            try:
+                jobs.submit_job(
+                    entrypoint=record.entrypoint,
+                    submission_id=sid,
+                    runtime_env={"env_vars": job_env(spec, sid)},
+                    metadata={"gaudi_tui_run": run.id, "name": spec.name},
+                )
+                return record
+            except Exception as exc:  # noqa: BLE001 - the SDK raises plain RuntimeError/ConnectionError
+                if "already exists" in str(exc):  # submitted before this supervisor died
+                    return record
+                # A head that just started has no job agent yet: "please try again later".
+                retry = "try again later" in str(exc) and not attempt.kill_requested.is_set()
+                if not retry or time.monotonic() > deadline:
+                    attempt.save(state="failed", ended=time.time(), error=f"Ray refused the job: {exc}")
+                    return None
+            time.sleep(2.0)
 
     def _watch(
         self, attempt: Attempt, jobs: Any, record: ClusterRecord, mirror: LogMirror, tail: threading.Thread
