@@ -227,7 +227,8 @@ def _coerce_to(hint: Any, value: object) -> object:
 
 def from_mapping(data: Mapping[str, object], base: JobSpec | None = None) -> JobSpec:
     """A spec from `base` (default: the defaults) with these values, each coerced and checked."""
-    values = {name: coerce(name, value) for name, value in data.items()}
+    # Each value was coerced to its field's type above, which a type checker cannot follow.
+    values: dict[str, Any] = {name: coerce(name, value) for name, value in data.items()}
     return replace(base or JobSpec(), **values)
 
 

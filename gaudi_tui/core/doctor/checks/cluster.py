@@ -37,7 +37,8 @@ def ray_hpu_visible(ctx: CheckContext) -> Outcome:
             "Ray imports habana_frameworks to count the cards; that import failed in a child process.",
             "See plugin.importable; a raylet started from this Python would advertise 0 HPUs.",
         )
-    count = int(facts.get("hpus") or 0)
+    hpus = facts.get("hpus")
+    count = hpus if isinstance(hpus, int) else 0
     try:
         cards = len(ctx.snapshot().devices)
     except Unavailable:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 import traceback
@@ -37,7 +38,7 @@ def set_stop(key: str) -> int:
     import ray
     from ray.experimental import internal_kv
 
-    ray.init(address="auto", logging_level="ERROR", log_to_driver=False)
+    ray.init(address="auto", logging_level=logging.ERROR, log_to_driver=False)
     internal_kv._internal_kv_put(key.encode(), b"1", overwrite=True, namespace=STOP_NAMESPACE)
     print(f"[gaudi-tui] stop flag raised for {key}", flush=True)
     return 0

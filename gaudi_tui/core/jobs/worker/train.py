@@ -170,7 +170,7 @@ def _load_model(spec: JobSpec, accel: Accelerator, model_path: str, torch: Any) 
             kwargs["quantization_config"] = BitsAndBytesConfig(load_in_8bit=True)
         local = int(os.environ.get("LOCAL_RANK", "0"))
         kwargs["device_map"] = {"": f"cuda:{local}" if accel.kind == "cuda" else accel.kind}
-    model = AutoModelForCausalLM.from_pretrained(model_path, **kwargs)
+    model: Any = AutoModelForCausalLM.from_pretrained(model_path, **kwargs)
     model.config.use_cache = False
     if spec.quantization != "none":
         from peft import prepare_model_for_kbit_training
