@@ -61,3 +61,21 @@ async def test_training_details_show_where_a_ray_job_runs() -> None:
             assert f"{node['ip']} ({node['node_id'][:8]})" in details
         assert details.count(" alive ") == 2 and "2/2" in details
         assert "target               ray" in details and "workers              2" in details
+
+
+async def test_r_on_a_finished_ray_job_says_why_it_cannot_resume() -> None:
+    run = replay(recorded="ray-runs")
+    app = GaudiApp(accelerator=CPU, hostname="gaudi-host")
+    async with app.run_test(size=(100, 30), notifications=True) as pilot:
+        await pilot.press("4")
+        screen = app.screen
+        for _ in range(100):
+            if isinstance(screen, TrainingScreen) and screen.selected == run.id:
+                break
+            await pilot.pause(0.1)
+        await pilot.press("r")
+        for _ in range(100):
+            if any("already finished" in n.message for n in app._notifications):  # noqa: SLF001
+                break
+            await pilot.pause(0.1)
+        assert any(f"{run.id} already finished" in n.message for n in app._notifications)  # noqa: SLF001
