@@ -17,7 +17,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "--set ray_address=http://127.0.0.1:8265 --set workers=2 (see --fields)."
         ),
     )
-    parser.add_argument("spec", metavar="SPEC", help="spec.toml file or preset name (demo, lora, qlora)")
+    parser.add_argument(
+        "spec", metavar="SPEC", nargs="?", help="spec.toml file or preset name (demo, lora, qlora)"
+    )
     parser.add_argument(
         "--set",
         dest="overrides",
@@ -41,6 +43,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.fields:
         return _print_fields()
+    if not args.spec:
+        print("gaudi-tui train: give a SPEC (a spec.toml or a preset: demo, lora, qlora)", file=sys.stderr)
+        return 2
     try:
         path = Path(args.spec).expanduser()
         spec = spec_mod.load(path) if path.suffix == ".toml" or path.is_file() else spec_mod.preset(args.spec)
