@@ -63,7 +63,7 @@ def kill(run: RunFolder, cancel: threading.Event | None = None) -> None:
     if status.supervisor is not None and status.supervisor.alive():
         os.kill(status.supervisor.pid, signal.SIGTERM)
         return
-    if _is_ray(run):
+    if is_ray(run):
         from gaudi_tui.core.jobs import control_ray
 
         try:
@@ -128,7 +128,7 @@ def resume(run: RunFolder, env: Mapping[str, str] | None = None) -> Path:
 
 def resume_any(run: RunFolder, env: Mapping[str, str] | None = None) -> str:
     """`r` for any target: what was done, in words (local jobs: `resume`; Ray jobs: `control_ray`)."""
-    if _is_ray(run):
+    if is_ray(run):
         from gaudi_tui.core.jobs import control_ray
 
         try:
@@ -138,7 +138,7 @@ def resume_any(run: RunFolder, env: Mapping[str, str] | None = None) -> str:
     return f"resuming from {resume(run, env).name}"
 
 
-def _is_ray(run: RunFolder) -> bool:
+def is_ray(run: RunFolder) -> bool:
     from gaudi_tui.core.jobs.spec import SpecError
 
     try:
@@ -152,7 +152,7 @@ def _require_active(run: RunFolder, action: str):  # noqa: ANN202 - JobStatus
     if status is None:
         raise JobControlError(f"{run.id} has no readable status.json")
     state = effective_state(status, time.time())
-    orphan = state == "lost" and (_any_alive(status) or _is_ray(run))
+    orphan = state == "lost" and (_any_alive(status) or is_ray(run))
     if state not in ACTIVE and not (action == "kill" and orphan):
         raise JobControlError(f"{run.id} is {state}: nothing to {action}")
     return status

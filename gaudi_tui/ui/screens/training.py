@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from textual import on, work
@@ -327,17 +328,23 @@ class TrainingScreen(PanelScreen):
         run = self._selected_run()
         if run is None:
             return
-        self.resume_in_background(run)
+        if control.is_ray(run):
+            self.resume_in_background(run)  # it asks the cluster first
+            return
+        self._resume(run, self.notify)
 
     @work(thread=True, exit_on_error=False, group="job-resume", description="resume job")
     def resume_in_background(self, run: runfolder.RunFolder) -> None:
-        """In a worker: a Ray job's resume asks the cluster first."""
+        self._resume(run, lambda *a, **kw: self.app.call_from_thread(self.notify, *a, **kw))
+
+    @staticmethod
+    def _resume(run: runfolder.RunFolder, notify: Callable[..., object]) -> None:
         try:
             done = control.resume_any(run)
         except control.JobControlError as exc:
-            self.app.call_from_thread(self.notify, str(exc), severity="warning")
+            notify(str(exc), severity="warning")
             return
-        self.app.call_from_thread(self.notify, done[:1].upper() + done[1:] + ".")
+        notify(done[:1].upper() + done[1:] + ".")
 
     def action_pane(self, pane: str) -> None:
         self.query_one(TabbedContent).active = pane
