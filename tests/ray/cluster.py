@@ -33,15 +33,20 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def node_processes(mark: str) -> list[psutil.Process]:
-    """Live processes carrying this node's marker (read raw: Ray's process titles overwrite the
-    start of /proc/PID/environ, which makes psutil's parser give up)."""
+def node_processes(mark: str, session: int | None = None) -> list[psutil.Process]:
+    """Live processes of one node: in the session its `ray start` opened, or carrying its marker.
+
+    The marker is read raw and sits last in the environment: Ray's process titles overwrite the
+    start of /proc/PID/environ (psutil's parser then gives up).
+    """
     needle = f"\0{MARK}={mark}\0".encode()
     found = []
     for proc in psutil.process_iter(["pid"]):
         try:
-            raw = b"\0" + Path(f"/proc/{proc.pid}/environ").read_bytes() + b"\0"
-            if needle in raw and proc.status() != psutil.STATUS_ZOMBIE:
+            ours = session is not None and os.getsid(proc.pid) == session
+            if not ours:
+                ours = needle in b"\0" + Path(f"/proc/{proc.pid}/environ").read_bytes() + b"\0"
+            if ours and proc.status() != psutil.STATUS_ZOMBIE:
                 found.append(proc)
         except (OSError, psutil.Error):
             continue
@@ -69,6 +74,7 @@ class RayTestCluster:
     gcs_port: int
     dashboard_port: int
     marks: list[str] = field(default_factory=list)
+    sessions: dict[str, int] = field(default_factory=dict)
 
     @property
     def address(self) -> str:
@@ -77,25 +83,39 @@ class RayTestCluster:
     def start_node(self, name: str, *args: str, env: dict[str, str] | None = None) -> str:
         mark = f"{self.root.name}-{name}"
         temp = self.root / name
-        node_env = {**os.environ, MARK: mark, **(env or {})}
+        node_env = {**os.environ, **(env or {})}
         # Fast failure detection so a killed node is declared dead in seconds, not a minute.
         node_env.update(RAY_health_check_period_ms="1000", RAY_health_check_failure_threshold="3")
+        node_env[MARK] = mark
         argv = [
             RAY, "start", "--node-ip-address=127.0.0.1", f"--temp-dir={temp}", "--num-cpus=1",
             f"--object-store-memory={OBJECT_STORE}", "--disable-usage-stats", *args,
         ]  # fmt: skip
         self.marks.append(mark)
-        done = subprocess.run(argv, env=node_env, capture_output=True, text=True, timeout=120)
-        if done.returncode != 0:
-            raise RuntimeError(f"ray start {name} failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+        # Its own session: every process the node starts stays in it (found again by `getsid`).
+        starter = subprocess.Popen(
+            argv,
+            env=node_env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        self.sessions[mark] = starter.pid
+        out, _ = starter.communicate(timeout=120)
+        if starter.returncode != 0:
+            raise RuntimeError(f"ray start {name} failed:\n{out[-3000:]}")
         return mark
 
+    def processes(self, mark: str) -> list[psutil.Process]:
+        return node_processes(mark, self.sessions.get(mark))
+
     def kill_node(self, mark: str) -> None:
-        stop_processes(node_processes(mark), grace=0.1)
+        stop_processes(self.processes(mark), grace=0.1)
 
     def stop(self) -> None:
         for mark in reversed(self.marks):
-            stop_processes(node_processes(mark))
+            stop_processes(self.processes(mark))
 
     def nodes(self) -> list[dict]:
         from urllib.request import urlopen

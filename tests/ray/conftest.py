@@ -9,12 +9,14 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 pytest.importorskip("ray", reason="ray is not installed: pip install 'gaudi-tui[cluster]'")
 
+from gaudi_tui.core.jobs import control, runfolder  # noqa: E402
 from tests.jobs.conftest import processes_of  # noqa: E402
-from tests.ray.cluster import FAKES, ROOT, RayTestCluster, free_port, node_processes  # noqa: E402
+from tests.ray.cluster import FAKES, ROOT, RayTestCluster, free_port  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -42,18 +44,29 @@ def ray_cluster() -> Iterator[RayTestCluster]:
     finally:
         cluster.stop()
         shutil.rmtree(root, ignore_errors=True)
-    strays = [p.pid for mark in cluster.marks for p in node_processes(mark)]
+    strays = [p.pid for mark in cluster.marks for p in cluster.processes(mark)]
     assert not strays, f"Ray processes of the test cluster outlived it: {strays}"
 
 
 @pytest.fixture(autouse=True)
 def supervisors_end(gaudi_home: Path) -> Iterator[None]:
-    """Every supervisor a test started has ended when the test ends (they end with their job)."""
+    """Every supervisor a test started has ended when the test ends (they end with their job);
+    a job a failed test left running is killed on the cluster first, so the next test has it free."""
     yield
     deadline = time.monotonic() + 20
     while (left := processes_of(gaudi_home)) and time.monotonic() < deadline:
         time.sleep(0.3)
     described = [f"{p.pid} {' '.join(p.cmdline())[:100]}" for p in left]
+    if left:
+        for run in runfolder.all_runs():
+            try:
+                control.kill(run)
+            except control.JobControlError:
+                continue
+        psutil.wait_procs(left, timeout=60)
     for proc in left:
-        proc.kill()
+        try:
+            proc.kill()
+        except psutil.Error:
+            pass
     assert not described, "processes outlived the test:\n" + "\n".join(described)

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from textual.widgets import Input, Select, Static
 
 from gaudi_tui.core.accelerator import Accelerator
 from gaudi_tui.core.jobs import control, runfolder
@@ -21,6 +22,9 @@ from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec
 from gaudi_tui.core.jobs.status import TERMINAL, effective_state
 from gaudi_tui.core.jobs.targets import ray as ray_target
+from gaudi_tui.ui.app import GaudiApp
+from gaudi_tui.ui.screens.job_form import JobFormScreen
+from gaudi_tui.ui.screens.training import TrainingScreen
 from tests.ray.cluster import ROOT, RayTestCluster, free_port
 
 CPU = Accelerator("cpu", "test")
@@ -110,9 +114,42 @@ def test_validation_says_why_before_anything_starts(ray_cluster: RayTestCluster)
     assert problems(device="hpu", workers=2) == ""
 
 
+async def launch_from_the_form(cluster: RayTestCluster) -> RunFolder:
+    """What a user does: n, target ray, the address, ctrl+r to see the nodes, the small demo, ctrl+s."""
+    app = GaudiApp(accelerator=CPU, hostname="gaudi-host")
+    async with app.run_test(size=(100, 40)) as pilot:
+        await pilot.press("4", "n")
+        form = app.screen
+        assert isinstance(form, JobFormScreen)
+        form.query_one("#f-ray_address", Input).value = cluster.address
+        form.query_one("#f-target", Select).value = "ray"
+        form.query_one("#f-device", Select).value = "cpu"
+        values = {"workers": "2", "max_seq_len": "64", "batch_size": "8", "max_steps": "20"}
+        values |= {"warmup_steps": "2", "logging_steps": "1", "env": f"PYTHONPATH={ROOT}"}
+        for name, value in values.items():
+            form.query_one(f"#f-{name}", Input).value = value
+        await pilot.press("ctrl+r")
+        nodes = form.query_one("#form-cluster", Static)
+        for _ in range(100):
+            if str(nodes.render()).count(" alive ") == 2:
+                break
+            await pilot.pause(0.1)
+        assert str(nodes.render()).count(" alive ") == 2 and "2/2" in str(nodes.render())
+        await pilot.press("ctrl+s")
+        for _ in range(300):
+            if isinstance(app.screen, TrainingScreen):
+                break
+            await pilot.pause(0.1)
+        screen = app.screen
+        assert isinstance(screen, TrainingScreen), str(form.query_one("#form-problems", Static).render())
+        assert screen.selected is not None
+        return runfolder.find(screen.selected)
+
+
 @pytest.mark.slow
-def test_two_workers_one_per_node_loss_falls_and_metrics_arrive(ray_cluster: RayTestCluster) -> None:
-    run = control.submit(ray_spec(ray_cluster), CPU)
+async def test_two_workers_one_per_node_loss_falls_and_metrics_arrive(ray_cluster: RayTestCluster) -> None:
+    run = await launch_from_the_form(ray_cluster)
+    assert run.spec().target == "ray" and run.spec().workers == 2
     assert wait_done(run) == "succeeded", run.status()
     steps = log_steps(run)
     assert steps == sorted(set(steps)) and steps[-1] == 20
@@ -170,7 +207,7 @@ def test_stop_resume_supervisor_killed_reattach_then_kill(ray_cluster: RayTestCl
 @pytest.mark.slow
 def test_a_node_lost_mid_job_fails_naming_the_node(ray_cluster: RayTestCluster) -> None:
     run = control.submit(ray_spec(ray_cluster, max_steps=2000, save_steps=5), CPU)
-    wait(lambda: MetricsReader_checkpoint(run), 150, "a first checkpoint", run)
+    wait(lambda: checkpoint_and_ranks(run), 150, "a first checkpoint and both ranks' nodes", run)
     record = ray_target.read_record(run)
     assert record is not None and len(record.nodes()) == 2
     nodes = {n.node_id: n for n in ray_target.list_nodes(ray_cluster.address)}
@@ -183,16 +220,11 @@ def test_a_node_lost_mid_job_fails_naming_the_node(ray_cluster: RayTestCluster) 
     assert run.newest_complete_checkpoint() is not None  # resumable
 
 
-def MetricsReader_checkpoint(run: RunFolder) -> bool:  # noqa: N802
+def checkpoint_and_ranks(run: RunFolder) -> bool:
     metrics = MetricsReader(run.metrics_path)
     metrics.poll()
-    return (
-        metrics.last_checkpoint is not None
-        and ray_target.read_record(run) is not None
-        and bool(
-            ray_target.read_record(run).ranks  # type: ignore[union-attr]
-        )
-    )
+    record = ray_target.read_record(run)
+    return metrics.last_checkpoint is not None and record is not None and len(record.ranks) == 2
 
 
 def test_record_round_trip(tmp_path: Path) -> None:
