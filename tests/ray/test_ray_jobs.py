@@ -61,6 +61,12 @@ def wait(predicate, timeout: float, what: str, run: RunFolder | None = None):  #
     raise AssertionError(f"timed out after {timeout:g} s waiting for {what}\n{tail}")
 
 
+def submit_when_free(spec: JobSpec) -> RunFolder:
+    """Submit once the cluster reports its CPUs free again (its usage report lags a job's end)."""
+    wait(lambda: not ray_target.check(spec)[1], 60, "the cluster's CPUs to be free")
+    return control.submit(spec, CPU)
+
+
 def state_of(run: RunFolder) -> str:
     status = run.status()
     return effective_state(status, time.time()) if status else "none"
@@ -171,7 +177,7 @@ async def test_two_workers_one_per_node_loss_falls_and_metrics_arrive(ray_cluste
 
 @pytest.mark.slow
 def test_stop_resume_supervisor_killed_reattach_then_kill(ray_cluster: RayTestCluster) -> None:
-    run = control.submit(ray_spec(ray_cluster, max_steps=400), CPU)
+    run = submit_when_free(ray_spec(ray_cluster, max_steps=400))
     wait(lambda: len(log_steps(run)) >= 3, 120, "the first metrics", run)
     control.stop(run)
     assert wait_done(run) == "cancelled", run.status()
@@ -206,7 +212,7 @@ def test_stop_resume_supervisor_killed_reattach_then_kill(ray_cluster: RayTestCl
 
 @pytest.mark.slow
 def test_a_node_lost_mid_job_fails_naming_the_node(ray_cluster: RayTestCluster) -> None:
-    run = control.submit(ray_spec(ray_cluster, max_steps=2000, save_steps=5), CPU)
+    run = submit_when_free(ray_spec(ray_cluster, max_steps=2000, save_steps=5))
     wait(lambda: checkpoint_and_ranks(run), 150, "a first checkpoint and both ranks' nodes", run)
     record = ray_target.read_record(run)
     assert record is not None and len(record.nodes()) == 2
