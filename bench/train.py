@@ -6,7 +6,9 @@ log grows at 10,000 lines/s, vs. the same with a quiet log.
 TrainingArguments); the bare one runs `trainer.train()` in a plain child process without our
 callbacks, the other is a real job (detached supervisor, STOP check every step, metrics from
 rank 0). The figure is Trainer's own `train_steps_per_second` (the training loop, not start-up).
-Runs alternate; medians of RUNS each. Target: ratio ≥ 0.97.
+Runs alternate (RUNS pairs); medians with min/max, and the ratio of each pair. Target: ratio ≥ 0.97.
+The callbacks alone (stop-flag check + metrics lines) are timed per step in this process, with
+the adaptive check interval and checking every step, against the bare run's seconds per step.
 
 (2) The panel runs in tmux at 100×30 next to a real training job; a helper appends 10,000
 lines/s to that job's stdout.log (the panel reads the file, so it cannot tell who wrote them).
@@ -111,17 +113,67 @@ def supervised_run() -> float:
     raise RuntimeError("no summary event in metrics.jsonl")
 
 
-def throughput() -> None:
+def spread(values: list[float], fmt: str = "{:.2f}") -> str:
+    return f"{fmt.format(statistics.median(values))} (min {fmt.format(min(values))}, max {fmt.format(max(values))})"
+
+
+def throughput() -> float:
+    """Returns the bare run's median seconds per step (for the callback's share)."""
     bare: list[float] = []
     supervised: list[float] = []
     for _ in range(RUNS):
         bare.append(bare_run())
         supervised.append(supervised_run())
     b, s = statistics.median(bare), statistics.median(supervised)
-    print(f"demo fine-tune ({STEPS} steps, batch 8, seq ≤ 64, CPU): bare Trainer {b:.2f} steps/s, ", end="")
-    print(f"through the supervisor with the metrics callback {s:.2f} steps/s")
-    print(f"  runs: bare {[round(x, 2) for x in bare]}, supervised {[round(x, 2) for x in supervised]}")
-    print(f"ratio {s / b:.3f} (target ≥ 0.97), median of {RUNS} each")
+    print(f"demo fine-tune ({STEPS} steps, batch 8, seq ≤ 64, CPU), {RUNS} alternating pairs:")
+    print(f"  bare Trainer                                   {spread(bare)} steps/s")
+    print(f"  through the supervisor with the metrics callback {spread(supervised)} steps/s")
+    pairs = [x / y for x, y in zip(supervised, bare, strict=True)]
+    print(f"ratio {s / b:.3f} of the medians (target ≥ 0.97); per pair {spread(pairs, '{:.3f}')}")
+    return 1.0 / b
+
+
+def callback_cost(seconds_per_step: float | None, steps: int = 3000) -> None:
+    """Our two callbacks alone, per training step (world size 1, logging every 5 steps)."""
+    from types import SimpleNamespace
+
+    from transformers import TrainerControl, TrainerState
+
+    from gaudi_tui.core.jobs import runfolder
+    from gaudi_tui.core.jobs.worker import callbacks
+    from gaudi_tui.core.jobs.worker.callbacks import CountingCollator, MetricsCallback, StopCallback
+
+    run = runfolder.RunFolder(Path(tempfile.mkdtemp(dir=os.environ["GAUDI_TUI_HOME"])))
+    logs = {"loss": 1.0, "grad_norm": 0.5, "learning_rate": 1e-3, "epoch": 0.1}
+
+    def per_step(check_every_s: float) -> float:
+        callbacks.CHECK_EVERY_S = check_every_s
+        stop = StopCallback(callbacks.stop_file_flag(run))
+        metrics = MetricsCallback(run, "cpu", CountingCollator(None), 8, None, stop)
+        args = SimpleNamespace(world_size=1, output_dir=str(run.checkpoints_dir))
+        state, control = TrainerState(max_steps=steps), TrainerControl()
+        state.is_world_process_zero = True
+        for cb in (stop, metrics):
+            cb.on_train_begin(args, state, control)
+        start = time.perf_counter()
+        for step in range(1, steps + 1):
+            state.global_step = step
+            stop.on_step_end(args, state, control)
+            metrics.on_step_end(args, state, control)
+            if step % 5 == 0:
+                metrics.on_log(args, state, control, logs=logs)
+        elapsed = time.perf_counter() - start
+        metrics.on_train_end(args, state, control)
+        return elapsed / steps
+
+    adaptive = [per_step(0.5) for _ in range(3)]
+    every = [per_step(0.0) for _ in range(3)]
+    print(f"callbacks alone, per step ({steps} steps, a log line every 5): ", end="")
+    print(f"{spread([x * 1e6 for x in adaptive], '{:.1f}')} µs with the adaptive stop check, ", end="")
+    print(f"{spread([x * 1e6 for x in every], '{:.1f}')} µs checking every step")
+    if seconds_per_step:
+        share = statistics.median(adaptive) / seconds_per_step
+        print(f"  = {share * 100:.3f} % of the bare run's {seconds_per_step * 1000:.1f} ms per step")
 
 
 class Panel:
@@ -201,13 +253,14 @@ def latency() -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=["all", "throughput", "latency"], default="all")
+    parser.add_argument("--part", choices=["all", "throughput", "callback", "latency"], default="all")
     part = parser.parse_args().part
     os.environ["GAUDI_TUI_HOME"] = tempfile.mkdtemp(prefix="gaudi-tui-bench-train-")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     sys.path.insert(0, str(ROOT))
-    if part in ("all", "throughput"):
-        throughput()
+    per_step = throughput() if part in ("all", "throughput") else None
+    if part in ("all", "throughput", "callback"):
+        callback_cost(per_step)
     if part in ("all", "latency"):
         latency()
     shutil.rmtree(os.environ["GAUDI_TUI_HOME"], ignore_errors=True)

@@ -90,6 +90,20 @@ async def fleet_recorded(pilot) -> None:
     await pilot.press("m")  # colour by HBM: the busy cards of gaudi-node-02 stand out
 
 
+async def ray_job_details(pilot) -> None:
+    """Training with a recorded Ray job (tests/jobs/data/ray-runs) selected, on its Details pane."""
+    run_id = replay_run("ray-runs")
+    screen = pilot.app.screen
+    deadline = time.monotonic() + 10
+    while run_id not in screen.views:
+        if time.monotonic() > deadline:
+            raise RuntimeError("the recorded Ray job did not show up")
+        await pilot.pause(0.1)
+    screen.selected = run_id
+    await pilot.press("d")
+    await pilot.pause(1.5)
+
+
 @dataclass(frozen=True)
 class Shot:
     name: str
@@ -107,20 +121,22 @@ SHOTS = [
     Shot("chat.svg", ["3"], setup=chat_conversation),
     Shot("training.svg", ["4"]),
     Shot("fleet.svg", [], setup=fleet_recorded),
+    Shot("ray.svg", ["4"], setup=ray_job_details),
     Shot("help.svg", ["question_mark"]),
 ]
 
 
-def replay_training_run() -> None:
-    """Training shows a recorded real run of the demo fine-tune (tests/jobs/data/runs)."""
+def replay_run(recorded: str = "runs") -> str:
+    """Copy a recorded real run of the demo fine-tune (tests/jobs/data/RECORDED) into the runs folder."""
     from gaudi_tui.core import paths
 
-    source = sorted((ROOT / "tests" / "jobs" / "data" / "runs").iterdir())[-1]
+    source = sorted((ROOT / "tests" / "jobs" / "data" / recorded).iterdir())[-1]
     target = paths.runs_dir() / source.name
     if not target.exists():
         shutil.copytree(source, target)
         for item in target.iterdir():
             item.write_bytes(item.read_bytes().replace(b"{RUN}", str(target).encode()))
+    return source.name
 
 
 async def shoot(shot: Shot) -> None:
@@ -153,7 +169,7 @@ def main(names: list[str]) -> int:
         return 2
     os.environ.setdefault("GAUDI_TUI_HOME", tempfile.mkdtemp(prefix="gaudi-tui-shots-"))
     OUT.mkdir(exist_ok=True)
-    replay_training_run()
+    replay_run()
     for shot in SHOTS:
         if not names or shot.name in names:
             asyncio.run(shoot(shot))

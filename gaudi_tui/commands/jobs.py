@@ -42,6 +42,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "resume", help="continue from the newest complete checkpoint", description="resume a stopped job"
     )
     resume.add_argument("id", metavar="ID")
+    nodes = actions.add_parser(
+        "nodes",
+        help="list a Ray cluster's nodes (alive/dead, IP, HPU/CPU/memory free of total)",
+        description="List the nodes of the Ray cluster at ADDRESS (default: $RAY_ADDRESS) or of job ID.",
+    )
+    nodes.add_argument("where", nargs="?", default="", metavar="ADDRESS|ID")
     parser.set_defaults(func=run)
 
 
@@ -50,6 +56,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.action is None:
         return list_jobs(as_json=args.json)
+    if args.action == "nodes":
+        return print_nodes(args.where)
     try:
         job = runfolder.find(args.id)
         if args.action == "logs":
@@ -64,8 +72,7 @@ def run(args: argparse.Namespace) -> int:
                     f"{job.id}: stop requested; it saves a checkpoint and exits (resume with `jobs resume`)"
                 )
             return 0
-        checkpoint = control.resume(job)
-        print(f"{job.id}: resuming from {checkpoint.name}")
+        print(f"{job.id}: {control.resume_any(job)}")
         return 0
     except (runfolder.RunNotFound, control.JobControlError) as exc:
         print(f"gaudi-tui jobs: {exc}", file=sys.stderr)
@@ -103,13 +110,40 @@ def format_table(views: list[JobView]) -> str:
                 step,
                 format_duration(v.eta_s),
                 loss,
-                v.error or "",
+                v.error or v.where,
             )
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(header) - 1)]
     return "\n".join(
         "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1] for r in rows
     ).rstrip()
+
+
+def print_nodes(where: str) -> int:
+    from gaudi_tui.core.jobs import runfolder
+    from gaudi_tui.core.jobs.spec import default_ray_address
+    from gaudi_tui.core.jobs.targets import ray as ray_target
+
+    address = where or default_ray_address()
+    if where and "://" not in where and ":" not in where:
+        try:
+            record = ray_target.read_record(runfolder.find(where))
+        except runfolder.RunNotFound as exc:
+            print(f"gaudi-tui jobs nodes: {exc}", file=sys.stderr)
+            return 1
+        if record is None:
+            print(f"gaudi-tui jobs nodes: {where} is not a Ray job", file=sys.stderr)
+            return 1
+        address = record.address
+    if not address:
+        print("gaudi-tui jobs nodes: give the dashboard URL or set RAY_ADDRESS", file=sys.stderr)
+        return 2
+    try:
+        print(ray_target.format_nodes(ray_target.list_nodes(address)))
+    except ray_target.ClusterError as exc:
+        print(f"gaudi-tui jobs nodes: {exc}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def print_logs(job: RunFolder, lines: int, follow: bool) -> int:

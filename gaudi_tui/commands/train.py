@@ -13,10 +13,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=(
             "Validate a training job and launch it detached (it survives this shell). SPEC is a "
             "spec.toml file (every run folder has one) or a preset: 'demo', 'lora', 'qlora'. "
-            "Follow it with `gaudi-tui jobs logs ID -f`."
+            "Follow it with `gaudi-tui jobs logs ID -f`. On a Ray cluster: --set target=ray "
+            "--set ray_address=http://127.0.0.1:8265 --set workers=2 (see --fields)."
         ),
     )
-    parser.add_argument("spec", metavar="SPEC", help="spec.toml file or preset name (demo, lora, qlora)")
+    parser.add_argument(
+        "spec", metavar="SPEC", nargs="?", help="spec.toml file or preset name (demo, lora, qlora)"
+    )
     parser.add_argument(
         "--set",
         dest="overrides",
@@ -40,6 +43,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.fields:
         return _print_fields()
+    if not args.spec:
+        print("gaudi-tui train: give a SPEC (a spec.toml or a preset: demo, lora, qlora)", file=sys.stderr)
+        return 2
     try:
         path = Path(args.spec).expanduser()
         spec = spec_mod.load(path) if path.suffix == ".toml" or path.is_file() else spec_mod.preset(args.spec)
@@ -56,6 +62,8 @@ def start_job(spec, *, dry_run: bool, follow: bool) -> int:  # noqa: ANN001 - Jo
     from gaudi_tui.core.jobs import control, launch, validate
     from gaudi_tui.core.jobs import spec as spec_mod
 
+    if spec.target == "ray":
+        return _start_ray_job(spec, dry_run=dry_run, follow=follow)
     if spec.device == "cpu":
         accel = accelerator.Accelerator("cpu", "the spec asks for cpu")
     else:
@@ -70,6 +78,34 @@ def start_job(spec, *, dry_run: bool, follow: bool) -> int:  # noqa: ANN001 - Jo
     except validate.InvalidSpec as exc:
         return _report(exc.problems)
     print(f"started job {run.id} on {accel.kind} ({prepared.processes} process(es), {prepared.launcher})")
+    print(f"run folder: {run.path}")
+    print(f"follow it:  gaudi-tui jobs logs {run.id} -f")
+    if follow:
+        from gaudi_tui.commands.jobs import follow_metrics
+
+        return follow_metrics(run)
+    return 0
+
+
+def _start_ray_job(spec, *, dry_run: bool, follow: bool) -> int:  # noqa: ANN001 - JobSpec
+    from gaudi_tui.core import accelerator
+    from gaudi_tui.core.jobs import control, validate
+    from gaudi_tui.core.jobs import spec as spec_mod
+    from gaudi_tui.core.jobs.targets import ray as ray_target
+
+    if dry_run:
+        prepared, problems = ray_target.check(spec)
+        print(spec_mod.to_toml(prepared), end="")
+        return _report([*validate.numbers(prepared), *problems])
+    try:
+        run = control.submit(spec, accelerator.Accelerator("cpu", "the job runs on a Ray cluster"))
+    except validate.InvalidSpec as exc:
+        return _report(exc.problems)
+    prepared = run.spec()
+    print(
+        f"started job {run.id} on the Ray cluster {prepared.ray_address} "
+        f"({prepared.workers} worker(s) on {prepared.device})"
+    )
     print(f"run folder: {run.path}")
     print(f"follow it:  gaudi-tui jobs logs {run.id} -f")
     if follow:

@@ -117,6 +117,23 @@ REAL_ERRORS: dict[str, list[str]] = {
     ],
     # vLLM Gaudi installation docs
     "unknown-runtime-habana": ["docker: Error response from daemon: Unknown runtime specified habana."],
+    # huggingface/optimum-habana#1779 (multi-node DeepSpeed launch, lines prefixed by host)
+    "multinode-graph-compile": [
+        "100.83.191.29: [rank14]:     work = default_pg.broadcast([tensor], opts)\n"
+        "100.83.191.29: [rank14]: RuntimeError: Graph compile failed. synStatus=synStatus 26 [Generic failure]."
+    ],
+    # vllm-project/vllm-gaudi#946
+    "visible-modules-out-of-range": [
+        "RuntimeError: Invalid HABANA_VISIBLE_MODULES=5. Module IDs should be between 0 and 0."
+    ],
+    # HabanaAI/vllm-fork#297
+    "ray-hpu-resource-name": [
+        "ValueError: The number of required hpus exceeds the total number of available hpus in the placement group"
+    ],
+    # Ray 2.60 Train worker given fake HPU resources on a CPU node (reproduced for this project)
+    "ray-hpu-without-torch-hpu": [
+        "(TrainController pid=10647) RuntimeError: Using HPUTorchDeviceManager but torch hpu is not available."
+    ],
     # reproduced on a CPU machine
     "bf16-without-hpu": [
         "ValueError: Your setup doesn't support bf16/gpu. You need to assign use_cpu if you want to train the model on CPU."

@@ -107,11 +107,12 @@ def no_stray_processes(gaudi_home: Path):
     assert not described, "processes outlived the test:\n" + "\n".join(described)
 
 
-def replay(run_id: str | None = None) -> RunFolder:
-    """Copy a recorded run folder (tests/jobs/data/runs, see its README) into this test's runs folder."""
+def replay(run_id: str | None = None, recorded: str = "runs") -> RunFolder:
+    """Copy a recorded run folder (tests/jobs/data/runs or ray-runs, see its README) into this
+    test's runs folder."""
     from gaudi_tui.core import paths
 
-    source = sorted((DATA / "runs").iterdir())[-1] if run_id is None else DATA / "runs" / run_id
+    source = sorted((DATA / recorded).iterdir())[-1] if run_id is None else DATA / recorded / run_id
     target = paths.runs_dir() / source.name
     target.mkdir(mode=0o700)
     for item in source.iterdir():

@@ -57,3 +57,32 @@ def test_jobs_lists_logs_and_refuses_actions_on_a_finished_job(capsys: pytest.Ca
     assert "is succeeded: nothing to stop" in capsys.readouterr().err
     assert main(["jobs", "resume", "nosuchjob"]) == 1
     assert "no job 'nosuchjob'" in capsys.readouterr().err
+
+
+def test_a_ray_job_to_an_unreachable_cluster_is_refused_and_creates_nothing(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import socket
+
+    from gaudi_tui.core.jobs import runfolder
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        address = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    code = main(
+        ["train", "demo", "--set", "target=ray", "--set", f"ray_address={address}", "--set", "workers=2"]
+    )
+    assert code == 2
+    err = capsys.readouterr().err
+    assert f"ray_address: cannot reach the Ray cluster at {address}" in err and "ssh -L 8265" in err
+    assert runfolder.all_runs() == []
+    assert main(["jobs", "nodes", address]) == 1
+    assert "cannot reach the Ray cluster" in capsys.readouterr().err
+
+
+def test_a_ray_job_without_an_address_says_where_to_give_one(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    assert main(["train", "demo", "--set", "target=ray", "--dry-run"]) == 2
+    assert "ray_address: no cluster given" in capsys.readouterr().err

@@ -42,6 +42,10 @@ def submit(
 
     Raises InvalidSpec (with every problem) and creates nothing when the spec is not valid.
     """
+    if spec.target == "ray":
+        from gaudi_tui.core.jobs import control_ray
+
+        return control_ray.submit(spec, env)
     prepared = launch.prepare(spec, accel, selected_cards, env_fixes)
     problems = validate(prepared, accel, env)
     if problems:
@@ -67,6 +71,13 @@ def kill(run: RunFolder, cancel: threading.Event | None = None) -> None:
     if status.supervisor is not None and status.supervisor.alive():
         os.kill(status.supervisor.pid, signal.SIGTERM)
         return
+    if is_ray(run):
+        from gaudi_tui.core.jobs import control_ray
+
+        try:
+            return control_ray.kill(run)
+        except control_ray.RayControlError as exc:
+            raise JobControlError(str(exc)) from None
     grace = run.spec().kill_grace_s
     if status.launcher is not None and (proc := status.launcher.process()) is not None:
         try:
@@ -158,12 +169,34 @@ def _resume_locked(run: RunFolder, env: Mapping[str, str] | None) -> Path:
     return checkpoint
 
 
+def resume_any(run: RunFolder, env: Mapping[str, str] | None = None) -> str:
+    """`r` for any target: what was done, in words (local jobs: `resume`; Ray jobs: `control_ray`)."""
+    if is_ray(run):
+        from gaudi_tui.core.jobs import control_ray
+
+        try:
+            return control_ray.resume(run, env)
+        except control_ray.RayControlError as exc:
+            raise JobControlError(str(exc)) from None
+    return f"resuming from {resume(run, env).name}"
+
+
+def is_ray(run: RunFolder) -> bool:
+    from gaudi_tui.core.jobs.spec import SpecError
+
+    try:
+        return run.spec().target == "ray"
+    except SpecError:
+        return False
+
+
 def _require_active(run: RunFolder, action: str):  # noqa: ANN202 - JobStatus
     status = run.status()
     if status is None:
         raise JobControlError(f"{run.id} has no readable status.json")
     state = effective_state(status, time.time())
-    if state not in ACTIVE and not (action == "kill" and state == "lost" and _any_alive(status)):
+    orphan = state == "lost" and (_any_alive(status) or is_ray(run))
+    if state not in ACTIVE and not (action == "kill" and orphan):
         raise JobControlError(f"{run.id} is {state}: nothing to {action}")
     return status
 

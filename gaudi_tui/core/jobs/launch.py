@@ -12,10 +12,11 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import cast
 
 from gaudi_tui.core.accelerator import Accelerator
 from gaudi_tui.core.jobs.runfolder import RunFolder
-from gaudi_tui.core.jobs.spec import JobSpec
+from gaudi_tui.core.jobs.spec import JobSpec, Launcher
 
 TRAIN_MODULE = "gaudi_tui.core.jobs.worker.train"
 
@@ -37,7 +38,7 @@ def prepare(
         cards = tuple(range(processes))  # the first N modules: {0,1}, {0..3}, {0..7} are supported sets
     launcher = spec.launcher
     if launcher == "auto":
-        launcher = "single" if processes == 1 else accel.launcher
+        launcher = "single" if processes == 1 else cast(Launcher, accel.launcher)
     env = dict(accel.child_env(cards, compile=spec.torch_compile))
     env.update(env_fixes or {})
     env.update(spec.env)

@@ -199,6 +199,9 @@ class JobView:
     device: str
     stop_requested: bool = False
     checkpoint: str | None = None
+    target: str = "local"
+    where: str = ""
+    """Ray jobs: cluster address, submission and Ray job id, nodes of the ranks."""
 
     def to_dict(self) -> dict[str, object]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -244,7 +247,9 @@ class RunWatcher:
             eta = max(0.0, (max_steps - metrics.step) * per_step)
         losses = [p.loss for p in metrics.points if p.loss is not None]
         error = status.error or self.spec_error
-        if state == "lost" and not error:
+        if state == "lost" and not error and spec.target == "ray":
+            error = "the supervisor is gone; the job may still run on the cluster: r re-attaches"
+        elif state == "lost" and not error:
             if any(r.alive() for r in (status.launcher, *status.workers) if r is not None):
                 error = "the supervisor is gone but the job's processes still run: k kills them"
             else:
@@ -266,7 +271,22 @@ class RunWatcher:
             device=spec.device,
             stop_requested=status.stop_requested or self.run.stop_requested(),
             checkpoint=metrics.last_checkpoint,
+            target=spec.target,
+            where=where(self.run) if spec.target == "ray" else "",
         )
+
+
+def where(run: RunFolder) -> str:
+    """Where a Ray job runs, from its cluster.json: address, ids, nodes of the ranks."""
+    from gaudi_tui.core.jobs.targets.ray import read_record
+
+    record = read_record(run)
+    if record is None:
+        return "Ray (not submitted yet)"
+    ranks = sorted(record.ranks.items(), key=lambda kv: int(kv[0]))
+    nodes = ", ".join(f"{r}@{v.get('node_ip', '?')}/{v.get('node_id', '')[:8]}" for r, v in ranks)
+    job = f" (Ray job {record.ray_job_id})" if record.ray_job_id else ""
+    return f"{record.address} · {record.submission_id}{job}" + (f" · ranks {nodes}" if nodes else "")
 
 
 @dataclass

@@ -9,6 +9,7 @@ thing wherever it comes from. Checks that need the accelerator or the disk live 
 from __future__ import annotations
 
 import difflib
+import functools
 import sys
 import typing
 from collections.abc import Mapping
@@ -27,6 +28,7 @@ Scheduler = Literal[
 Quantization = Literal["none", "nf4", "int8"]
 Launcher = Literal["auto", "single", "torchrun", "accelerate"]
 Device = Literal["auto", "hpu", "cuda", "cpu"]
+Target = Literal["local", "ray"]
 
 
 class SpecError(ValueError):
@@ -76,6 +78,22 @@ class JobSpec:
     device: Device = field(
         default="auto", metadata={"help": "auto (the detected accelerator), hpu, cuda or cpu"}
     )
+    target: Target = field(default="local", metadata={"help": "local (this host) or ray (a Ray cluster)"})
+    ray_address: str = field(
+        default="", metadata={"help": "Ray dashboard URL, e.g. http://127.0.0.1:8265 ('' = $RAY_ADDRESS)"}
+    )
+    workers: int = field(default=1, metadata={"help": "Ray: training processes (Ray Train workers)"})
+    hpus_per_worker: int = field(default=1, metadata={"help": "Ray: Gaudi cards per worker"})
+    storage_path: str = field(
+        default="",
+        metadata={"help": "Ray: checkpoint folder every node reaches ('' = this host's runs folder)"},
+    )
+    max_failures: int = field(
+        default=0, metadata={"help": "Ray: automatic restarts from the last checkpoint after a failure"}
+    )
+    ray_python: str = field(
+        default="", metadata={"help": "Ray: Python on the cluster's nodes ('' = this panel's Python)"}
+    )
     kill_grace_s: float = field(
         default=10.0, metadata={"help": "seconds between SIGTERM and SIGKILL on kill"}
     )
@@ -94,6 +112,14 @@ PRESETS: dict[str, JobSpec] = {
         name="QLoRA", lora=True, quantization="nf4", learning_rate=5e-3, max_steps=30, batch_size=8
     ),
 }
+
+
+def default_ray_address() -> str:
+    """The cluster a Ray job goes to when the spec names none: the `cluster.ray_address` setting
+    ($RAY_ADDRESS, else config.toml)."""
+    from gaudi_tui.core import settings
+
+    return (settings.load().settings.ray_address or "").strip()
 
 
 def preset(name: str) -> JobSpec:
@@ -118,7 +144,12 @@ def field_help(name: str) -> str:
 
 
 def field_type(name: str) -> Any:
-    return typing.get_type_hints(JobSpec)[name]
+    return _hints()[name]
+
+
+@functools.cache
+def _hints() -> dict[str, Any]:
+    return typing.get_type_hints(JobSpec)
 
 
 def choices(name: str) -> tuple[str, ...] | None:
@@ -198,6 +229,7 @@ def _coerce_to(hint: Any, value: object) -> object:
 
 def from_mapping(data: Mapping[str, object], base: JobSpec | None = None) -> JobSpec:
     """A spec from `base` (default: the defaults) with these values, each coerced and checked."""
+    # Each value was coerced to its field's type above, which a type checker cannot follow.
     values: dict[str, Any] = {name: coerce(name, value) for name, value in data.items()}
     return replace(base or JobSpec(), **values)
 

@@ -29,10 +29,12 @@ class JobFormScreen(Dialog[str | None]):
     JobFormScreen Grid > Select > SelectCurrent { border: none; height: 1; padding: 0 1; }
     JobFormScreen #form-problems { color: $error; height: auto; max-height: 8; }
     JobFormScreen #form-hint { color: $text-muted; height: 1; }
+    JobFormScreen #form-cluster { height: auto; max-height: 8; display: none; }
     """
     BINDINGS = [
         Binding("ctrl+s", "launch", "Launch", id="jobform.launch", priority=True),
         Binding("escape", "cancel", "Cancel", id="jobform.cancel"),
+        Binding("ctrl+r", "cluster_nodes", "Cluster nodes", id="jobform.nodes"),
     ]
 
     def __init__(self, selected_cards: tuple[int, ...] = ()) -> None:
@@ -51,9 +53,11 @@ class JobFormScreen(Dialog[str | None]):
                     for name in spec_mod.field_names():
                         yield Label(name, markup=False)
                         yield self._editor(name)
+            yield Static("", id="form-cluster", markup=False)
             yield Static("", id="form-problems", markup=False)
             yield Static(
-                "tab/shift+tab move · space toggles · enter or ctrl+s launches · esc cancels",
+                "tab/shift+tab move · space toggles · enter or ctrl+s launches · ctrl+r cluster nodes · "
+                "esc cancels",
                 id="form-hint",
                 markup=False,
             )
@@ -93,6 +97,34 @@ class JobFormScreen(Dialog[str | None]):
     def preset_chosen(self, event: Select.Changed) -> None:
         if isinstance(event.value, str) and event.value in PRESETS:
             self.fill(PRESETS[event.value])
+
+    @on(Select.Changed, "#f-target")
+    def target_chosen(self, event: Select.Changed) -> None:
+        if event.value == "ray":
+            self.action_cluster_nodes()
+        else:
+            self.query_one("#form-cluster", Static).display = False
+
+    def action_cluster_nodes(self) -> None:
+        """Show the nodes of the cluster at the typed address (or $RAY_ADDRESS)."""
+        address = self.query_one("#f-ray_address", Input).value.strip() or spec_mod.default_ray_address()
+        shown = self.query_one("#form-cluster", Static)
+        shown.display = True
+        if not address:
+            shown.update("Ray: type the dashboard URL in ray_address (e.g. http://127.0.0.1:8265)")
+            return
+        shown.update(f"asking {address} for its nodes…")
+        self.fetch_nodes(address)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="job-nodes", description="cluster nodes")
+    def fetch_nodes(self, address: str) -> None:
+        from gaudi_tui.core.jobs.targets import ray as ray_target
+
+        try:
+            text = ray_target.format_nodes(ray_target.list_nodes(address))
+        except ray_target.ClusterError as exc:
+            text = str(exc)
+        self.app.call_from_thread(self.query_one("#form-cluster", Static).update, text)
 
     def read_spec(self) -> tuple[JobSpec | None, list[str]]:
         """The spec typed in, or the problems of fields that cannot be read."""

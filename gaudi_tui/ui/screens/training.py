@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from textual import on, work
@@ -31,6 +32,8 @@ LOG_LINES = 1000
 LOG_LINES_PER_POLL = 400
 """A flooding job shows its newest lines only: one poll never writes more than this many."""
 KILL_CONFIRM_S = 5.0
+NODES_EVERY_S = 5.0
+"""How often the selected Ray job's cluster nodes are fetched for the Details pane."""
 COLUMNS = ("Job", "State", "Elapsed", "Step", "ETA", "Loss")
 
 
@@ -58,7 +61,9 @@ def job_label(view: JobView) -> str:
     return f"{view.name} · {view.id[-4:]}"
 
 
-def details_text(view: JobView, run: runfolder.RunFolder, spec: spec_mod.JobSpec | None) -> str:
+def details_text(
+    view: JobView, run: runfolder.RunFolder, spec: spec_mod.JobSpec | None, nodes: str = ""
+) -> str:
     lines = [
         f"job      {view.id}",
         f"state    {view.state}"
@@ -66,6 +71,10 @@ def details_text(view: JobView, run: runfolder.RunFolder, spec: spec_mod.JobSpec
         f"folder   {run.path}",
         f"attempt  {view.attempt}",
     ]
+    if view.target == "ray":
+        lines.append(f"cluster  {view.where}")
+        if nodes:
+            lines += ["", *nodes.splitlines()]
     if view.error:
         lines.append(f"error    {view.error}")
     if view.checkpoint:
@@ -78,13 +87,23 @@ def details_text(view: JobView, run: runfolder.RunFolder, spec: spec_mod.JobSpec
     return "\n".join(lines)
 
 
+def cluster_nodes(run: runfolder.RunFolder) -> str:
+    """The nodes of a Ray job's cluster as a small table, or why they cannot be shown."""
+    from gaudi_tui.core.jobs.targets import ray as ray_target
+
+    record = ray_target.read_record(run)
+    return ray_target.nodes_text(record) if record is not None else ""
+
+
 class TrainingScreen(PanelScreen):
     TITLE = "Training"
     HELP = (
         "Launch Trainer jobs from the keyboard and watch them live; they survive the panel, SSH "
         "hang-ups and a killed panel. n new job (presets: demo fine-tune, LoRA, QLoRA), s graceful "
         "stop (one checkpoint at the same step on every rank), k kill (press twice), r resume from "
-        "the newest complete checkpoint. Headless: gaudi-tui train / gaudi-tui jobs."
+        "the newest complete checkpoint. Jobs run here or on a Ray cluster (target=ray in the form; "
+        "Details shows the cluster's nodes; r re-attaches a Ray job whose supervisor died). "
+        "Headless: gaudi-tui train / gaudi-tui jobs."
     )
     DEFAULT_CSS = """
     TrainingScreen #jobs { height: auto; max-height: 9; min-height: 3; }
@@ -152,6 +171,7 @@ class TrainingScreen(PanelScreen):
         tail: LogTail | None = None
         tail_for: str | None = None
         sent_points: tuple[str | None, int, int, int] = (None, -1, -1, -1)
+        nodes: tuple[str | None, float, str] = (None, 0.0, "")
         while not worker.is_cancelled:
             views = monitor.poll()
             detail = None
@@ -166,13 +186,19 @@ class TrainingScreen(PanelScreen):
                 key = (selected, len(points), points[-1].step if points else -1, len(evals))
                 changed = key != sent_points
                 view = next(v for v in views if v.id == selected)
+                if view.target == "ray" and (
+                    nodes[0] != selected or time.monotonic() - nodes[1] > NODES_EVERY_S
+                ):
+                    nodes = (selected, time.monotonic(), cluster_nodes(watcher.run))
                 detail = Detail(
                     run_id=selected,
                     points=tuple(points) if changed else None,
                     evals=tuple(evals) if changed else (),
                     new_lines=tuple(new_lines[-LOG_LINES_PER_POLL:]),
                     reset_log=reset,
-                    text=details_text(view, watcher.run, watcher.spec),
+                    text=details_text(
+                        view, watcher.run, watcher.spec, nodes[2] if nodes[0] == selected else ""
+                    ),
                 )
                 sent_points = key
             self.post_message(JobsPolled(views, detail))
@@ -302,12 +328,23 @@ class TrainingScreen(PanelScreen):
         run = self._selected_run()
         if run is None:
             return
-        try:
-            checkpoint = control.resume(run)
-        except control.JobControlError as exc:
-            self.notify(str(exc), severity="warning")
+        if control.is_ray(run):
+            self.resume_in_background(run)  # it asks the cluster first
             return
-        self.notify(f"Resuming from {checkpoint.name}.")
+        self._resume(run, self.notify)
+
+    @work(thread=True, exit_on_error=False, group="job-resume", description="resume job")
+    def resume_in_background(self, run: runfolder.RunFolder) -> None:
+        self._resume(run, lambda *a, **kw: self.app.call_from_thread(self.notify, *a, **kw))
+
+    @staticmethod
+    def _resume(run: runfolder.RunFolder, notify: Callable[..., object]) -> None:
+        try:
+            done = control.resume_any(run)
+        except control.JobControlError as exc:
+            notify(str(exc), severity="warning")
+            return
+        notify(done[:1].upper() + done[1:] + ".")
 
     def action_pane(self, pane: str) -> None:
         self.query_one(TabbedContent).active = pane

@@ -1,17 +1,23 @@
 """Trainer callbacks that run inside the job's processes (they import torch and transformers).
 
-`MetricsCallback` appends one JSON object per event to `metrics.jsonl` from rank 0 only.
-`StopCallback` makes the graceful stop collective: every step, every rank contributes "I see
-STOP" to an all-reduce (MAX) on a CPU/gloo group, so all ranks stop at the same step, save one
-checkpoint together, and mark it complete only after every rank has written its part.
+`MetricsCallback` hands one JSON object per event to a sink on rank 0 only: `metrics.jsonl`
+(local jobs) or the job's log stream (Ray jobs, which the supervisor mirrors into the run folder).
+`StopCallback` makes the graceful stop collective: rank 0 reads the stop flag (the STOP file, or
+Ray's KV store on a cluster) and an all-reduce (MAX) on a CPU/gloo group shares it, so all ranks
+stop at the same step, save one checkpoint together, and mark it complete only after every rank
+has written its part. The check is not made every step: rank 0 proposes the next check step from
+its measured step time (about every `CHECK_EVERY_S`), and that proposal travels in the same
+all-reduce, so every rank agrees on which steps are checked.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import psutil
 import torch
@@ -20,6 +26,41 @@ from transformers import TrainerCallback
 
 from gaudi_tui.core.jobs.runfolder import COMPLETE_MARKER, RunFolder
 from gaudi_tui.core.jobs.worker import hpu_metrics
+from gaudi_tui.core.jobs.worker.ray_train import METRIC_PREFIX
+
+CHECK_EVERY_S = 0.5
+"""How often (in training time) the stop flag is checked; steps between checks are free."""
+MAX_CHECK_INTERVAL = 1000
+
+
+class Sink(Protocol):
+    def write(self, event: dict[str, object]) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class FileSink:
+    """metrics.jsonl, written whole lines at a time (one write and flush per event)."""
+
+    def __init__(self, path: Path) -> None:
+        self.out = path.open("a", encoding="utf-8")
+
+    def write(self, event: dict[str, object]) -> None:
+        self.out.write(json.dumps(event, separators=(",", ":")) + "\n")
+        self.out.flush()
+
+    def close(self) -> None:
+        self.out.close()
+
+
+class LogStreamSink:
+    """Prints each event as one prefixed line on stdout: Ray carries it to the job's log."""
+
+    def write(self, event: dict[str, object]) -> None:
+        print(METRIC_PREFIX + json.dumps(event, separators=(",", ":")), flush=True)
+
+    def close(self) -> None:
+        pass
 
 
 class CountingCollator:
@@ -43,22 +84,46 @@ def _distributed() -> bool:
 
 
 class StopCallback(TrainerCallback):
-    def __init__(self, run: RunFolder) -> None:
-        self.run = run
+    """`flag` is read on rank 0 only (other ranks may not see the STOP file or the cluster's KV)."""
+
+    def __init__(self, flag: Callable[[], bool]) -> None:
+        self.flag = flag
         self.group: Any = None
         self.stopped = False
+        self.checks = 0
+        self._next_check = 1
+        self._interval = 1
+        self._mark = (0.0, 0)
 
     def on_train_begin(self, args, state, control, **kwargs):  # noqa: ANN001 - Trainer's signature
         if _distributed():
             # A CPU group even when training runs on HCCL/NCCL: the flag never touches the device.
             self.group = None if dist.get_backend() == "gloo" else dist.new_group(backend="gloo")
+        self._next_check = state.global_step + 1
+        self._mark = (time.monotonic(), state.global_step)
         return control
 
+    def _proposal(self, step: int) -> int:
+        """Rank 0's next interval: steps that take about CHECK_EVERY_S at the measured pace."""
+        start, start_step = self._mark
+        self._mark = (time.monotonic(), step)
+        per_step = (self._mark[0] - start) / max(step - start_step, 1)
+        return max(1, min(MAX_CHECK_INTERVAL, math.floor(CHECK_EVERY_S / max(per_step, 1e-6))))
+
     def on_step_end(self, args, state, control, **kwargs):  # noqa: ANN001
-        flag = torch.tensor([1 if self.run.stop_path.exists() else 0], dtype=torch.int32)
+        if state.global_step < self._next_check or self.stopped:
+            return control
+        self.checks += 1
+        zero = state.is_world_process_zero
+        mine = torch.tensor(
+            [1 if zero and self.flag() else 0, self._proposal(state.global_step) if zero else 0],
+            dtype=torch.int64,
+        )
         if _distributed():
-            dist.all_reduce(flag, op=dist.ReduceOp.MAX, group=self.group)
-        if int(flag.item()) and not self.stopped:
+            dist.all_reduce(mine, op=dist.ReduceOp.MAX, group=self.group)
+        stop, self._interval = int(mine[0].item()), int(mine[1].item())
+        self._next_check = state.global_step + self._interval
+        if stop:
             self.stopped = True
             rank = dist.get_rank() if _distributed() else 0
             print(f"[gaudi-tui] rank {rank} stopping at step {state.global_step}", flush=True)
@@ -75,6 +140,10 @@ class StopCallback(TrainerCallback):
             marker = {"step": state.global_step, "world_size": args.world_size, "time": time.time()}
             (checkpoint / COMPLETE_MARKER).write_text(json.dumps(marker) + "\n", encoding="utf-8")
         return control
+
+
+def stop_file_flag(run: RunFolder) -> Callable[[], bool]:
+    return run.stop_path.exists
 
 
 def memory_mib(device: str) -> float | None:
@@ -100,21 +169,22 @@ class MetricsCallback(TrainerCallback):
         samples_per_step: int,
         resumed_from: str | None,
         stop: StopCallback,
+        sink: Callable[[], Sink] | None = None,
     ) -> None:
         self.run = run
+        self.make_sink = sink or (lambda: FileSink(run.metrics_path))
         self.device = device
         self.counter = counter
         self.samples_per_step = samples_per_step
         self.resumed_from = resumed_from
         self.stop = stop
-        self.out: Any = None
+        self.out: Sink | None = None
         self.world = 1
         self._mark = (0.0, 0)  # time and step at the start of the current window
 
     def _write(self, event: dict[str, object]) -> None:
         if self.out is not None:
-            self.out.write(json.dumps(event, separators=(",", ":")) + "\n")
-            self.out.flush()
+            self.out.write(event)
 
     def _restart_window(self, step: int) -> None:
         self._mark = (time.monotonic(), step)
@@ -123,7 +193,7 @@ class MetricsCallback(TrainerCallback):
         self.world = args.world_size
         self._restart_window(state.global_step)
         if state.is_world_process_zero:
-            self.out = self.run.metrics_path.open("a", encoding="utf-8")
+            self.out = self.make_sink()
             self._write(
                 {
                     "event": "begin",
@@ -194,6 +264,7 @@ class MetricsCallback(TrainerCallback):
                     "stopped": self.stop.stopped,
                 }
             )
-            self.out.close()
+            if self.out is not None:
+                self.out.close()
             self.out = None
         return control

@@ -12,15 +12,19 @@ import argparse
 import os
 import sys
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gaudi_tui.core.accelerator import Accelerator
+from gaudi_tui.core.jobs.outcome import ERROR_PREFIX
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec, SpecError
-from gaudi_tui.core.jobs.supervisor import ERROR_PREFIX
 from gaudi_tui.core.jobs.worker import data
+
+if TYPE_CHECKING:
+    from gaudi_tui.core.jobs.worker.callbacks import Sink
 
 
 class JobError(RuntimeError):
@@ -39,9 +43,20 @@ def world_size() -> int:
 
 
 def build(
-    run: RunFolder, spec: JobSpec, texts: list[str], *, resumed_from: str | None = None, monitor: bool = True
+    run: RunFolder,
+    spec: JobSpec,
+    texts: list[str],
+    *,
+    resumed_from: str | None = None,
+    monitor: bool = True,
+    stop_flag: Callable[[], bool] | None = None,
+    sink: Callable[[], Sink] | None = None,
 ) -> Built:
-    """The Trainer for this spec. `monitor=False` leaves out our callbacks (the benchmark's bare run)."""
+    """The Trainer for this spec. `monitor=False` leaves out our callbacks (the benchmark's bare run).
+
+    Local jobs read the STOP file and write metrics.jsonl; a Ray job passes its own stop flag
+    (the cluster's KV store) and sink (its log stream).
+    """
     import torch
     from transformers import (
         AutoTokenizer,
@@ -51,7 +66,12 @@ def build(
     )
 
     from gaudi_tui.core.demo import resolve_model
-    from gaudi_tui.core.jobs.worker.callbacks import CountingCollator, MetricsCallback, StopCallback
+    from gaudi_tui.core.jobs.worker.callbacks import (
+        CountingCollator,
+        MetricsCallback,
+        StopCallback,
+        stop_file_flag,
+    )
 
     accel = Accelerator(spec.device if spec.device != "auto" else "cpu", "job spec")
     model_path = resolve_model(spec.model)
@@ -85,11 +105,13 @@ def build(
         data_collator=collator,
         processing_class=tokenizer,
     )
-    stop = StopCallback(run)
+    stop = StopCallback(stop_flag or stop_file_flag(run))
     if monitor:
         trainer.add_callback(stop)
         samples_per_step = spec.batch_size * spec.grad_accum * world_size()
-        trainer.add_callback(MetricsCallback(run, accel.kind, collator, samples_per_step, resumed_from, stop))
+        trainer.add_callback(
+            MetricsCallback(run, accel.kind, collator, samples_per_step, resumed_from, stop, sink)
+        )
     return Built(trainer, tokenizer, stop)
 
 

@@ -1,0 +1,121 @@
+"""Ray: the same 2-process demo fine-tune on a 2-node Ray cluster (this machine, loopback) vs local
+`torchrun`, in one run. Figures per run: Trainer's own `train_steps_per_second` (the training loop)
+and submit-to-first-step latency (from `control.submit` to the wall time of the first `log` event in
+metrics.jsonl — for Ray that includes the Jobs API, Ray Train's worker group and the log-stream
+mirror). Runs alternate; medians with min/max. Target: steps/s ratio Ray/local ≥ 0.9.
+
+The cluster is the tests' (tests/ray/cluster.py): two `ray start` nodes of 1 CPU each, started here
+and stopped after; the Ray job puts one worker on each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+STEPS = 60
+RUNS = 3
+
+
+def spec(**changes: object):  # noqa: ANN201 - JobSpec (imported after GAUDI_TUI_HOME is set)
+    from dataclasses import replace
+
+    from gaudi_tui.core.jobs.spec import PRESETS
+
+    base: dict[str, object] = {
+        "device": "cpu",
+        "max_steps": STEPS,
+        "max_seq_len": 64,
+        "batch_size": 8,
+        "logging_steps": 5,
+        "processes": 2,
+        "env": {"PYTHONPATH": str(ROOT)},
+    }
+    return replace(PRESETS["demo fine-tune"], **{**base, **changes})
+
+
+def one_run(job) -> tuple[float, float]:  # noqa: ANN001 - JobSpec
+    """(steps/s, seconds from submit to the first step) of one job."""
+    from gaudi_tui.core.accelerator import Accelerator
+    from gaudi_tui.core.jobs import control
+    from gaudi_tui.core.jobs.status import TERMINAL
+
+    submitted = time.time()
+    run = control.submit(job, Accelerator("cpu", "bench"))
+    deadline = time.monotonic() + 600
+    while (status := run.status()) is None or status.state not in TERMINAL:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{run.id} did not end in 600 s")
+        time.sleep(0.5)
+    if status.state != "succeeded":
+        raise RuntimeError(f"{job.target} run {status.state}: {status.error}")
+    events = [json.loads(line) for line in run.metrics_path.read_text().splitlines() if line.strip()]
+    first = next(e for e in events if e.get("event") == "log")
+    summary = next(e for e in events if e.get("event") == "summary")
+    return float(summary["train_steps_per_second"]), float(first["time"]) - submitted
+
+
+def spread(values: list[float], fmt: str = "{:.2f}") -> str:
+    return f"{fmt.format(statistics.median(values))} (min {fmt.format(min(values))}, max {fmt.format(max(values))})"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=RUNS)
+    runs = parser.parse_args().runs
+    # This file is named ray.py: drop its folder from the path so `import ray` finds Ray.
+    here = Path(__file__).resolve().parent
+    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != here]
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        print("ray is not installed: pip install 'gaudi-tui[cluster]'", file=sys.stderr)
+        return 1
+    sys.path.insert(0, str(ROOT))
+    os.environ["GAUDI_TUI_HOME"] = tempfile.mkdtemp(prefix="gaudi-tui-bench-ray-")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from tests.ray.cluster import RayTestCluster, free_port
+
+    root = Path(tempfile.mkdtemp(prefix="gtbench-", dir="/tmp"))
+    cluster = RayTestCluster(root, free_port(), free_port())
+    local: list[tuple[float, float]] = []
+    on_ray: list[tuple[float, float]] = []
+    try:
+        cluster.start_node(
+            "head", "--head", f"--port={cluster.gcs_port}", "--dashboard-host=127.0.0.1",
+            f"--dashboard-port={cluster.dashboard_port}", "--include-dashboard=true",
+            f"--ray-client-server-port={free_port()}",
+        )  # fmt: skip
+        cluster.start_node("worker", f"--address=127.0.0.1:{cluster.gcs_port}")
+        cluster.wait_nodes(2)
+        for _ in range(runs):
+            local.append(one_run(spec(name="local torchrun", launcher="torchrun")))
+            on_ray.append(one_run(spec(name="ray", target="ray", ray_address=cluster.address, workers=2)))
+    finally:
+        cluster.stop()
+        shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(os.environ["GAUDI_TUI_HOME"], ignore_errors=True)
+    local_rate, ray_rate = [r for r, _ in local], [r for r, _ in on_ray]
+    local_start, ray_start = [s for _, s in local], [s for _, s in on_ray]
+    print(f"demo fine-tune, 2 processes on CPU (gloo), {STEPS} steps, batch 8, seq ≤ 64; {runs} runs each")
+    print(f"  local torchrun : {spread(local_rate)} steps/s, submit→first step {spread(local_start)} s")
+    print(f"  Ray (2 nodes)  : {spread(ray_rate)} steps/s, submit→first step {spread(ray_start)} s")
+    ratios = [r / max(lr, 1e-9) for r, lr in zip(ray_rate, local_rate, strict=True)]
+    print(f"steps/s ratio Ray/local {statistics.median(ray_rate) / statistics.median(local_rate):.3f} "
+          f"(per pair {spread(ratios, '{:.3f}')}; target ≥ 0.9)")  # fmt: skip
+    print(
+        f"first-step latency Ray − local {statistics.median(ray_start) - statistics.median(local_start):+.1f} s"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

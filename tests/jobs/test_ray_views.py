@@ -1,0 +1,81 @@
+"""A recorded Ray job shows like a local one, plus where it ran (no cluster needed here)."""
+
+from __future__ import annotations
+
+import time
+
+from textual.widgets import Static
+
+from gaudi_tui.commands.jobs import format_table
+from gaudi_tui.core.jobs.monitor import Monitor, RunWatcher
+from gaudi_tui.core.jobs.targets import ray as ray_target
+from gaudi_tui.ui.app import GaudiApp
+from gaudi_tui.ui.screens.training import TrainingScreen
+from tests.conftest import CPU
+from tests.jobs.conftest import replay
+
+
+def test_a_ray_job_view_names_cluster_submission_and_nodes() -> None:
+    run = replay(recorded="ray-runs")
+    record = ray_target.read_record(run)
+    assert record is not None
+    watcher = RunWatcher(run)
+    watcher.poll()
+    view = watcher.view(time.time())
+    assert (view.state, view.target, view.step, view.max_steps) == ("succeeded", "ray", 60, 60)
+    assert view.where.startswith(f"{record.address} · {record.submission_id} (Ray job {record.ray_job_id})")
+    for rank, node in record.ranks.items():
+        assert f"{rank}@{node['node_ip']}/{node['node_id'][:8]}" in view.where
+    assert record.submission_id in format_table(Monitor().poll())
+
+
+def test_a_lost_ray_job_offers_re_attach() -> None:
+    run = replay(recorded="ray-runs")
+    status = run.status()
+    assert status is not None
+    run.write_status(status.with_(state="running", ended=None))  # its supervisor (recorded PID) is gone
+    watcher = RunWatcher(run)
+    watcher.poll()
+    view = watcher.view(time.time())
+    assert view.state == "lost" and "r re-attaches" in (view.error or "")
+
+
+async def test_training_details_show_where_a_ray_job_runs() -> None:
+    run = replay(recorded="ray-runs")
+    app = GaudiApp(accelerator=CPU, hostname="gaudi-host")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("4", "d")
+        screen = app.screen
+        assert isinstance(screen, TrainingScreen)
+        for _ in range(100):
+            details = str(screen.query_one("#job-details", Static).render())
+            if "nodes when the job ended" in details:
+                break
+            await pilot.pause(0.1)
+        record = ray_target.read_record(run)
+        assert record is not None
+        assert f"cluster  {record.address} · {record.submission_id}" in details
+        # The recorded cluster is gone: the nodes as they were when the job ended, said so.
+        assert "nodes when the job ended (the cluster does not answer now)" in details
+        for node in record.nodes_seen:
+            assert f"{node['ip']} ({node['node_id'][:8]})" in details
+        assert details.count(" alive ") == 2 and "2/2" in details
+        assert "target               ray" in details and "workers              2" in details
+
+
+async def test_r_on_a_finished_ray_job_says_why_it_cannot_resume() -> None:
+    run = replay(recorded="ray-runs")
+    app = GaudiApp(accelerator=CPU, hostname="gaudi-host")
+    async with app.run_test(size=(100, 30), notifications=True) as pilot:
+        await pilot.press("4")
+        screen = app.screen
+        for _ in range(100):
+            if isinstance(screen, TrainingScreen) and screen.selected == run.id:
+                break
+            await pilot.pause(0.1)
+        await pilot.press("r")
+        for _ in range(100):
+            if any("already finished" in n.message for n in app._notifications):  # noqa: SLF001
+                break
+            await pilot.pause(0.1)
+        assert any(f"{run.id} already finished" in n.message for n in app._notifications)  # noqa: SLF001
