@@ -67,18 +67,13 @@ def _from_files(args: argparse.Namespace) -> int:
     import json
 
     from gaudi_tui.core.devices import render
-    from gaudi_tui.core.devices.parsers.detect import parse_any
-    from gaudi_tui.core.devices.reading import merge
+    from gaudi_tui.core.devices.parsers.detect import InputError, read_inputs
 
     fields = [f.strip() for f in args.fields.split(",")] if args.fields else None
-    readings = []
-    for name in args.input:
-        try:
-            text = sys.stdin.read() if name == "-" else open(name, encoding="utf-8", errors="replace").read()
-        except OSError as error:
-            return _fail(f"cannot read {name}: {error.strerror}")
-        readings.append(parse_any(text, fields))
-    reading = merge(readings)
+    try:
+        reading = read_inputs(args.input, fields)
+    except InputError as error:
+        return _fail(str(error))
     snapshot = reading.to_snapshot("file")
     if not (reading.devices or reading.cpus_by_module or reading.nic_ports):
         first = reading.errors[0] if reading.errors else "no card data found"

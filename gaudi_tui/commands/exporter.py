@@ -51,17 +51,12 @@ def _fail(reason: str) -> int:
 
 def _read_inputs(names: list[str]) -> DeviceSnapshot | str:
     """The snapshot the saved outputs give, or why there is none."""
-    from gaudi_tui.core.devices.parsers.detect import parse_any
-    from gaudi_tui.core.devices.reading import merge
+    from gaudi_tui.core.devices.parsers.detect import InputError, read_inputs
 
-    readings = []
-    for name in names:
-        try:
-            with open(name, encoding="utf-8", errors="replace") as handle:
-                readings.append(parse_any(handle.read()))
-        except OSError as error:
-            return f"cannot read {name}: {error.strerror}"
-    reading = merge(readings)
+    try:
+        reading = read_inputs(names)
+    except InputError as error:
+        return str(error)
     if not reading.devices:
         return f"no card in the input: {reading.errors[0] if reading.errors else 'nothing read'}"
     return reading.to_snapshot("file")

@@ -154,18 +154,7 @@ def _resume_locked(run: RunFolder, env: Mapping[str, str] | None) -> Path:
         raise JobControlError(
             f"{run.id} has no complete checkpoint to resume from (stop a running job with s to save one)"
         )
-    run.stop_path.unlink(missing_ok=True)
-    run.write_status(
-        status.with_(
-            state="queued",
-            attempt=status.attempt + 1,
-            stop_requested=False,
-            kill_requested=False,
-            supervisor=None,
-            queued=time.time(),
-        )
-    )
-    supervisor.start(run, resume=checkpoint, env=env)
+    supervisor.requeue(run, status, checkpoint, env)
     return checkpoint
 
 

@@ -64,16 +64,5 @@ def resume(run: RunFolder, env: Mapping[str, str] | None = None) -> str:
         raise RayControlError(
             f"{run.id} has no complete checkpoint to resume from (stop a running job with s to save one)"
         )
-    run.stop_path.unlink(missing_ok=True)
-    run.write_status(
-        status.with_(
-            state="queued",
-            attempt=status.attempt + 1,
-            stop_requested=False,
-            kill_requested=False,
-            supervisor=None,
-            queued=time.time(),
-        )
-    )
-    supervisor.start(run, resume=Path(metrics.last_checkpoint), env=env)
+    supervisor.requeue(run, status, Path(metrics.last_checkpoint), env)
     return f"resuming on the cluster from {Path(metrics.last_checkpoint).name}"

@@ -52,6 +52,23 @@ def start(
     return child.pid
 
 
+def requeue(run: RunFolder, status: JobStatus, resume: Path, env: Mapping[str, str] | None = None) -> int:
+    """A new attempt of a stopped job from the checkpoint `resume`: STOP cleared, status queued with
+    the next attempt number, a fresh supervisor started. Returns its PID."""
+    run.stop_path.unlink(missing_ok=True)
+    run.write_status(
+        status.with_(
+            state="queued",
+            attempt=status.attempt + 1,
+            stop_requested=False,
+            kill_requested=False,
+            supervisor=None,
+            queued=time.time(),
+        )
+    )
+    return start(run, resume=resume, env=env)
+
+
 class Supervisor:
     def __init__(self, run: RunFolder, resume: Path | None, attach: bool = False) -> None:
         self.run = run

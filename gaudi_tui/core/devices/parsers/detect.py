@@ -6,6 +6,7 @@ forms gaudi-tui knows, pasted or saved, and says so when it cannot.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 
 from gaudi_tui.core.devices.parsers.parse_csv import header_fields, parse_csv, split_cells
@@ -52,3 +53,26 @@ def parse_any(text: str, csv_fields: Sequence[str] | None = None) -> Reading:
     return Reading(
         kind="unknown", errors=(f"not an hl-smi output gaudi-tui knows (starts {first!r}); expected {FORMS}",)
     )
+
+
+class InputError(Exception):
+    """A saved output could not be read; the message names the file and why."""
+
+
+def read_inputs(names: Sequence[str], csv_fields: Sequence[str] | None = None) -> Reading:
+    """Saved hl-smi outputs (`-` is stdin), each auto-detected, merged into one Reading — what
+    `devices --input` and `exporter --input` read."""
+    from gaudi_tui.core.devices.reading import merge
+
+    readings = []
+    for name in names:
+        try:
+            if name == "-":
+                text = sys.stdin.read()
+            else:
+                with open(name, encoding="utf-8", errors="replace") as handle:
+                    text = handle.read()
+        except OSError as error:
+            raise InputError(f"cannot read {name}: {error.strerror}") from error
+        readings.append(parse_any(text, csv_fields))
+    return merge(readings)
