@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -48,3 +50,23 @@ def test_a_second_resume_while_one_is_starting_is_refused() -> None:
         os.close(fd)
     with pytest.raises(control.JobControlError, match="already finished"):  # the lock is free again
         control.resume(run)
+
+
+def test_the_processes_of_a_job_that_just_ended_get_time_to_exit() -> None:
+    run = replay()
+    exiting = subprocess.Popen([PYTHON, "-c", "import time; time.sleep(1.5)"])  # a supervisor finishing up
+    try:
+        ref = ProcRef.of(exiting.pid)
+        status = run.status()
+        assert ref is not None and status is not None
+        run.write_status(
+            status.with_(state="cancelled", ended=time.time(), supervisor=ref, launcher=None, workers=())
+        )
+        shutil.rmtree(run.path / "checkpoints", ignore_errors=True)
+        # Not refused for a stray process: it waited for the supervisor to go, then found no checkpoint.
+        with pytest.raises(control.JobControlError, match="no complete checkpoint"):
+            control.resume(run)
+        assert exiting.poll() is not None
+    finally:
+        exiting.kill()
+        exiting.wait(5)

@@ -107,6 +107,10 @@ def kill(run: RunFolder, cancel: threading.Event | None = None) -> None:
     run.write_status(status.with_(state="cancelled", kill_requested=True, ended=time.time(), error=error))
 
 
+ENDING_GRACE_S = 10.0
+"""How long after a job ended its processes may still be exiting before resume calls them stray."""
+
+
 def resume(run: RunFolder, env: Mapping[str, str] | None = None) -> Path:
     """Start the job again from its newest complete checkpoint (passed explicitly); return it.
 
@@ -141,7 +145,7 @@ def _resume_locked(run: RunFolder, env: Mapping[str, str] | None) -> Path:
         raise JobControlError(f"{run.id} is still {state}: stop it first")
     if state == "succeeded":
         raise JobControlError(f"{run.id} already finished; its weights are in {run.model_dir}")
-    running = _alive_refs(status)
+    running = _alive_refs(status, until=(status.ended or 0.0) + ENDING_GRACE_S)
     if running:
         pids = ", ".join(str(r.pid) for r in running)
         raise JobControlError(
@@ -194,7 +198,12 @@ def _any_alive(status) -> bool:  # noqa: ANN001
     return any(r.alive() for r in (status.launcher, *status.workers) if r is not None)
 
 
-def _alive_refs(status: JobStatus) -> list[ProcRef]:
-    """Every recorded process of the job (supervisor, launcher, workers) that is still the same process."""
-    refs = (status.supervisor, status.launcher, *status.workers)
-    return [r for r in refs if r is not None and r.alive()]
+def _alive_refs(status: JobStatus, until: float = 0.0) -> list[ProcRef]:
+    """Every recorded process of the job (supervisor, launcher, workers) that is still the same
+    process. Until the wall-clock time `until`, those still alive are given time to go: right after a
+    job ends, its supervisor (which wrote the final state) and its ranks are still exiting."""
+    refs = [r for r in (status.supervisor, status.launcher, *status.workers) if r is not None and r.alive()]
+    while refs and time.time() < until:
+        time.sleep(0.1)
+        refs = [r for r in refs if r.alive()]
+    return refs

@@ -111,6 +111,7 @@ class LocalTarget:
                     proc.kill()
                 except psutil.Error:
                     pass
+            psutil.wait_procs(still, timeout=ORPHAN_GRACE_S)  # bounded: one stuck in the kernel stays behind
         run = attempt.run
         end = last_end_event(run.metrics_path)
         if attempt.kill_requested.is_set() or attempt.status().kill_requested:
