@@ -7,8 +7,8 @@ headless — the prompt typed into its input, the answer streamed into its Markd
 ones the pane records with each answer: time to first token from the send, decode rate from token
 arrival times. Bare: `model.generate` in this process with a streamer that timestamps each
 token. All greedy with a fixed answer length; each measured run is followed at once by a bare
-run and the pairs are compared (median of N). Targets: decode ratio ≥ 0.95, TTFT overhead
-≤ 50 ms, stop ≤ 200 ms.
+run and the pairs are compared (median of N). Targets: decode ratio ≥ 0.95 on the pane's path and
+≥ 0.90 for the whole screen (Markdown rendering included), TTFT overhead ≤ 50 ms, stop ≤ 200 ms.
 """
 
 from __future__ import annotations
@@ -221,14 +221,14 @@ def spread(values: list[float], fmt: str = ".1f") -> str:
     return f"{statistics.median(values):{fmt}} ({min(values):{fmt}}–{max(values):{fmt}})"
 
 
-def report(name: str, r: dict[str, list[float]], stop_what: str) -> None:
+def report(name: str, r: dict[str, list[float]], stop_what: str, target: float) -> None:
     # Comparing within pairs cancels the load other processes put on the machine, which drifts.
     ratios = [p / b for p, b in zip(r["tps"], r["bare_tps"], strict=True)]
     overheads = [(p - b) * 1000 for p, b in zip(r["ttft"], r["bare_ttft"], strict=True)]
     print(f"{name}:")
     print(
         f"  decode {spread(r['tps'])} tok/s, bare model.generate {spread(r['bare_tps'])} tok/s: "
-        f"ratio {spread(ratios, '.3f')} (target ≥ 0.95)"
+        f"ratio {spread(ratios, '.3f')} (target ≥ {target:.2f})"
     )
     print(
         f"  time to first token {spread([t * 1000 for t in r['ttft']])} ms, "
@@ -265,8 +265,8 @@ def main() -> int:
         f"demo model on {bare.device} ({bare.dtype}), greedy, {NEW_TOKENS} new tokens; "
         f"{RUNS} pairs (measured run, then bare), medians"
     )
-    report("engine + pipe + worker (the pane's path)", path, "stop request to stopped answer")
-    report("whole Chat screen, headless (rendering included)", pane_results, "Esc to stopped answer")
+    report("engine + pipe + worker (the pane's path)", path, "stop request to stopped answer", 0.95)
+    report("whole Chat screen, headless (rendering included)", pane_results, "Esc to stopped answer", 0.90)
     if not path["stop"] or not pane_results["stop"]:
         print("could not measure a stop: every answer finished before its stop arrived", file=sys.stderr)
         return 1
