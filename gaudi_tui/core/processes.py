@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import logging
 import subprocess
-from typing import Literal
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    import psutil
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +49,44 @@ def end_child(
         return "killed"
     log.error("%s (PID %d) is still running after SIGKILL; abandoned (stuck in the kernel?)", name, child.pid)
     return "abandoned"
+
+
+def end_processes(
+    procs: Sequence[psutil.Process],
+    name: str,
+    *,
+    term_wait: float | None = TERM_WAIT_S,
+    kill_wait: float = KILL_WAIT_S,
+) -> list[psutil.Process]:
+    """`end_child` for processes that are not our children (a job's recorded ranks): SIGTERM (unless
+    `term_wait` is None), wait, SIGKILL the rest, wait. Returns those still running, each logged as
+    abandoned."""
+    import psutil
+
+    alive = list(procs)
+    if term_wait is not None:
+        _send(alive, "terminate")
+        _, alive = psutil.wait_procs(alive, timeout=term_wait)
+    _send(alive, "kill")
+    _, stuck = psutil.wait_procs(alive, timeout=kill_wait)
+    for proc in stuck:
+        log.error(
+            "%s (PID %d) is still running after SIGKILL; abandoned (stuck in the kernel?)", name, proc.pid
+        )
+    return list(stuck)
+
+
+def _send(procs: Sequence[psutil.Process], how: str) -> None:
+    import psutil
+
+    for proc in procs:
+        try:
+            if how == "terminate":
+                proc.terminate()
+            else:
+                proc.kill()
+        except psutil.Error:  # it ended meanwhile, or is no longer ours to signal
+            pass
 
 
 def abandoned_what(name: str, pid: int) -> str:

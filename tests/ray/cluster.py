@@ -20,6 +20,8 @@ from pathlib import Path
 
 import psutil
 
+from gaudi_tui.core import processes
+
 ROOT = Path(__file__).resolve().parents[2]
 FAKES = ROOT / "tests" / "fakes"
 RAY = str(Path(sys.executable).with_name("ray"))
@@ -54,18 +56,7 @@ def node_processes(mark: str, session: int | None = None) -> list[psutil.Process
 
 
 def stop_processes(procs: list[psutil.Process], grace: float = 10.0) -> None:
-    for proc in procs:
-        try:
-            proc.terminate()
-        except psutil.Error:
-            pass
-    _, alive = psutil.wait_procs(procs, timeout=grace)
-    for proc in alive:
-        try:
-            proc.kill()
-        except psutil.Error:
-            pass
-    psutil.wait_procs(alive, timeout=5)
+    processes.end_processes(procs, "ray node process", term_wait=grace, kill_wait=5)
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""Ending a child with a limit on every wait (core/processes.end_child), with real processes."""
+"""Ending a child with a limit on every wait (core/processes.end_child, end_processes), with real
+processes."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ import signal
 import subprocess
 import time
 
+import psutil
 import pytest
 
-from gaudi_tui.core.processes import end_child
+from gaudi_tui.core.processes import end_child, end_processes
 from tests.conftest import PYTHON
 
 SLEEP = "import time; time.sleep(60)"
@@ -67,3 +69,18 @@ def test_a_child_that_will_not_die_is_abandoned_with_a_log_line(caplog: pytest.L
     finally:
         os.kill(child.pid, signal.SIGKILL)
         child.wait(5)
+
+
+def test_processes_that_ignore_term_are_killed_within_the_limits() -> None:
+    polite = subprocess.Popen([PYTHON, "-c", SLEEP])
+    stubborn = subprocess.Popen([PYTHON, "-c", IGNORE_TERM], stdout=subprocess.PIPE)
+    try:
+        assert stubborn.stdout is not None and stubborn.stdout.readline()  # its SIGTERM handler is set
+        procs = [psutil.Process(polite.pid), psutil.Process(stubborn.pid)]
+        assert end_processes(procs, "test process", term_wait=1.0, kill_wait=5.0) == []
+        # psutil reaped them and kept how each ended
+        assert [proc.returncode for proc in procs] == [-signal.SIGTERM, -signal.SIGKILL]
+    finally:
+        for child in (polite, stubborn):
+            child.kill()
+            child.wait(5)

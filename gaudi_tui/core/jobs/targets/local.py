@@ -15,6 +15,7 @@ import time
 
 import psutil
 
+from gaudi_tui.core import processes
 from gaudi_tui.core.jobs import launch
 from gaudi_tui.core.jobs.outcome import error_from_log, last_end_event
 from gaudi_tui.core.jobs.status import ProcRef
@@ -91,9 +92,13 @@ class LocalTarget:
         if new:
             attempt.save(workers=tuple(self.known.values()))
 
+    def known_alive(self) -> list[psutil.Process]:
+        """Every recorded process that is still the same process."""
+        return [p for p in (ref.process() for ref in self.known.values()) if p is not None]
+
     def kill_all(self, sig: signal.Signals) -> list[psutil.Process]:
         """Send `sig` to every recorded process that is still the same process; return those."""
-        alive = [p for p in (ref.process() for ref in self.known.values()) if p is not None]
+        alive = self.known_alive()
         for proc in alive:
             try:
                 proc.send_signal(sig)
@@ -103,15 +108,10 @@ class LocalTarget:
 
     def finish(self, attempt: Attempt, code: int) -> None:
         """Make sure no process of the job outlives it, then write the outcome."""
-        alive = self.kill_all(signal.SIGTERM)
-        if alive:
-            _, still = psutil.wait_procs(alive, timeout=ORPHAN_GRACE_S)
-            for proc in still:
-                try:
-                    proc.kill()
-                except psutil.Error:
-                    pass
-            psutil.wait_procs(still, timeout=ORPHAN_GRACE_S)  # bounded: one stuck in the kernel stays behind
+        # bounded: one stuck in the kernel stays behind, logged
+        processes.end_processes(
+            self.known_alive(), "job process", term_wait=ORPHAN_GRACE_S, kill_wait=ORPHAN_GRACE_S
+        )
         run = attempt.run
         end = last_end_event(run.metrics_path)
         if attempt.kill_requested.is_set() or attempt.status().kill_requested:
