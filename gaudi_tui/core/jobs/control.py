@@ -12,8 +12,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-import psutil
-
+from gaudi_tui.core import processes
 from gaudi_tui.core.accelerator import Accelerator
 from gaudi_tui.core.jobs import launch, runfolder, supervisor
 from gaudi_tui.core.jobs.runfolder import RunFolder
@@ -91,15 +90,8 @@ def kill(run: RunFolder, cancel: threading.Event | None = None) -> None:
         if waiter.wait(0.2):
             break
     still = [p for p in (ref.process() for ref in refs) if p is not None]
-    for proc in still:
-        try:
-            proc.kill()
-        except psutil.Error:
-            pass
-    _, stuck = psutil.wait_procs(still, timeout=KILL_WAIT_S)
+    stuck = processes.end_processes(still, f"{run.id} process", term_wait=None, kill_wait=KILL_WAIT_S)
     error = "killed (no supervisor)"
-    for proc in stuck:  # stuck in the kernel: never wait on it forever
-        log.error("%s: PID %d survived SIGKILL; abandoned", run.id, proc.pid)
     if stuck:
         error += (
             f"; PID {', '.join(str(p.pid) for p in stuck)} survived SIGKILL and was left behind (check dmesg)"
@@ -163,14 +155,16 @@ def _resume_locked(run: RunFolder, env: Mapping[str, str] | None) -> Path:
 
 
 def resume_any(run: RunFolder, env: Mapping[str, str] | None = None) -> str:
-    """`r` for any target: what was done, in words (local jobs: `resume`; Ray jobs: `control_ray`)."""
+    """`r` for any target: what was done, in words (local jobs: `resume`; Ray jobs: `control_ray`).
+    Both hold the run folder's resume lock, so two resumes at once cannot both start."""
     if is_ray(run):
         from gaudi_tui.core.jobs import control_ray
 
-        try:
-            return control_ray.resume(run, env)
-        except control_ray.RayControlError as exc:
-            raise JobControlError(str(exc)) from None
+        with _resume_lock(run):
+            try:
+                return control_ray.resume(run, env)
+            except control_ray.RayControlError as exc:
+                raise JobControlError(str(exc)) from None
     return f"resuming from {resume(run, env).name}"
 
 
