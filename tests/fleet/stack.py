@@ -54,6 +54,18 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+CARD_VALUES = (
+    "id",
+    "utilization_pct",
+    "memory_used_bytes",
+    "memory_total_bytes",
+    "power_mw",
+    "power_limit_mw",
+    "temperature_c",
+)
+"""The card fields `expected_cards` gives, compared with what the reader and Prometheus return."""
+
+
 def expected_cards(sample: str) -> list[dict[str, float]]:
     """The card values the exporter must serve for a replayed sample, read by the fake's own regexes."""
     mib = 1_048_576

@@ -17,18 +17,9 @@ from gaudi_tui.core.fleet.exporter import KernelFacts, registry_for
 from gaudi_tui.core.fleet.exposition import parse_exposition
 from gaudi_tui.core.fleet.model import Fleet
 from tests.conftest import SAMPLES
-from tests.fleet.stack import expected_cards
+from tests.fleet.stack import CARD_VALUES, expected_cards
 
 SAMPLE = "gaudi2-hl225-x8-1.20.0-busy-table.txt"
-VALUES = (
-    "id",
-    "utilization_pct",
-    "memory_used_bytes",
-    "memory_total_bytes",
-    "power_mw",
-    "power_limit_mw",
-    "temperature_c",
-)
 OPERATOR = 'container="gaudi-metric-exporter",endpoint="habana-metrics",instance="10.0.0.7:41611",job="habana-exporter",namespace="monitoring",pod="habana-exporter-x7k2p",service="habana-exporter"'
 
 
@@ -39,7 +30,7 @@ def ours() -> str:
 
 def cards(fleet: Fleet, host: str) -> list[dict[str, object]]:
     found = next(h for h in fleet.hosts if h.name == host)
-    return [{k: getattr(c, k) for k in VALUES} for c in found.cards]
+    return [{k: getattr(c, k) for k in CARD_VALUES} for c in found.cards]
 
 
 def _reverse_labels(line: str) -> str:

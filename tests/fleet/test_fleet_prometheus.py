@@ -14,17 +14,9 @@ from gaudi_tui.core.fleet.model import Fleet, Host
 from gaudi_tui.core.fleet.prometheus import PrometheusClient
 from gaudi_tui.ui.app import GaudiApp
 from tests.conftest import CPU, PYTHON, ROOT, child_env
-from tests.fleet.stack import REPLAYED, FleetStack, expected_cards
+from tests.fleet.stack import CARD_VALUES, REPLAYED, FleetStack, expected_cards
 
 pytestmark = pytest.mark.slow
-VALUES = (
-    "utilization_pct",
-    "memory_used_bytes",
-    "memory_total_bytes",
-    "power_mw",
-    "power_limit_mw",
-    "temperature_c",
-)
 
 
 def wait_fleet(stack: FleetStack, ready, timeout: float = 60.0) -> Fleet:  # noqa: ANN001 (predicate)
@@ -75,7 +67,7 @@ def test_fleet_json_shows_the_replayed_values_and_the_dead_target(fleet_stack: F
     for exporter in fleet_stack.exporters:
         host = hosts[exporter.instance]
         assert host["state"] == "up" and host["job"] == "gaudi" and host["flags"] == []
-        got = [{k: card[k] for k in ("id", *VALUES)} for card in host["cards"]]
+        got = [{k: card[k] for k in CARD_VALUES} for card in host["cards"]]
         assert got == expected_cards(exporter.sample), exporter.sample
     dead = hosts[fleet_stack.dead]
     assert dead["state"] == "down" and dead["cards"] == [] and "down" in dead["flags"]
