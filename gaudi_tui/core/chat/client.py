@@ -235,6 +235,76 @@ class EngineClient:
                 elif kind == "exit":
                     raise EngineDied(ev["message"], "".join(parts))
 
+    def generate_rows(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        params: GenerationParams,
+        rows: Sequence[int],
+        on_text: Callable[[int, str], None] | None = None,
+        cancel: threading.Event | None = None,
+    ) -> list[Answer]:
+        """One answer from each of the engine's models in `rows` (`LoadReport.rows`), generated
+        together; `on_text(i, text)` gets the text of `rows[i]`. Each answer has its own metrics,
+        measured as its tokens arrive."""
+        with self._busy:
+            sent = time.perf_counter()
+            self._send(
+                {
+                    "op": "generate",
+                    "messages": [dict(m) for m in messages],
+                    "params": params.to_dict(),
+                    "rows": list(rows),
+                }
+            )
+            index = {row: i for i, row in enumerate(rows)}
+            parts: list[list[str]] = [[] for _ in rows]
+            first: list[float | None] = [None] * len(rows)
+            last: list[float | None] = [None] * len(rows)
+            warnings: list[str] = []
+            stop_sent = False
+            while True:
+                if cancel is not None and cancel.is_set() and not stop_sent:
+                    self.stop()
+                    stop_sent = True
+                item = self._next(POLL_S)
+                if item is None:
+                    continue
+                at, ev = item
+                kind = ev["ev"]
+                if kind == "token":
+                    i = index.get(int(ev.get("row", rows[0])), 0)
+                    first[i] = at if first[i] is None else first[i]
+                    last[i] = at
+                    if ev["text"]:
+                        parts[i].append(ev["text"])
+                        if on_text is not None:
+                            on_text(i, ev["text"])
+                elif kind == "warning":
+                    warnings.append(ev["message"])
+                elif kind == "done":
+                    counts = {int(r["row"]): int(r["tokens_out"]) for r in ev.get("rows") or ()}
+                    memory = MemoryReport.from_dict(ev.get("memory"))
+                    answers = []
+                    for i, row in enumerate(rows):
+                        tokens_out = counts.get(row, int(ev["tokens_out"]))
+                        metrics = AnswerMetrics(
+                            ttft_s=None if first[i] is None else first[i] - sent,
+                            decode_tps=decode_rate(tokens_out, first[i], last[i]),
+                            tokens_in=int(ev["tokens_in"]),
+                            tokens_out=tokens_out,
+                            total_s=(last[i] or at) - sent,
+                            stopped=bool(ev["stopped"]),
+                            memory=memory,
+                        )
+                        answers.append(Answer("".join(parts[i]), metrics.stopped, metrics, tuple(warnings)))
+                    return answers
+                elif kind == "error":
+                    raise ChatError(
+                        ev.get("kind", "failed"), ev.get("message", "generation failed"), "".join(parts[0])
+                    )
+                elif kind == "exit":
+                    raise EngineDied(ev["message"], "".join(parts[0]))
+
     def stop(self) -> None:
         """Ask the engine to end the current answer (safe from any thread; no-op when idle)."""
         if self.alive:

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from gaudi_tui.core.chat.protocol import known_fields
+from gaudi_tui.core.chat.trained import Provenance
 
 
 def _with_memory(cls: type, data: Mapping[str, Any]) -> Any:
@@ -82,9 +83,16 @@ class LoadReport:
     load_s: float
     warmup_s: float
     memory: MemoryReport | None = None
+    rows: tuple[Provenance, ...] = ()
+    """What answers: the model (its base, adapter, run and checkpoint), then the second model the
+    same engine serves when comparing."""
+
+    @property
+    def provenance(self) -> Provenance:
+        return self.rows[0] if self.rows else Provenance(self.label, self.label)
 
     def summary(self) -> str:
-        parts = [self.label, f"{self.device} {self.dtype}"]
+        parts = [self.provenance.summary(), f"{self.device} {self.dtype}"]
         if self.quantization != "none":
             parts.append(self.quantization)
         if self.compile_backend:
@@ -97,7 +105,8 @@ class LoadReport:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> LoadReport:
-        return _with_memory(cls, data)
+        rows = tuple(p for p in (Provenance.from_dict(r) for r in data.get("rows") or ()) if p)
+        return _with_memory(cls, {**data, "rows": rows})
 
 
 @dataclass(frozen=True)

@@ -45,13 +45,21 @@ def resolve_dtype(dtype: Dtype, accelerator_dtype: str) -> str:
 
 @dataclass(frozen=True)
 class LoadOptions:
-    """How to load a model. `model` is "demo", a local folder or a Hub id."""
+    """How to load a model. `model` is "demo", a local folder, an adapter or checkpoint folder, a
+    job id or a Hub id (core/chat/trained.py).
+
+    `merge` folds an adapter into its base (faster answers, no switching it off); `base_in_dtype`
+    loads a QLoRA adapter's base unquantized in the chosen dtype instead of 4-bit NF4; `compare` is
+    a second model the same engine serves ("base", or another adapter of the same base)."""
 
     model: str = "demo"
     dtype: Dtype = "auto"
     quantization: Quantization = "none"
     compile: bool = False
     trust_remote_code: bool = False
+    merge: bool = False
+    base_in_dtype: bool = False
+    compare: str = ""
 
     def __post_init__(self) -> None:
         if self.dtype not in DTYPES:

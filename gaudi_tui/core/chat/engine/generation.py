@@ -8,12 +8,14 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 import torch
 from transformers import StoppingCriteria, StoppingCriteriaList
 
+from gaudi_tui.core.chat.engine.adapters import BASE_ROW
 from gaudi_tui.core.chat.engine.loader import Loaded, context_length, pad_token_id
 from gaudi_tui.core.chat.options import GenerationParams
 
@@ -63,7 +65,9 @@ class TokenStreamer:
         if not self._prompt_seen:
             self._prompt_seen = True
             return
-        new = value.reshape(-1).tolist()
+        self.add(value.reshape(-1).tolist())
+
+    def add(self, new: list[int]) -> None:
         self.count += len(new)
         self._ids.extend(new)
         self.on_token(self.count)
@@ -84,6 +88,33 @@ class TokenStreamer:
 
     def end(self) -> None:
         pass  # the caller takes the rest with take(final=True)
+
+
+class RowStreamer:
+    """The streamer of a batched generation (one row per model, same prompt): each row's tokens go to
+    its own TokenStreamer; after its end-of-sequence token a row takes no more (the rest is padding)."""
+
+    def __init__(self, rows: Sequence[TokenStreamer], eos: set[int]) -> None:
+        self.rows = list(rows)
+        self.eos = eos
+        self.ended = [False] * len(self.rows)
+        self._prompt_seen = False
+
+    @property
+    def count(self) -> int:
+        return max(row.count for row in self.rows)
+
+    def put(self, value: torch.Tensor) -> None:
+        if not self._prompt_seen:
+            self._prompt_seen = True
+            return
+        for i, token in enumerate(value.reshape(len(self.rows), -1)[:, -1].tolist()):
+            if not self.ended[i]:
+                self.ended[i] = token in self.eos
+                self.rows[i].add([token])
+
+    def end(self) -> None:
+        pass
 
 
 class StopOnEvent(StoppingCriteria):
@@ -166,15 +197,19 @@ def generate(
     params: GenerationParams,
     stop: threading.Event,
     on_start: Callable[[int, list[str]], None],
-    streamer: TokenStreamer,
+    streamer: TokenStreamer | RowStreamer,
+    rows: Sequence[int] = (0,),
 ) -> TokenCounts:
     """Stream one answer into `streamer`; `stop` ends it after the current token, keeping what
-    was generated."""
+    was generated. `rows` picks which of the engine's models answer (`Loaded.rows`): one, with its
+    adapter switched on (or off, `disable_adapter`, for the base), or several at once in one batch
+    with an adapter per row (PEFT's mixed-adapter batch; a `RowStreamer` splits the rows)."""
     model, tokenizer = loaded.model, loaded.tokenizer
     limit = context_length(model.config, tokenizer)
     prompt = build_prompt(tokenizer, messages, limit, params.max_new_tokens)
     on_start(len(prompt.input_ids), prompt.warnings)
-    ids = torch.tensor([prompt.input_ids], device=model.device)
+    ids = torch.tensor([prompt.input_ids] * len(rows), device=model.device)
+    adapter_kwargs, switch = _adapter_switch(loaded, rows)
     if params.seed is not None:
         from transformers import set_seed
 
@@ -183,16 +218,42 @@ def generate(
     if limit is not None:  # never past the context: models with learned positions would fail
         kwargs["max_new_tokens"] = max(1, min(params.max_new_tokens, limit - len(prompt.input_ids)))
         kwargs["min_new_tokens"] = min(kwargs.get("min_new_tokens", 0), kwargs["max_new_tokens"])
-    with torch.inference_mode():
+    with torch.inference_mode(), switch:
         model.generate(
             input_ids=ids,
             attention_mask=torch.ones_like(ids),
             streamer=streamer,
             stopping_criteria=StoppingCriteriaList([StopOnEvent(stop)]),
             pad_token_id=pad_token_id(tokenizer),
+            **adapter_kwargs,
             **kwargs,
         )
     return TokenCounts(len(prompt.input_ids), streamer.count, stop.is_set())
+
+
+def _adapter_switch(
+    loaded: Loaded, rows: Sequence[int]
+) -> tuple[dict[str, Any], AbstractContextManager[Any]]:
+    """How `generate` is told which adapter answers: per row in a batch, or for the whole call."""
+    from peft import PeftModel
+
+    model, names = loaded.model, [loaded.rows[i] for i in rows]
+    if not isinstance(model, PeftModel):  # a bare model, or an adapter merged into its base
+        return {}, nullcontext()
+    if len(names) > 1:
+        return {"adapter_names": names}, nullcontext()
+    if names[0] == BASE_ROW:
+        return {}, model.disable_adapter()
+    model.set_adapter(names[0])
+    return {}, nullcontext()
+
+
+def end_tokens(loaded: Loaded) -> set[int]:
+    """The token ids that end an answer (the generation config's EOS, else the tokenizer's)."""
+    eos = loaded.model.generation_config.eos_token_id
+    if eos is None:
+        eos = loaded.tokenizer.eos_token_id
+    return set(eos if isinstance(eos, list) else [] if eos is None else [eos])
 
 
 def warm_up(loaded: Loaded) -> float:

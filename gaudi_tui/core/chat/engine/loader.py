@@ -9,28 +9,35 @@ from __future__ import annotations
 import gc
 import importlib.util
 import os
-import re
 import resource
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, replace
 from typing import Any
 
 from gaudi_tui.core import accelerator as accel_mod
 from gaudi_tui.core.accelerator import Accelerator
+from gaudi_tui.core.chat import trained
+from gaudi_tui.core.chat.engine import adapters
 from gaudi_tui.core.chat.errors import ChatError, first_line
 from gaudi_tui.core.chat.metrics import LoadReport, MemoryReport
-from gaudi_tui.core.chat.options import QUANTIZATIONS, LoadOptions, quantization_unavailable, resolve_dtype
+from gaudi_tui.core.chat.options import (
+    QUANTIZATIONS,
+    LoadOptions,
+    Quantization,
+    quantization_unavailable,
+    resolve_dtype,
+)
+from gaudi_tui.core.chat.trained import Resolved
 
 GENERATIVE_MARKS = ("CausalLM", "LMHead", "ConditionalGeneration")
-HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
 Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True)
 class Source:
-    """What `from_pretrained` gets: a local folder or a Hub id, and the name shown for it."""
+    """What `from_pretrained` gets for the config and the weights: a local folder or a Hub id."""
 
     ref: str
     local: bool
@@ -43,6 +50,8 @@ class Loaded:
     tokenizer: Any
     accelerator: Accelerator
     report: LoadReport
+    rows: tuple[str, ...] = (adapters.BASE_ROW,)
+    """The adapter each model this engine serves answers with (`BASE_ROW`: the base alone)."""
 
 
 def engine_env(options: LoadOptions, habana_installed: bool) -> dict[str, str]:
@@ -65,75 +74,78 @@ def detect_accelerator() -> Accelerator:
     return accel_mod.select(accel_mod.collect_facts())
 
 
-def locate(name: str) -> Source:
-    """Resolve "demo", a folder or a Hub id; refuse paths that do not exist."""
-    from gaudi_tui.core import demo
-
-    resolved = demo.resolve_model(name.strip())
-    path = Path(resolved).expanduser()
-    if path.exists():
-        if not path.is_dir():
-            raise ChatError(
-                "not_a_model",
-                f"{path} is a file, not a model folder. Give the folder that holds config.json "
-                "and the weights (what save_pretrained writes).",
-            )
-        if not (path / "config.json").is_file():
-            raise ChatError(
-                "not_a_model",
-                f"{path} has no config.json, so it is not a Transformers model folder. Give the folder "
-                "that save_pretrained wrote (config.json, weights and tokenizer files).",
-            )
-        label = demo.DEMO_LABEL if demo.is_demo_model(path) else path.name
-        return Source(str(path), True, label)
-    if resolved != name.strip():
+def resolve(options: LoadOptions) -> tuple[Resolved, Resolved | None]:
+    """The model (and the second one served by the same engine), refused before torch is imported
+    when a path, a job, a base or an adapter is wrong."""
+    if not options.compare:
+        return trained.resolve(options.model), None
+    first, second = trained.resolve_pair(options.model, options.compare)
+    if options.merge or first.base_ref != second.base_ref or not (first.adapter or second.adapter):
         raise ChatError(
-            "not_found",
-            f"The {demo.DEMO_LABEL} folder {path} is missing from this installation. "
-            "Rebuild it with `make demo-model`, or give another model.",
+            "compare",
+            f"{first.label} and {second.label} do not differ only by an adapter on one base, so one "
+            "engine cannot serve both: compare them with two engines.",
         )
-    if _looks_like_path(name) or not HUB_ID.fullmatch(name.strip()):
-        raise ChatError(
-            "not_found",
-            f"{path.absolute()} does not exist. Check the path, or give a Hub id such as Qwen/Qwen3-0.6B.",
-        )
-    return Source(name.strip(), False, name.strip())
+    return first, second
 
 
-def _looks_like_path(name: str) -> bool:
-    text = name.strip()
-    return text.startswith(("/", "~", ".", "\\")) or text.count("/") > 1 or os.sep in text.replace("/", "")
+def quantization_for(first: Resolved, options: LoadOptions) -> Quantization:
+    """A QLoRA adapter's base loads in 4-bit NF4, as it was trained, unless the user asked for
+    the base in the accelerator's dtype."""
+    if first.quantized_base == "nf4" and options.quantization == "none" and not options.base_in_dtype:
+        return "nf4"
+    return options.quantization
 
 
 def load(options: LoadOptions, accelerator: Accelerator, progress: Progress) -> Loaded:
-    """Load tokenizer and model on the accelerator (the engine then times a warm-up answer)."""
-    source = locate(options.model)
-    unavailable = quantization_unavailable(accelerator.kind, options.quantization)
+    """Load tokenizer and model on the accelerator, with its adapter(s); the engine then times a
+    warm-up answer."""
+    first, second = resolve(options)
+    quantization = quantization_for(first, options)
+    unavailable = quantization_unavailable(accelerator.kind, quantization)
     if unavailable:
         raise ChatError(
-            "unavailable", f"{QUANTIZATIONS[options.quantization]} is not available on Gaudi: {unavailable}"
+            "unavailable", f"{QUANTIZATIONS[quantization]} is not available on Gaudi: {unavailable}"
         )
+    source = Source(first.base_ref, first.base_local, first.base_label)
     started = time.perf_counter()
     progress("reading config")
     config = _load_config(source, options.trust_remote_code)
     _require_causal_lm(source, config, options.trust_remote_code)
     progress("loading tokenizer")
-    tokenizer = _load_tokenizer(source, options.trust_remote_code)
+    tokenizer = _load_tokenizer(_tokenizer_source(first, source), options.trust_remote_code)
     progress("loading weights")
-    model = _load_model(source, options, accelerator)
+    try:
+        model = _load_model(source, replace(options, quantization=quantization), accelerator)
+    except Exception as exc:
+        if quantization == options.quantization:
+            raise
+        why = exc.message if isinstance(exc, ChatError) else f"{type(exc).__name__}: {exc}"
+        raise _qlora_error(first, accelerator, why) from exc  # the NF4 base was our choice: say so
+    rows: tuple[str, ...] = (adapters.BASE_ROW,)
+    merged = False
+    if first.adapter is not None or (second is not None and second.adapter is not None):
+        progress("loading the adapter")
+        model, rows = adapters.attach(model, [first, *([second] if second else [])], config)
+        if options.merge:
+            model = model.merge_and_unload()
+            merged = True
     if options.compile:
         import torch
 
         model.forward = torch.compile(model.forward, backend=accelerator.compile_backend, dynamic=True)
     load_s = time.perf_counter() - started
+    provenances = tuple(r.provenance(merged) for r in [first, *([second] if second else [])])
     report = LoadReport(
-        label=source.label,
-        source=source.ref,
+        label=first.label,
+        source=str(first.adapter or first.base_ref),
         model_type=str(getattr(config, "model_type", "?")),
         parameters=int(model.num_parameters()),
         dtype=str(model.dtype).replace("torch.", ""),
         device=str(model.device),
-        quantization=options.quantization if getattr(model, "hf_quantizer", None) else "none",
+        quantization=quantization
+        if getattr(model, "hf_quantizer", None) or quantization != "none"
+        else "none",
         compile_backend=accelerator.compile_backend if options.compile else None,
         chat_template=bool(getattr(tokenizer, "chat_template", None)),
         context_length=context_length(config, tokenizer),
@@ -141,8 +153,26 @@ def load(options: LoadOptions, accelerator: Accelerator, progress: Progress) -> 
         accelerator_reason=accelerator.reason,
         load_s=round(load_s, 4),
         warmup_s=0.0,
+        rows=provenances,
     )
-    return Loaded(model, tokenizer, accelerator, report)
+    return Loaded(model, tokenizer, accelerator, report, rows)
+
+
+def _tokenizer_source(first: Resolved, base: Source) -> Source:
+    """A run saves the tokenizer it trained with next to the adapter; else the base's."""
+    if first.adapter is not None and all((first.adapter / f).is_file() for f in TOKENIZER_FILES):
+        return Source(str(first.adapter), True, first.label)
+    return base
+
+
+def _qlora_error(first: Resolved, accelerator: Accelerator, why: str) -> ChatError:
+    return ChatError(
+        "qlora_unavailable",
+        f"{first.label} is a QLoRA adapter: it was trained on a 4-bit NF4 base, but bitsandbytes cannot "
+        f"load one on this {accelerator.kind} ({first_line(why)}). Load its base unquantized in "
+        f"{accelerator.dtype} instead (m: tick 'QLoRA base unquantized'; gaudi-tui chat --base-in-dtype); "
+        "answers may differ slightly from what training saw.",
+    )
 
 
 def _load_config(source: Source, trust_remote_code: bool) -> Any:
@@ -230,6 +260,8 @@ def _load_model(source: Source, options: LoadOptions, accelerator: Accelerator) 
     }
     if options.quantization != "none":
         kwargs["quantization_config"] = _bnb_config(options, dtype)
+        if accelerator.kind == "cpu":
+            kwargs["device_map"] = {"": "cpu"}  # bitsandbytes' CPU backend wants an explicit map
     model = AutoModelForCausalLM.from_pretrained(source.ref, **kwargs)
     model.eval()
     return model

@@ -95,7 +95,7 @@ class Engine:
         options = LoadOptions.from_dict(request.get("options") or {})
         loader.unload(self.loaded)
         self.loaded = None
-        loader.locate(options.model)  # a wrong path fails now, before torch is imported
+        loader.resolve(options)  # a wrong path, job, base or adapter fails now, before torch is imported
         habana = importlib.util.find_spec("habana_frameworks") is not None
         os.environ.update(loader.engine_env(options, habana))
         self.out.send("progress", stage="importing torch and transformers")
@@ -121,36 +121,50 @@ class Engine:
 
         params = GenerationParams.from_dict(request.get("params") or {})
         messages = request.get("messages") or []
+        rows = [int(r) for r in request.get("rows") or [0]]
+        if not rows or any(not 0 <= r < len(self.loaded.rows) for r in rows):
+            raise ChatError("bad_request", f"rows {rows} name models this engine does not serve")
 
         def on_start(tokens_in: int, warnings: list[str]) -> None:
             for warning in warnings:
                 self.out.send("warning", message=warning)
             self.out.send("start", tokens_in=tokens_in)
 
-        sent_at = [0.0, 0]  # when the last token event went out, and the token count it carried
+        tagged = len(rows) > 1  # token events say which row (model) they belong to
+        sent_at = [[0.0, 0] for _ in rows]  # per row: when its last token event went out, and its count
 
-        def flush(n: int) -> None:
-            self.out.send("token", text=streamer.take(), n=n)
-            sent_at[:] = [time.perf_counter(), n]
+        def flush(i: int, n: int) -> None:
+            self.out.send("token", text=streamers[i].take(), n=n, **({"row": rows[i]} if tagged else {}))
+            sent_at[i][:] = [time.perf_counter(), n]
 
-        def on_token(n: int) -> None:
+        def on_token(i: int, n: int) -> None:
             """The first token goes out at once (time to first token); later tokens are batched
             for TOKEN_BATCH_S, so a fast model pays neither one pipe write nor one detokenising
             per token."""
-            if sent_at[1] == 0 or time.perf_counter() - sent_at[0] >= TOKEN_BATCH_S:
-                flush(n)
+            if sent_at[i][1] == 0 or time.perf_counter() - sent_at[i][0] >= TOKEN_BATCH_S:
+                flush(i, n)
 
-        streamer = generation.TokenStreamer(self.loaded.tokenizer, on_token)
+        tokenizer = self.loaded.tokenizer
+        streamers = [
+            generation.TokenStreamer(tokenizer, lambda n, i=i: on_token(i, n)) for i in range(len(rows))
+        ]
+        streamer = (
+            generation.RowStreamer(streamers, generation.end_tokens(self.loaded)) if tagged else streamers[0]
+        )
         started = time.perf_counter()
-        counts = generation.generate(self.loaded, messages, params, self.stop, on_start, streamer)
-        tail = streamer.take(final=True)
-        if tail or counts.tokens_out > sent_at[1]:
-            self.out.send("token", text=tail, n=counts.tokens_out)
+        counts = generation.generate(self.loaded, messages, params, self.stop, on_start, streamer, rows)
+        for i, row_streamer in enumerate(streamers):
+            tail = row_streamer.take(final=True)
+            if tail or row_streamer.count > sent_at[i][1]:
+                self.out.send(
+                    "token", text=tail, n=row_streamer.count, **({"row": rows[i]} if tagged else {})
+                )
         self.out.send(
             "done",
             stopped=counts.stopped,
             tokens_in=counts.tokens_in,
             tokens_out=counts.tokens_out,
+            rows=[{"row": r, "tokens_out": s.count} for r, s in zip(rows, streamers, strict=True)],
             seconds=round(time.perf_counter() - started, 4),
             memory=loader.memory_report(self.loaded.accelerator.kind).to_dict(),
         )
