@@ -5,11 +5,18 @@ from __future__ import annotations
 import argparse
 
 EPILOG = """\
-MODEL is "demo" (the embedded demo model, default), a local model folder, or a Hub id
-(used from the local cache when offline). Options not given come from [chat] in config.toml
-(`gaudi-tui config`), else the defaults shown. Progress and a metrics line go to stderr; with
---json stdout carries JSON lines instead of text: {"type": "token", "text"} per chunk, then
-{"type": "result", "answer", "stopped", "warnings", "metrics", "load"}.
+MODEL is "demo" (the embedded demo model, default), a local model folder, a PEFT adapter folder
+(its base is read from adapter_config.json), a checkpoint-N folder, a training job's id (its
+model/, else its newest complete checkpoint), or a Hub id (used from the local cache when
+offline). Options not given come from [chat] in config.toml (`gaudi-tui config`), else the
+defaults shown. Progress and a metrics line go to stderr; with --json stdout carries JSON lines
+instead of text: {"type": "token", "text"} per chunk, then {"type": "result", "answer",
+"stopped", "warnings", "metrics", "load", "answered_by"}.
+--compare MODEL asks a second model the same question ("base": the first one's base model);
+both answer at once (one engine when they differ only by an adapter), the text output prints
+each answer under its model's name, and --json tags each token with "side" (0 or 1) and ends
+with {"type": "result", "answers": [{"side", "answer", "stopped", "metrics", "answered_by"}],
+"load": [...], "shared_engine"}.
 Ctrl+C stops the answer and keeps what was generated (exit 130)."""
 
 
@@ -25,6 +32,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--model", "-m", help="demo, a local folder or a Hub id (default: chat.model, else demo)"
+    )
+    parser.add_argument(
+        "--compare",
+        metavar="MODEL",
+        default="",
+        help="a second model answering beside the first: 'base' (the first one's base), a job id, a folder…",
     )
     parser.add_argument("--prompt", "-p", required=True, help="the question; - reads it from stdin")
     parser.add_argument("--system", default="", help="system prompt")
@@ -44,6 +57,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--compile",
         action=argparse.BooleanOptionalAction,
         help="torch.compile (hpu_backend on Gaudi); default: chat.compile, else off",
+    )
+    load.add_argument("--merge", action="store_true", help="merge an adapter into its base before answering")
+    load.add_argument(
+        "--base-in-dtype",
+        action="store_true",
+        help="a QLoRA adapter's base unquantized in --dtype instead of 4-bit NF4",
     )
     load.add_argument(
         "--trust-remote-code",
@@ -84,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
             args.quantization or chat.quantization,
             chat.compile if args.compile is None else args.compile,
             args.trust_remote_code,
+            merge=args.merge,
+            base_in_dtype=args.base_in_dtype,
         )
         params = GenerationParams(
             max_new_tokens=args.max_new_tokens,
@@ -110,10 +131,12 @@ def run(args: argparse.Namespace) -> int:
 
     cancel = threading.Event()
     signal.signal(signal.SIGINT, lambda *_: cancel.set())
-    client = EngineClient()
     messages = ([{"role": "system", "content": args.system}] if args.system else []) + [
         {"role": "user", "content": prompt}
     ]
+    if args.compare:
+        return compare(options, args.compare, messages, params, args.json, cancel)
+    client = EngineClient()
     try:
         client.start()
         print(f"loading {options.model}…", file=sys.stderr, flush=True)
@@ -143,9 +166,64 @@ def run(args: argparse.Namespace) -> int:
             "warnings": list(answer.warnings),
             "metrics": answer.metrics.to_dict(),
             "load": report.to_dict(),
+            "answered_by": report.provenance.to_dict(),
         }
         print(json.dumps(result, ensure_ascii=False), flush=True)
     else:
         print(flush=True)
     print(answer.metrics.summary(), file=sys.stderr)
     return 130 if answer.stopped else 0
+
+
+def compare(options, second: str, messages: list, params, as_json: bool, cancel) -> int:  # noqa: ANN001
+    """`--compare`: both models answer; text output prints each answer under its model's name."""
+    import json
+    import sys
+
+    from gaudi_tui.core.chat.compare import Comparison
+    from gaudi_tui.core.chat.errors import ChatError
+
+    def emit(side: int, text: str) -> None:
+        if as_json:
+            print(json.dumps({"type": "token", "side": side, "text": text}, ensure_ascii=False), flush=True)
+
+    try:
+        comparison = Comparison(options, second)
+    except ChatError as exc:
+        print(f"gaudi-tui chat: {exc.message}", file=sys.stderr)
+        return 1
+    engines = "one engine" if comparison.plan.shared else "two engines"
+    try:
+        print(f"loading {options.model} and {second} ({engines})…", file=sys.stderr, flush=True)
+        reports = comparison.load(cancel=cancel)
+        answers = comparison.ask(messages, params, on_text=emit, cancel=cancel)
+    except ChatError as exc:
+        print(f"gaudi-tui chat: {exc.message}", file=sys.stderr)
+        return 130 if exc.kind == "cancelled" else 1
+    finally:
+        comparison.close()
+    who = comparison.provenances
+    if as_json:
+        result = {
+            "type": "result",
+            "answers": [
+                {
+                    "side": side,
+                    "answer": answer.text,
+                    "stopped": answer.stopped,
+                    "warnings": list(answer.warnings),
+                    "metrics": answer.metrics.to_dict(),
+                    "answered_by": who[side].to_dict(),
+                }
+                for side, answer in enumerate(answers)
+            ],
+            "load": [report.to_dict() for report in reports],
+            "shared_engine": comparison.plan.shared,
+        }
+        print(json.dumps(result, ensure_ascii=False), flush=True)
+    else:
+        for side, answer in enumerate(answers):
+            print(f"== {who[side].summary()}\n{answer.text}\n", flush=True)
+    for side, answer in enumerate(answers):
+        print(f"{who[side].label}: {answer.metrics.summary()}", file=sys.stderr)
+    return 130 if any(a.stopped for a in answers) else 0

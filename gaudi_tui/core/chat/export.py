@@ -23,6 +23,8 @@ def to_markdown(conversation: Conversation, messages: list[StoredMessage]) -> st
         details = []
         if message.status in STATUS_NOTE:
             details.append(STATUS_NOTE[message.status])
+        if message.provenance is not None and message.provenance.summary() != message.model:
+            details.append(f"answered by {message.provenance.summary()}")
         if message.metrics:
             details.append(message.metrics.summary())
         if message.note:
@@ -48,6 +50,7 @@ def to_json(conversation: Conversation, messages: list[StoredMessage]) -> dict[s
                 "metrics": m.metrics.to_dict() if m.metrics else None,
                 "note": m.note,
                 "created": m.created,
+                "answered_by": m.provenance.to_dict() if m.provenance else None,
             }
             for m in messages
         ],

@@ -196,7 +196,12 @@ class ChatSession:
         conversation = self.store.conversation(conversation_id)
         messages = prompt_messages(conversation, self.store.messages(conversation_id))
         stored = self.store.add_message(
-            conversation_id, "assistant", "", status="partial", model=report.label
+            conversation_id,
+            "assistant",
+            "",
+            status="partial",
+            model=report.label,
+            provenance=report.provenance,
         )
         live = self.live = LiveAnswer(conversation_id, stored.id, report.label)
         self.state = EngineState.GENERATING

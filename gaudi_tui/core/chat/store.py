@@ -18,6 +18,7 @@ from typing import Any, Literal
 from gaudi_tui.core import paths
 from gaudi_tui.core.chat.metrics import AnswerMetrics
 from gaudi_tui.core.chat.options import GenerationParams
+from gaudi_tui.core.chat.trained import Provenance
 
 DB_NAME = "chat.sqlite3"
 DEFAULT_TITLE = "New chat"
@@ -43,10 +44,27 @@ CREATE TABLE IF NOT EXISTS messages (
     model TEXT,
     metrics TEXT,
     note TEXT,
-    created REAL NOT NULL
+    created REAL NOT NULL,
+    base TEXT,
+    adapter TEXT,
+    run_id TEXT,
+    checkpoint TEXT,
+    merged INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages (conversation_id, id);
 """
+SCHEMA_VERSION = 2
+MIGRATIONS = {
+    2: (
+        # which weights answered each message (core/chat/trained.Provenance)
+        "ALTER TABLE messages ADD COLUMN base TEXT",
+        "ALTER TABLE messages ADD COLUMN adapter TEXT",
+        "ALTER TABLE messages ADD COLUMN run_id TEXT",
+        "ALTER TABLE messages ADD COLUMN checkpoint TEXT",
+        "ALTER TABLE messages ADD COLUMN merged INTEGER NOT NULL DEFAULT 0",
+    ),
+}
+"""What turns a database of the version before into this one; `PRAGMA user_version` counts them."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +88,8 @@ class StoredMessage:
     metrics: AnswerMetrics | None
     note: str | None
     created: float
+    provenance: Provenance | None = None
+    """Which base, adapter, run and checkpoint answered (None for questions and older answers)."""
 
 
 def default_path() -> Path:
@@ -90,7 +110,24 @@ class ChatStore:
         self._db.row_factory = sqlite3.Row
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA foreign_keys=ON")
-        self._db.executescript(SCHEMA)
+        self._migrate()
+
+    def _migrate(self) -> None:
+        """Create the tables, or bring an older database up to SCHEMA_VERSION (in one transaction)."""
+        with self._lock:
+            version = self._db.execute("PRAGMA user_version").fetchone()[0]
+            exists = self._db.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'messages'"
+            ).fetchone()
+            if exists and version < SCHEMA_VERSION:
+                self._db.execute("BEGIN")
+                for step in range(max(version, 1) + 1, SCHEMA_VERSION + 1):
+                    for statement in MIGRATIONS[step]:
+                        self._db.execute(statement)
+                self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                self._db.execute("COMMIT")
+            self._db.executescript(SCHEMA)
+            self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def close(self) -> None:
         with self._lock:
@@ -159,15 +196,18 @@ class ChatStore:
         model: str | None = None,
         metrics: AnswerMetrics | None = None,
         note: str | None = None,
+        provenance: Provenance | None = None,
     ) -> StoredMessage:
         """Append and commit; the first question names a conversation still called "New chat"."""
         now = time.time()
+        p = provenance
+        where = (p.base, p.adapter, p.run_id, p.checkpoint, int(p.merged)) if p else (None,) * 4 + (0,)
         with self._lock:
             self._db.execute("BEGIN")
             cursor = self._db.execute(
-                "INSERT INTO messages (conversation_id, role, content, status, model, metrics, note, created) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (conversation_id, role, content, status, model, _metrics_json(metrics), note, now),
+                "INSERT INTO messages (conversation_id, role, content, status, model, metrics, note, created, "
+                "base, adapter, run_id, checkpoint, merged) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (conversation_id, role, content, status, model, _metrics_json(metrics), note, now, *where),
             )
             self._db.execute("UPDATE conversations SET updated = ? WHERE id = ?", (now, conversation_id))
             if role == "user":
@@ -207,6 +247,16 @@ def _conversation(row: sqlite3.Row) -> Conversation:
 
 def _message(row: sqlite3.Row) -> StoredMessage:
     metrics = AnswerMetrics.from_dict(json.loads(row["metrics"])) if row["metrics"] else None
+    provenance = None
+    if row["base"] is not None:
+        provenance = Provenance(
+            row["model"] or row["base"],
+            row["base"],
+            row["adapter"],
+            row["run_id"],
+            row["checkpoint"],
+            bool(row["merged"]),
+        )
     return StoredMessage(
         row["id"],
         row["conversation_id"],
@@ -217,6 +267,7 @@ def _message(row: sqlite3.Row) -> StoredMessage:
         metrics,
         row["note"],
         row["created"],
+        provenance,
     )
 
 
