@@ -287,8 +287,9 @@ class EngineClient:
                     answers = []
                     for i, row in enumerate(rows):
                         tokens_out = counts.get(row, int(ev["tokens_out"]))
+                        first_at = first[i]
                         metrics = AnswerMetrics(
-                            ttft_s=None if first[i] is None else first[i] - sent,
+                            ttft_s=None if first_at is None else first_at - sent,
                             decode_tps=decode_rate(tokens_out, first[i], last[i]),
                             tokens_in=int(ev["tokens_in"]),
                             tokens_out=tokens_out,

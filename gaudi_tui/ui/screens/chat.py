@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from textual import on
@@ -25,6 +25,7 @@ from gaudi_tui.core.chat.session import ChatSession, EngineState, Job, LiveAnswe
 from gaudi_tui.core.chat.store import ChatStore, Conversation
 from gaudi_tui.core.demo import starter_questions
 from gaudi_tui.ui.screens.base import PanelScreen
+from gaudi_tui.ui.screens.chat_compare import CompareDialog, CompareScreen
 from gaudi_tui.ui.screens.chat_dialogs import LoadDialog, RenameDialog
 from gaudi_tui.ui.widgets.chat_message import STATUS_WORDS, MessageView
 from gaudi_tui.ui.widgets.chat_params import ParamsPanel
@@ -127,6 +128,7 @@ class ChatScreen(PanelScreen):
         Binding("d", "delete", "Delete conversation", id="chat.delete", show=False),
         Binding("e", "export", "Export (Markdown + JSON)", id="chat.export", show=False),
         Binding("y", "copy_answer", "Copy last answer", id="chat.copy", show=False),
+        Binding("c", "compare", "Side by side", id="chat.compare"),
     ]
     DEFAULT_CSS = """
     ChatScreen #chat-body { height: 1fr; }
@@ -157,6 +159,8 @@ class ChatScreen(PanelScreen):
         self.live_stream: MarkdownStream | None = None
         """Where the live answer is drawn, while its conversation is shown."""
         self.starters: list[str] = []
+        self.wanted_model: str | None = None
+        """A model to use instead of the configured one (set by Training's "try in Chat")."""
 
     @property
     def engine_state(self) -> EngineState:
@@ -192,6 +196,8 @@ class ChatScreen(PanelScreen):
         self.store = ChatStore(self.store_path)
         self.session = ChatSession(self.store, PostedEvents(self), self._run_job, self._engine_env)
         self.session.options = self.app.settings.chat.load_options()
+        if self.wanted_model:
+            self.session.options = replace(self.session.options, model=self.wanted_model)
         if not self.store.conversations():
             self.store.create()
         self.refresh_conversations(select=self.store.conversations()[0].id)
@@ -478,6 +484,32 @@ class ChatScreen(PanelScreen):
         if self._session().unload():
             self.notify("Model unloaded: the engine process ends and frees the card.")
         self.show_state()
+
+    def action_compare(self, first: str | None = None) -> None:
+        """Ask for two models (the chosen one and its base by default), then show them side by side."""
+
+        def chosen(pair: tuple[str, str] | None) -> None:
+            if pair is not None:
+                options = replace(self._session().options, model=pair[0])
+                params = self.current().params
+                self.app.push_screen(
+                    CompareScreen(options, pair[1], params, self.store_path, self._engine_env())
+                )
+
+        self.app.push_screen(CompareDialog(first or self._session().options.model), chosen)
+
+    def try_trained(self, model: str) -> None:
+        """Training's "try in Chat": chat with `model` from now on, and show it beside its base."""
+        self.wanted_model = model
+        if self.session is None:  # the screen is still mounting
+            self.call_after_refresh(self.try_trained, model)
+            return
+        self.session.options = replace(self.session.options, model=model)
+        self.show_state()
+        options = self.session.options
+        self.app.push_screen(
+            CompareScreen(options, "base", self.current().params, self.store_path, self._engine_env())
+        )
 
     # ---- state display -----------------------------------------------------------------------
     def show_state(self) -> None:

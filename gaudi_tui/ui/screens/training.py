@@ -121,6 +121,7 @@ class TrainingScreen(PanelScreen):
         Binding("c", "pane('charts')", "Charts", id="training.charts"),
         Binding("l", "pane('log')", "Log", id="training.log"),
         Binding("d", "pane('details')", "Details", id="training.details"),
+        Binding("t", "try_in_chat", "Try in Chat", id="training.try"),
     ]
 
     def __init__(self) -> None:
@@ -345,6 +346,26 @@ class TrainingScreen(PanelScreen):
             notify(str(exc), severity="warning")
             return
         notify(done[:1].upper() + done[1:] + ".")
+
+    async def action_try_in_chat(self) -> None:
+        """Open the job's result (its model/, or a running job's newest complete checkpoint) in Chat,
+        beside its base model."""
+        from gaudi_tui.core.chat import trained
+        from gaudi_tui.core.chat.errors import ChatError
+        from gaudi_tui.ui.screens.chat import ChatScreen
+
+        run = self._selected_run()
+        if run is None:
+            return
+        try:
+            trained.run_model(run.id)
+        except ChatError as exc:
+            self.notify(exc.message, severity="warning")
+            return
+        await self.app.switch_mode("chat")
+        chat = self.app.screen
+        if isinstance(chat, ChatScreen):
+            chat.try_trained(run.id)
 
     def action_pane(self, pane: str) -> None:
         self.query_one(TabbedContent).active = pane

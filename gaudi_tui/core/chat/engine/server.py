@@ -16,6 +16,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, BinaryIO
 
@@ -144,10 +145,11 @@ class Engine:
             if sent_at[i][1] == 0 or time.perf_counter() - sent_at[i][0] >= TOKEN_BATCH_S:
                 flush(i, n)
 
+        def on_row_token(i: int) -> Callable[[int], None]:
+            return lambda n: on_token(i, n)
+
         tokenizer = self.loaded.tokenizer
-        streamers = [
-            generation.TokenStreamer(tokenizer, lambda n, i=i: on_token(i, n)) for i in range(len(rows))
-        ]
+        streamers = [generation.TokenStreamer(tokenizer, on_row_token(i)) for i in range(len(rows))]
         streamer = (
             generation.RowStreamer(streamers, generation.end_tokens(self.loaded)) if tagged else streamers[0]
         )
