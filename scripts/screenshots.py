@@ -76,6 +76,35 @@ async def chat_conversation(pilot) -> None:
     await pilot.press("p")  # and the parameters panel
 
 
+async def trained_side_by_side(pilot) -> None:
+    """A real LoRA job trained on three invented facts (as tests/chat trains it), opened with t in
+    Training: the tuned answer beside the base one, one engine serving both."""
+    sys.path.insert(0, str(ROOT))
+    from gaudi_tui.ui.screens.chat_compare import CompareScreen
+    from tests.chat.conftest import FACT_QUESTION, train_facts
+
+    run = train_facts(Path(tempfile.mkdtemp(prefix="gaudi-tui-shots-lora-")), "lora")
+    os.environ["GAUDI_TUI_RUNS_DIR"] = str(run.runs_dir)  # shoot() puts the environment back
+    await pilot.press("4")
+    screen = pilot.app.screen
+    await until(pilot, lambda: run.run_id in screen.views, "the trained job to show up")
+    screen.selected = run.run_id
+    await pilot.press("t")
+    await until(pilot, lambda: isinstance(pilot.app.screen, CompareScreen), "the side-by-side view")
+    compare = pilot.app.screen
+    await until(pilot, lambda: compare.comparison is not None and bool(compare.comparison.reports), "the load")
+    await pilot.press(*FACT_QUESTION, "enter")
+    await until(pilot, lambda: len(compare.views) == 2 and not compare.answering, "both answers")
+
+
+async def until(pilot, ready: Callable[[], bool], what: str, timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out waiting for {what}")
+        await pilot.pause(0.1)
+
+
 async def fleet_recorded(pilot) -> None:
     """Fleet on a recorded /federate dump of a real Prometheus scraping three `gaudi-tui exporter`s
     (replayed Gaudi 1, 2, 2E samples) and a dead target (tests/fleet/data, tests/fleet/record_federate.py)."""
@@ -119,6 +148,7 @@ SHOTS = [
     Shot("devices.svg", ["1", "space", "down", "down", "down", "space", "n"], env=FAKE_HL_SMI, settle=9.0),
     Shot("checklist.svg", ["2"], setup=run_checklist, hostname="replayed Gaudi 2 host (test doubles)"),
     Shot("chat.svg", ["3"], setup=chat_conversation),
+    Shot("chat-trained.svg", [], setup=trained_side_by_side),
     Shot("training.svg", ["4"]),
     Shot("fleet.svg", [], setup=fleet_recorded),
     Shot("ray.svg", ["4"], setup=ray_job_details),

@@ -101,3 +101,43 @@ def test_export_writes_markdown_and_json(gaudi_home: Path) -> None:
     assert loaded["messages"][1]["status"] == "partial"
     assert loaded["messages"][1]["metrics"]["decode_tps"] == 150.0
     assert loaded["params"]["max_new_tokens"] == 256
+
+
+OLD_SCHEMA = """
+CREATE TABLE conversations (id INTEGER PRIMARY KEY, title TEXT NOT NULL, system_prompt TEXT NOT NULL
+    DEFAULT '', params TEXT NOT NULL DEFAULT '{}', created REAL NOT NULL, updated REAL NOT NULL);
+CREATE TABLE messages (id INTEGER PRIMARY KEY, conversation_id INTEGER NOT NULL REFERENCES
+    conversations(id) ON DELETE CASCADE, role TEXT NOT NULL, content TEXT NOT NULL, status TEXT NOT
+    NULL DEFAULT 'complete', model TEXT, metrics TEXT, note TEXT, created REAL NOT NULL);
+INSERT INTO conversations VALUES (1, 'Old chat', '', '{}', 1.0, 1.0);
+INSERT INTO messages VALUES (1, 1, 'user', 'Hi', 'complete', NULL, NULL, NULL, 1.0);
+INSERT INTO messages VALUES (2, 1, 'assistant', 'Hello', 'complete', 'demo model', NULL, NULL, 2.0);
+"""
+"""The schema before answers recorded who answered (user_version 0)."""
+
+
+def test_an_older_database_gains_the_answered_by_columns_and_keeps_its_messages(tmp_path: Path) -> None:
+    from gaudi_tui.core.chat.trained import Provenance
+
+    path = tmp_path / "chat.sqlite3"
+    old = sqlite3.connect(path)
+    old.executescript(OLD_SCHEMA)
+    old.close()
+    store = ChatStore(path)
+    assert [m.content for m in store.messages(1)] == ["Hi", "Hello"]
+    assert store.messages(1)[1].provenance is None  # nobody recorded who answered then
+    who = Provenance(
+        "LoRA · ab12 · checkpoint-30", "demo model", "/runs/x/checkpoints/checkpoint-30", "x", "checkpoint-30"
+    )
+    store.add_message(1, "assistant", "Tuned.", model=who.label, provenance=who)
+    store.close()
+    again = ChatStore(path)  # opening a current database changes nothing
+    assert again.messages(1)[-1].provenance == who
+    version = sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0]
+    assert version == 2
+    data = export.to_json(again.conversation(1), again.messages(1))
+    assert data["messages"][-1]["answered_by"]["checkpoint"] == "checkpoint-30"
+    assert data["messages"][1]["answered_by"] is None
+    markdown = export.to_markdown(again.conversation(1), again.messages(1))
+    assert "answered by LoRA · ab12 · checkpoint-30 (base demo model, adapter)" in markdown
+    again.close()

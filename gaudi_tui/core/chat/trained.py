@@ -82,8 +82,14 @@ class Resolved:
         )
 
     def base_only(self) -> Resolved:
-        """The base model of this one, alone."""
-        return Resolved(self.base_ref, self.base_local, self.base_label, self.base_label)
+        """The base model of this one, alone (a QLoRA adapter's still in 4-bit NF4)."""
+        return Resolved(
+            self.base_ref,
+            self.base_local,
+            self.base_label,
+            self.base_label,
+            quantized_base=self.quantized_base,
+        )
 
 
 def resolve(name: str) -> Resolved:

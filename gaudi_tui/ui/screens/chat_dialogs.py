@@ -42,7 +42,7 @@ class LoadDialog(Dialog[LoadOptions | None]):
         backend = accel.compile_backend if accel else "the accelerator's backend"
         with VerticalScroll(classes="dialog"):
             yield Static("Load a model", classes="dialog-title", markup=False)
-            yield Label("Model: demo, a local folder, or a Hub id (org/name)")
+            yield Label("Model: demo, a folder, an adapter or checkpoint folder, a job id, or a Hub id")
             yield Input(self.options.model, id="load-model", compact=True, placeholder="demo")
             yield Label("dtype")
             yield Select(
@@ -66,6 +66,18 @@ class LoadDialog(Dialog[LoadOptions | None]):
             yield Static(reason, id="load-quant-reason", markup=False)
             yield Checkbox(
                 f"torch.compile (backend {backend})", self.options.compile, id="load-compile", compact=True
+            )
+            yield Checkbox(
+                "merge an adapter into its base (faster; it cannot be switched off)",
+                self.options.merge,
+                id="load-merge",
+                compact=True,
+            )
+            yield Checkbox(
+                "QLoRA base unquantized (in the dtype above, not 4-bit NF4)",
+                self.options.base_in_dtype,
+                id="load-base-in-dtype",
+                compact=True,
             )
             yield Checkbox(
                 "trust remote code: run this model's own Python code",
@@ -114,6 +126,8 @@ class LoadDialog(Dialog[LoadOptions | None]):
                 "quantization": quant,
                 "compile": self.query_one("#load-compile", Checkbox).value,
                 "trust_remote_code": self.query_one("#load-trust", Checkbox).value,
+                "merge": self.query_one("#load-merge", Checkbox).value,
+                "base_in_dtype": self.query_one("#load-base-in-dtype", Checkbox).value,
             }
         )
         self.dismiss(options)
