@@ -204,7 +204,7 @@ def test_a_qlora_job_answers_from_its_nf4_base(
         pytest.skip("bitsandbytes cannot quantize to 4-bit on this host's CPU")
     from tests.chat.conftest import train_facts
 
-    run = train_facts(tmp_path_factory.mktemp("qlora-home"), "qlora", quantization="nf4")
+    run = train_facts(tmp_path_factory.mktemp("qlora-home"), "qlora", quantization="nf4", save_steps=0)
     runs_of(run)
     client = start_engine(tmp_path)
     try:

@@ -128,7 +128,7 @@ class ChatScreen(PanelScreen):
         Binding("d", "delete", "Delete conversation", id="chat.delete", show=False),
         Binding("e", "export", "Export (Markdown + JSON)", id="chat.export", show=False),
         Binding("y", "copy_answer", "Copy last answer", id="chat.copy", show=False),
-        Binding("c", "compare", "Side by side", id="chat.compare"),
+        Binding("c", "compare", "Side by side", id="chat.compare", show=False),
     ]
     DEFAULT_CSS = """
     ChatScreen #chat-body { height: 1fr; }
