@@ -92,7 +92,9 @@ async def trained_side_by_side(pilot) -> None:
     await pilot.press("t")
     await until(pilot, lambda: isinstance(pilot.app.screen, CompareScreen), "the side-by-side view")
     compare = pilot.app.screen
-    await until(pilot, lambda: compare.comparison is not None and bool(compare.comparison.reports), "the load")
+    await until(
+        pilot, lambda: compare.comparison is not None and bool(compare.comparison.reports), "the load"
+    )
     await pilot.press(*FACT_QUESTION, "enter")
     await until(pilot, lambda: len(compare.views) == 2 and not compare.answering, "both answers")
 

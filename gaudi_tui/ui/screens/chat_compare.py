@@ -127,6 +127,8 @@ class CompareScreen(PanelScreen):
         self.streams: list[MarkdownStream] = []
         self.answering = False
         self.cancel = threading.Event()
+        self.engines = ""
+        """How the two are served, for the status line."""
 
     def compose_body(self) -> ComposeResult:
         yield Static("", id="compare-banner", markup=False)
@@ -170,8 +172,8 @@ class CompareScreen(PanelScreen):
         for side, who in enumerate(self.comparison.provenances):
             self.query_one(f"#compare-who-{side}", Static).update(who.summary())
         shared = self.comparison.plan.shared
-        how = "one engine: the base is loaded once" if shared else "two engines"
-        self._status(f"Ready ({how}) · {' · '.join(r.summary() for r in message.reports or [])}")
+        self.engines = "one engine, the base loaded once" if shared else "two engines"
+        self._status(f"Ready ({self.engines}) · {' · '.join(r.summary() for r in message.reports or [])}")
 
     # ---- asking --------------------------------------------------------------------------------
     @on(Input.Submitted, "#compare-input")
@@ -257,7 +259,7 @@ class CompareScreen(PanelScreen):
             status: Status = "partial" if answer.stopped else "complete"
             self.store.update_message(mid, answer.text, status, answer.metrics)
             view.set_meta(answer.metrics.summary())
-        self._status("Ready · ask another question, or Esc goes back to Chat")
+        self._status(f"Ready ({self.engines}) · ask another question, or Esc goes back to Chat")
 
     def action_escape(self) -> None:
         if self.answering and self.comparison is not None:
