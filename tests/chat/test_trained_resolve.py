@@ -96,3 +96,13 @@ def test_comparing_plans_one_engine_only_when_the_two_differ_by_an_adapter(run: 
         compare.plan(LoadOptions("demo"), "demo")
     with pytest.raises(ChatError, match="no separate base"):
         compare.plan(LoadOptions("demo"), "base")
+
+
+def test_a_full_fine_tune_is_compared_with_the_model_it_started_from(run: runfolder.RunFolder) -> None:
+    run.model_dir.mkdir()
+    (run.model_dir / "config.json").write_text("{}")
+    (run.model_dir / "model.safetensors").write_bytes(b"weights")
+    found = trained.resolve(run.id)
+    assert found.adapter is None and found.base_ref == str(run.model_dir) and found.run_id == run.id
+    planned = compare.plan(LoadOptions(run.id), "base")  # its spec's model: the demo model, another engine
+    assert not planned.shared and planned.engines[1].model == str(demo.model_dir())

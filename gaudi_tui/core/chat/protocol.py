@@ -1,8 +1,8 @@
 """The engine's wire format: one JSON object per line over the child's stdin/stdout.
 
-Requests (`op`): load {options}, generate {messages, params}, stop, stats, shutdown.
+Requests (`op`): load {options}, generate {messages, params, rows?}, stop, stats, shutdown.
 Events (`ev`): ready {pid}, progress {stage}, loaded {report}, warning {message},
-start {tokens_in}, token {text, n}, done {stopped, tokens_in, tokens_out, memory},
+start {tokens_in}, token {text, n, row?}, done {stopped, tokens_in, tokens_out, rows, memory},
 stats {memory}, error {kind, message, during}, bye.
 """
 
