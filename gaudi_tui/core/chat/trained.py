@@ -40,9 +40,9 @@ class Provenance:
     merged: bool = False
 
     def summary(self) -> str:
-        """`LoRA · 5f21 · checkpoint-30 (base demo model, adapter merged)`, or the base alone."""
-        if self.adapter is None and self.run_id is None:
-            return self.label
+        """`LoRA · 5f21 · checkpoint-30 (base demo model, adapter merged)`, or the model alone."""
+        if self.adapter is None:
+            return f"{self.label} (fine-tuned weights)" if self.run_id else self.label
         details = [f"base {self.base}"]
         if self.adapter is not None:
             details.append("adapter merged" if self.merged else "adapter")
@@ -180,7 +180,7 @@ def _find_run(run_id: str) -> Any:
     try:
         return runfolder.find(run_id)
     except runfolder.RunNotFound as exc:
-        if "matches" in str(exc):
+        if "matches" in str(exc):  # several jobs match: say so; no job at all: maybe a Hub id
             raise ChatError("not_found", str(exc)) from None
         return None
 

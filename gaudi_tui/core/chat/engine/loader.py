@@ -143,9 +143,7 @@ def load(options: LoadOptions, accelerator: Accelerator, progress: Progress) -> 
         parameters=int(model.num_parameters()),
         dtype=str(model.dtype).replace("torch.", ""),
         device=str(model.device),
-        quantization=quantization
-        if getattr(model, "hf_quantizer", None) or quantization != "none"
-        else "none",
+        quantization=quantization,  # from_pretrained refuses a quantization it cannot do
         compile_backend=accelerator.compile_backend if options.compile else None,
         chat_template=bool(getattr(tokenizer, "chat_template", None)),
         context_length=context_length(config, tokenizer),
