@@ -31,7 +31,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "--model", "-m", help="demo, a local folder or a Hub id (default: chat.model, else demo)"
+        "--model",
+        "-m",
+        help="demo, a folder, an adapter or checkpoint folder, a job id, or a Hub id (default: chat.model, else demo)",
     )
     parser.add_argument(
         "--compare",
