@@ -192,7 +192,8 @@ async def test_stopping_a_holder_asks_then_sends_term(stand_in_holder) -> None:
         await pilot.pause(0.3)
         await pilot.press("down", "down", "down")
         assert cell(app, 3, "holder").startswith("python")
-        assert f"Held by PID {holder.pid}" in text(app, "#devices-detail")
+        detail = text(app, "#devices-detail")
+        assert f"PID {holder.pid} " in detail and "k stops it" in detail
         await pilot.press("k")
         assert isinstance(app.screen, ConfirmScreen)
         assert f"Stop PID {holder.pid}" in text(app, "#confirm-question")

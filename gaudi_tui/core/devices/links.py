@@ -92,10 +92,11 @@ def banner(devices: Iterable[Device], all_links: Iterable[CardLinks]) -> str | N
         return None
     first = next(c for c in all_links if c.external_down)
     device = next((d for d in devices if d.index == first.index), None)
-    bus = first.bus_id or "<bus id>"
+    script = script_for(device)
+    folder, name = script.rsplit("/", 1)
     return (
         "; ".join(lines)
-        + ". Multi-node jobs using this card will fail (HCCL collectives between hosts go over these "
-        f"scale-out ports); jobs inside this host still run. Run `sudo {script_for(device)} --up`, then "
-        f"`hl-smi -n link -i {bus}`; if the port stays DOWN, check its cable and switch port."
+        + f": multi-node jobs using this card will fail (HCCL between hosts). Run `sudo {name} --up` (in "
+        f"{folder}), then `hl-smi -n link -i {first.bus_id or '<bus id>'}`; still DOWN: check the cable "
+        "and switch port."
     )
