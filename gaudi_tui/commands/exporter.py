@@ -89,7 +89,9 @@ def _links_reader(latest: LatestSnapshot, stop: threading.Event, every: float) -
     def hlml() -> object:
         return system.modules.get("pyhlml") if latest.get().source == "hlml" else None
 
-    return DetailsPoller(devices, lambda details: latest.set_links(details.links), stop, every=every, hlml=hlml)
+    return DetailsPoller(
+        devices, lambda details: latest.set_links(details.links), stop, every=every, hlml=hlml
+    )
 
 
 def run(args: argparse.Namespace) -> int:
