@@ -174,3 +174,42 @@ def test_port_down_replay_in_a_real_terminal(tmux: Tmux, tmp_path: Path, gaudi_h
     tmux.wait_gone("port  8 external DOWN")
     tmux.run("send-keys", "-t", "panel", "q")
     assert wait_exit(exit_file) == 0
+
+
+def test_hlml_links_from_the_port_masks(fake_modules: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """HLML exposes the links (habana-pyhlml 1.24: hlmlDeviceGetMacAddrInfo's port and external masks,
+    hlmlDeviceNicGetLink per port): the reader uses them when the feed reads HLML, no hl-smi needed."""
+    import pyhlml
+
+    from gaudi_tui.core.devices.details import read_links_hlml
+
+    monkeypatch.setenv("FAKE_PYHLML_LINK", DOWN)
+    pyhlml.hlmlInit()
+    try:
+        found, errors = read_links_hlml(pyhlml)
+    finally:
+        pyhlml.hlmlShutdown()
+    assert errors == () and [c.index for c in found] == list(range(8))
+    assert found[3].bus_id == "0000:b4:00.0" and found[3].external_down == (8,)
+    assert [p.number for p in found[0].ports if p.type == "external"] == [8, 22, 23]
+    assert all(c.up == 24 for c in found if c.index != 3)
+    monkeypatch.setenv("FAKE_PYHLML_LINK", "")  # a card without NIC support: said, not made up
+    pyhlml.hlmlInit()
+    try:
+        found, errors = read_links_hlml(pyhlml)
+    finally:
+        pyhlml.hlmlShutdown()
+    assert found == () and "port 0 (HLML Error with code 3)" in errors[0]  # unknown, never "down"
+
+
+def test_devices_input_of_saved_link_outputs_names_the_port(capsys: pytest.CaptureFixture[str]) -> None:
+    from gaudi_tui.cli import main
+    from tests.conftest import SAMPLES
+
+    names = ["gaudi2-hl225-x8-1.20.0-busy-table.txt", DOWN, "made-gaudi2-x8-nic-ports.txt"]
+    assert main(["devices", *(a for n in names for a in ("--input", str(SAMPLES / n)))]) == 0
+    out = capsys.readouterr().out
+    assert "card 3: 23 of 24 NIC ports UP; not up: 8" in out
+    assert "error: card 3: external port 8 DOWN: multi-node jobs using this card will fail" in out
+    row3 = next(line for line in out.splitlines() if line.startswith("3 "))
+    assert "23/24" in row3

@@ -105,15 +105,19 @@ def read_links_hlml(lib: Any) -> tuple[tuple[CardLinks, ...], tuple[str, ...]]:
             errors.append(f"HLML card {position}: {error}")
             continue
         mask, external = low | (high << 64), ext_low | (ext_high << 64)
-        ports = []
+        ports, unread = [], []
         for number in range(MAX_PORTS):
             if mask >> number & 1:
                 try:
                     up = bool(lib.hlmlDeviceNicGetLink(handle, number))
-                except Exception:
-                    up = False  # as Intel's exporter: an error reads as down
+                except Exception as error:  # unknown, not down (Intel's exporter would serve 0)
+                    unread.append(f"{number} ({error})")
+                    continue
                 ports.append(Port(number, up, "external" if external >> number & 1 else "internal"))
-        links.append(CardLinks(index, bus, tuple(ports)))
+        if unread:
+            errors.append(f"HLML card {index}: link of port {', '.join(unread[:3])} not readable")
+        if ports:
+            links.append(CardLinks(index, bus, tuple(ports)))
     return tuple(links), tuple(errors)
 
 
