@@ -46,9 +46,9 @@ COLUMNS = (  # key, label, width: fixed, so the map does not jump as values chan
 Column = tuple[str, str, int]
 FULL_WIDTH = {key: width for key, _, width in COLUMNS}
 TOTAL_WIDTH = sum(width + 2 for _, _, width in COLUMNS)
-GIVE_WAY = (("card", 0), ("bus", 0), ("numa", 0), ("holder", 18), ("util", 4), ("hbm", 8), ("power", 8))
+GIVE_WAY = (("card", 0), ("bus", 0), ("numa", 0), ("holder", 20), ("util", 4), ("hbm", 8), ("power", 8))
 """Narrower than the full map, in this order: the product name, Bus and NUMA go (all three stay in
-the detail pane), Holder narrows, then the sparklines go (each column keeps its value), so the live
+the detail pane), Holder narrows to 20, then the sparklines go (each column keeps its value), so the live
 values, Link and Holder stay visible: 100 columns keep the sparklines, 80 columns keep Holder."""
 
 
