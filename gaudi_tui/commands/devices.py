@@ -153,19 +153,22 @@ def _replay(args: argparse.Namespace) -> int:
     from gaudi_tui.core.devices.sources.replay import ReplayError, ReplayFeed, resolve, snapshots
 
     try:
-        frames = snapshots(resolve(args.replay))
+        replay = resolve(args.replay)
+        frames = snapshots(replay)
     except ReplayError as error:
         return _fail(str(error))
     cancel = threading.Event()
     if not args.watch:
+        shown = frames[-1] if replay.hold_last else frames[0]  # a held replay: the state it ends in
         if args.json:
-            print(json.dumps(frames[0].to_json(), indent=2))
+            print(json.dumps(shown.to_json(), indent=2))
         else:
-            _printer(args, cancel)(MonitorUpdate(frames[0], None, ()))
+            _printer(args, cancel)(MonitorUpdate(shown, None, ()))
         return 0
     try:
-        hold = resolve(args.replay).hold_last
-        ReplayFeed(frames, float(args.watch), _printer(args, cancel), cancel, hold_last=hold).run()
+        ReplayFeed(
+            frames, float(args.watch), _printer(args, cancel), cancel, hold_last=replay.hold_last
+        ).run()
     except KeyboardInterrupt:
         pass
     return 0

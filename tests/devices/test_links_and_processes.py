@@ -4,6 +4,7 @@ loses scale-out port 8 mid-run), the process merge of hl-smi's table with /proc,
 
 from __future__ import annotations
 
+import json
 import shlex
 import subprocess
 import threading
@@ -213,3 +214,15 @@ def test_devices_input_of_saved_link_outputs_names_the_port(capsys: pytest.Captu
     assert "error: card 3: external port 8 DOWN: multi-node jobs using this card will fail" in out
     row3 = next(line for line in out.splitlines() if line.startswith("3 "))
     assert "23/24" in row3
+
+
+def test_devices_replay_of_the_port_down_host_prints_where_it_ends(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from gaudi_tui.cli import main
+
+    assert main(["devices", "--replay", "gaudi2-port-down", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["source"] == "replay" and DOWN in data["recordings"]
+    down = [(c["index"], p["port"]) for c in data["links"] for p in c["ports"] if not p["up"]]
+    assert down == [(3, 8)]
