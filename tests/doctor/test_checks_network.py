@@ -67,3 +67,30 @@ def test_the_device_query_reads_the_links_through_hl_smi(
     result = network.external_ports_up(make_ctx(tmp_path, snapshot=found))
     assert result.status == "fail" and "card 3" in result.finding and "port 8" in result.finding
     assert log.read_text().count(" -n link -i ") == 8
+
+
+@pytest.mark.slow
+def test_gaudi_tui_check_names_card_3_and_port_8(tmp_path: Path) -> None:
+    """`gaudi-tui check --json` on the replayed 8-card host (the fake hl-smi: the recorded busy table,
+    links made from documentation with card 3's port 8 DOWN)."""
+    import json
+    import subprocess
+
+    from tests.conftest import ROOT, child_env
+
+    env = child_env(
+        PATH=os.pathsep.join([str(FAKE_BIN), str(Path(PYTHON).parent), os.environ["PATH"]]),
+        FAKE_HLSMI_SAMPLES_DIR=str(SAMPLES),
+        FAKE_HLSMI_LINK="made-gaudi2-x8-nic-link-card3-port8-down.txt",
+    )
+    done = subprocess.run(
+        [PYTHON, "-m", "gaudi_tui", "check", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=120,
+    )
+    item = next(i for i in json.loads(done.stdout) if i["id"] == "nic.external_up")
+    assert (item["status"], item["finding"]) == ("fail", "card 3 (module 7): external port 8 DOWN")
+    assert "manage_network_ifs.sh --up" in item["fix"] and done.returncode == 1
