@@ -94,3 +94,29 @@ def test_gaudi_tui_check_names_card_3_and_port_8(tmp_path: Path) -> None:
     item = next(i for i in json.loads(done.stdout) if i["id"] == "nic.external_up")
     assert (item["status"], item["finding"]) == ("fail", "card 3 (module 7): external port 8 DOWN")
     assert "manage_network_ifs.sh --up" in item["fix"] and done.returncode == 1
+
+
+async def test_checklist_screen_row_names_card_3_and_port_8(tmp_path: Path) -> None:
+    import threading
+
+    from textual.widgets import Static
+
+    from gaudi_tui.ui.app import GaudiApp
+    from gaudi_tui.ui.screens.checklist import CheckRow
+    from tests.conftest import CPU
+    from tests.doctor.test_checklist_screen import open_checklist, run_to_end
+
+    down = snapshot("made-gaudi2-x8-nic-link-card3-port8-down.txt", PORTS)
+
+    def factory(cancel: threading.Event):  # noqa: ANN202
+        return make_ctx(tmp_path, fakes=False, snapshot=down, cancel=cancel)
+
+    app = GaudiApp(accelerator=CPU, hostname="gaudi-host")
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_checklist(pilot, factory)
+        await run_to_end(pilot, screen)
+        row = screen.query_one("#row-nic-external_up", CheckRow)
+        assert row.has_class("-fail")
+        assert "card 3 (module 7): external port 8 DOWN" in str(
+            row.query_one(".row-finding", Static).render()
+        )
