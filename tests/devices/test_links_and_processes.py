@@ -226,3 +226,19 @@ def test_devices_replay_of_the_port_down_host_prints_where_it_ends(
     assert data["source"] == "replay" and DOWN in data["recordings"]
     down = [(c["index"], p["port"]) for c in data["links"] for p in c["ports"] if not p["up"]]
     assert down == [(3, 8)]
+
+
+def test_a_port_down_of_unknown_type_is_a_warning_not_a_scale_out_alarm() -> None:
+    """Without `-n ports` nobody can say the port is scale-out: no banner, the column only warns."""
+    from gaudi_tui.core.devices.links import banner, card_links
+    from gaudi_tui.core.devices.model import Device
+    from gaudi_tui.ui.palette import Palette
+    from gaudi_tui.ui.widgets.device_table import links_style
+
+    device = Device(0, "HL-225", bus_id="0000:b4:00.0")
+    (links,), errors = card_links({"0000:b4:00.0": {0: "UP", 8: "DOWN"}}, {}, [device])
+    assert (links.index, links.down, links.external_down, links.internal_down) == (0, (8,), (), ())
+    assert "did not say which ports are external" in errors[0]
+    assert banner([device], [links]) is None
+    colours = Palette("yellow", "bold red", "green", "cyan", "blue", "dim")
+    assert links_style(links, colours) == "yellow"

@@ -100,7 +100,12 @@ class CardLinks:
 
     @property
     def internal_down(self) -> tuple[int, ...]:
-        return tuple(p.number for p in self.ports if p.type != "external" and not p.up)
+        return tuple(p.number for p in self.ports if p.type == "internal" and not p.up)
+
+    @property
+    def down(self) -> tuple[int, ...]:
+        """Every port that is down, whatever its type (known or not)."""
+        return tuple(p.number for p in self.ports if not p.up)
 
     def to_json(self) -> dict[str, object]:
         return {

@@ -482,6 +482,9 @@ class DevicesScreen(PanelScreen):
             line.append(
                 f" · scale-up down: {', '.join(map(str, found.internal_down))}", style=colours.warning
             )
+        unknown = [p.number for p in found.ports if p.type is None and not p.up]
+        if unknown:
+            line.append(f" · down (type unknown): {', '.join(map(str, unknown))}", style=colours.warning)
         line.append(" · l: every port\n")
         return line
 

@@ -94,10 +94,11 @@ def power_style(device: Device, colours: Palette) -> str:
 
 
 def links_style(links: CardLinks | None, colours: Palette) -> str:
-    """Error when a scale-out (external) port is down, warning when only scale-up ports are."""
+    """Error when a scale-out (external) port is down, warning when only others are (scale-up, or
+    of a type `-n ports` did not tell)."""
     if links is None:
         return ""
-    return colours.error if links.external_down else colours.warning if links.internal_down else ""
+    return colours.error if links.external_down else colours.warning if links.down else ""
 
 
 def row_cells(
