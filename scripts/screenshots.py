@@ -144,10 +144,15 @@ class Shot:
     setup: Callable[..., Awaitable[None]] | None = None
     hostname: str = "gaudi-host"
     """The header's host name; a shot of a replayed host says so there."""
+    replay: str | None = None
+    """A `--replay` name: the Devices screen is fed from it (its header says REPLAY)."""
 
 
 SHOTS = [
     Shot("devices.svg", ["1", "space", "down", "down", "down", "space", "n"], env=FAKE_HL_SMI, settle=9.0),
+    # Card 3 loses scale-out port 8 (the gaudi2-port-down replay: its link files are made from
+    # documentation); `l` opens the card's every port.
+    Shot("links.svg", ["down", "down", "down", "l"], settle=6.0, replay="gaudi2-port-down"),
     Shot("checklist.svg", ["2"], setup=run_checklist, hostname="replayed Gaudi 2 host (test doubles)"),
     Shot("chat.svg", ["3"], setup=chat_conversation),
     Shot("chat-trained.svg", [], setup=trained_side_by_side),
@@ -173,10 +178,12 @@ def replay_run(recorded: str = "runs") -> str:
 
 async def shoot(shot: Shot) -> None:
     from gaudi_tui.core.accelerator import Accelerator
+    from gaudi_tui.core.devices.sources.replay import resolve
     from gaudi_tui.ui.app import GaudiApp
 
     cpu = Accelerator("cpu", "no CUDA device; no Gaudi software (habana_frameworks is not installed)")
-    app = GaudiApp(accelerator=cpu, hostname=shot.hostname)
+    replay = resolve(shot.replay) if shot.replay else None
+    app = GaudiApp(accelerator=cpu, hostname=shot.hostname, replay=replay)
     saved_env = dict(os.environ)
     os.environ.update(shot.env)
     try:

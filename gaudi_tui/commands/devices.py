@@ -44,7 +44,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--replay",
         metavar="NAME|FILE",
-        help="recorded real hl-smi outputs shipped with gaudi-tui (gaudi1, gaudi2, gaudi2e) or a saved "
+        help="recorded real hl-smi outputs shipped with gaudi-tui (gaudi1, gaudi2, gaudi2e; gaudi2-port-down "
+        "adds NIC link files made from documentation: card 3 loses a scale-out port) or a saved "
         'FILE, marked source "replay" with the file names; with --watch it cycles through them',
     )
     parser.add_argument(
@@ -75,7 +76,7 @@ def _from_files(args: argparse.Namespace) -> int:
     except InputError as error:
         return _fail(str(error))
     snapshot = reading.to_snapshot("file")
-    if not (reading.devices or reading.cpus_by_module or reading.nic_ports):
+    if not (reading.devices or reading.cpus_by_module or reading.nic_ports or reading.nic_port_types):
         first = reading.errors[0] if reading.errors else "no card data found"
         return _fail(f"cannot read the input: {first}")
     print(json.dumps(snapshot.to_json(), indent=2) if args.json else render.table(snapshot, extra=reading))
@@ -119,7 +120,9 @@ def _printer(args: argparse.Namespace, cancel: threading.Event) -> Callable[[Mon
         else:
             stamp = "\033[H\033[2J" if sys.stdout.isatty() and args.watch else "---\n" if args.watch else ""
             if update.snapshot.recordings:
-                stamp += f"replay of {', '.join(update.snapshot.recordings)} (recorded, not this host)\n"
+                made = any(n.startswith("made-") for n in update.snapshot.recordings)
+                what = "recorded; made- files made from documentation" if made else "recorded"
+                stamp += f"replay of {', '.join(update.snapshot.recordings)} ({what}, not this host)\n"
             print(stamp + render.table(update.snapshot, update.host, update.holders), flush=True)
         seen[0] += 1
         if args.count and seen[0] >= args.count:
@@ -150,18 +153,22 @@ def _replay(args: argparse.Namespace) -> int:
     from gaudi_tui.core.devices.sources.replay import ReplayError, ReplayFeed, resolve, snapshots
 
     try:
-        frames = snapshots(resolve(args.replay))
+        replay = resolve(args.replay)
+        frames = snapshots(replay)
     except ReplayError as error:
         return _fail(str(error))
     cancel = threading.Event()
     if not args.watch:
+        shown = frames[-1] if replay.hold_last else frames[0]  # a held replay: the state it ends in
         if args.json:
-            print(json.dumps(frames[0].to_json(), indent=2))
+            print(json.dumps(shown.to_json(), indent=2))
         else:
-            _printer(args, cancel)(MonitorUpdate(frames[0], None, ()))
+            _printer(args, cancel)(MonitorUpdate(shown, None, ()))
         return 0
     try:
-        ReplayFeed(frames, float(args.watch), _printer(args, cancel), cancel).run()
+        ReplayFeed(
+            frames, float(args.watch), _printer(args, cancel), cancel, hold_last=replay.hold_last
+        ).run()
     except KeyboardInterrupt:
         pass
     return 0

@@ -9,7 +9,11 @@ from typing import TYPE_CHECKING
 from gaudi_tui.core.fleet.metrics import EXPORTER_PORT as DEFAULT_PORT
 
 if TYPE_CHECKING:
-    from gaudi_tui.core.devices.model import DeviceSnapshot
+    import threading
+
+    from gaudi_tui.core.devices.details import DetailsPoller
+    from gaudi_tui.core.devices.model import Device, DeviceSnapshot
+    from gaudi_tui.core.fleet.exporter import LatestSnapshot
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -19,7 +23,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=(
             "Serve /metrics for Prometheus from the Devices sources (HLML, else one long-lived hl-smi), "
             "with the metric names, types and labels of Intel's Gaudi metric exporter, so one dashboard "
-            "serves both. Series a source cannot give (thresholds, ECC pending rows, PCIe) are left out. "
+            "serves both, and the NIC ports' habanalabs_nic_port_status{port,port_type} (1 = up) from "
+            "`hl-smi -n link`/`-n ports` every 30 s. Series a source cannot give (thresholds, ECC pending "
+            "rows, PCIe) are left out. "
             "Runs until Ctrl-C or SIGTERM; exit 2 when the port cannot be opened or the input not read."
         ),
     )
@@ -34,6 +40,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--interval", type=float, default=5.0, metavar="SECONDS", help="device refresh period (default 5)"
+    )
+    parser.add_argument(
+        "--links-interval",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="how often the NIC links are read with one-shot `hl-smi -n link` per card (default 30)",
     )
     parser.add_argument(
         "--input",
@@ -62,6 +75,25 @@ def _read_inputs(names: list[str]) -> DeviceSnapshot | str:
     return reading.to_snapshot("file")
 
 
+def _links_reader(latest: LatestSnapshot, stop: threading.Event, every: float) -> DetailsPoller:
+    """The NIC links every 30 s (one-shot `hl-smi -n link`/`-n ports` per card, or HLML's), for
+    `habanalabs_nic_port_status`; never run by a scrape."""
+    import sys as system
+
+    from gaudi_tui.core.devices.details import DetailsPoller
+
+    def devices() -> list[Device]:
+        snapshot = latest.get()
+        return list(snapshot.devices) if snapshot.source in ("hl-smi", "hlml") else []
+
+    def hlml() -> object:
+        return system.modules.get("pyhlml") if latest.get().source == "hlml" else None
+
+    return DetailsPoller(
+        devices, lambda details: latest.set_links(details.links), stop, every=every, hlml=hlml
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     import signal
     import threading
@@ -71,8 +103,8 @@ def run(args: argparse.Namespace) -> int:
     from gaudi_tui.core.devices.monitor import DeviceMonitor, MonitorConfig, MonitorUpdate
     from gaudi_tui.core.fleet.exporter import LatestSnapshot, registry_for
 
-    if args.interval <= 0:
-        return _fail("--interval needs a positive number of seconds")
+    if args.interval <= 0 or args.links_interval <= 0:
+        return _fail("--interval and --links-interval need a positive number of seconds")
     latest = LatestSnapshot()
     if args.input:
         snapshot = _read_inputs(args.input)
@@ -106,6 +138,8 @@ def run(args: argparse.Namespace) -> int:
         config = MonitorConfig(interval=max(1.0, args.interval), use_nvml=False)
         monitor = DeviceMonitor(config, on_update, stop)
         threading.Thread(target=monitor.run, name="device-feed", daemon=True).start()
+        reader = _links_reader(latest, stop, args.links_interval)
+        threading.Thread(target=reader.run, name="card details", daemon=True).start()
     try:
         while not stop.wait(0.5):
             pass

@@ -19,7 +19,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=(
             "Ask a Prometheus server (--prometheus URL, else $GAUDI_TUI_PROMETHEUS) for the habanalabs_* "
             "metrics of every scraped Gaudi host, one query per metric, and print hosts, cards, free "
-            "cards, which job sizes fit (Intel's card sets) and health flags. Or read a saved /metrics "
+            "cards, which job sizes fit (Intel's card sets; 16 = a whole host of a multi-host job, every "
+            "card free with its scale-out ports up) and health flags (down, stale, missing, hot, over cap, "
+            "ECC rows, scale-out down). Or read a saved /metrics "
             "text with --input. Exit 0 with hosts, 2 when Prometheus cannot be asked or nothing is found."
         ),
     )

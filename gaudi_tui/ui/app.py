@@ -114,7 +114,7 @@ class GaudiApp(App[int]):
     @property
     def replay_label(self) -> str | None:
         """The header's replay mark: the replay's name and that it is recorded."""
-        return f"{self.replay.name} (recorded hl-smi, not this host)" if self.replay else None
+        return self.replay.label() if self.replay else None
 
     def _devices_screen(self) -> DevicesScreen:
         config = MonitorConfig(interval=self.settings.refresh_interval)
@@ -124,7 +124,14 @@ class GaudiApp(App[int]):
 
         frames = snapshots(self.replay)  # already read once by the CLI, which reported any error
         return DevicesScreen(
-            config, lambda on_update, cancel: ReplayFeed(frames, config.interval, on_update, cancel)
+            config,
+            lambda on_update, cancel: ReplayFeed(
+                frames,
+                config.interval,
+                on_update,
+                cancel,
+                hold_last=self.replay is not None and self.replay.hold_last,
+            ),
         )
 
     def _use_theme(self, name: str) -> None:

@@ -44,15 +44,31 @@ def test_json_follows_the_design_schema(fake_hl_smi: FakeHlSmi, capsys: pytest.C
         "driver_version",
         "devices",
         "processes",
+        "links",
+        "link_errors",
         "errors",
         "recordings",
     }
     assert (data["source"], data["driver_version"]) == ("hl-smi", "1.19.1-6f47ddd")
     assert all(set(d) == DEVICE_KEYS for d in data["devices"])
     assert data["devices"][3]["memory_used_mib"] == 96565
+    # hl-smi's row, with what /proc says of PID 107684 on this machine (nothing: no such process)
     assert data["processes"] == [
-        {"index": 7, "pid": 107684, "name": "ray::_RayTrainW", "memory_mib": 16770, "user": None}
+        {
+            "index": 7,
+            "pid": 107684,
+            "name": "ray::_RayTrainW",
+            "memory_mib": 16770,
+            "user": None,
+            "command": None,
+            "started": None,
+            "seen_by": "hl-smi",
+        }
     ]
+    links = data["links"]  # one-shot `-n link -i <bus>` and `-n ports -i <bus>` per card
+    assert [c["index"] for c in links] == list(range(8)) and data["link_errors"] == []
+    assert links[3]["bus_id"] == "0000:b4:00.0" and len(links[3]["ports"]) == 24
+    assert links[3]["ports"][8] == {"port": 8, "type": "external", "up": True}
 
 
 def test_no_source_exits_2_with_one_line(no_hl_smi: None, capsys: pytest.CaptureFixture[str]) -> None:

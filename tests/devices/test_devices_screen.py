@@ -62,12 +62,24 @@ class ReplayFeed:
         self.scans += 1
 
 
+class NoDetails:
+    """A links/process-table reader that never reports (what these tests see must not depend on
+    whether this machine's PATH has an hl-smi, nor on how soon it answers)."""
+
+    def __init__(self, cancel: threading.Event) -> None:
+        self.cancel = cancel
+
+    def run(self) -> None:
+        self.cancel.wait()
+
+
 def make_app(updates: list[MonitorUpdate], config: MonitorConfig | None = None) -> GaudiApp:
     def screen() -> DevicesScreen:
         return DevicesScreen(
             config=config,
             feed=lambda on_update, cancel: ReplayFeed(updates, on_update, cancel),
             host_reader=lambda: HOST,
+            details=lambda devices, on_details, cancel, hlml: NoDetails(cancel),
         )
 
     class App(GaudiApp):
@@ -192,7 +204,8 @@ async def test_stopping_a_holder_asks_then_sends_term(stand_in_holder) -> None:
         await pilot.pause(0.3)
         await pilot.press("down", "down", "down")
         assert cell(app, 3, "holder").startswith("python")
-        assert f"Held by PID {holder.pid}" in text(app, "#devices-detail")
+        detail = text(app, "#devices-detail")
+        assert f"PID {holder.pid} " in detail and "k stops it" in detail
         await pilot.press("k")
         assert isinstance(app.screen, ConfirmScreen)
         assert f"Stop PID {holder.pid}" in text(app, "#confirm-question")

@@ -171,7 +171,40 @@ def test_gaudi2e_nic_link_1_24_0() -> None:
     assert set(ports.values()) == {"UP"}
 
 
+def test_gaudi1_hl205_x8_1_8_0_process_wrapped_table() -> None:
+    """The process row wraps onto a second line, the unit is `Mib`, and there is no closing `|`."""
+    r = read("gaudi1-hl205-x8-1.8.0-process-wrapped-table.txt")
+    assert (r.hl_smi_version, len(r.devices)) == ("hl-1.8.0-fw-40.0.0.2", 8)
+    assert (card(r, 0).memory_used_mib, card(r, 1).memory_used_mib) == (32454, 32254)  # `Mib`; card 0: no row
+    assert [(p.index, p.pid, p.name, p.memory_mib) for p in r.processes] == [(1, 2006754, "python", 31742)]
+
+
+def test_made_gaudi2_x8_nic_link_up() -> None:
+    r = read("made-gaudi2-x8-nic-link-up.txt")
+    assert r.kind == "nic-link" and len(r.nic_ports) == 8
+    assert all(sorted(p) == list(range(24)) and set(p.values()) == {"UP"} for p in r.nic_ports.values())
+
+
+def test_made_gaudi2_x8_nic_link_card3_port8_down() -> None:
+    r = read("made-gaudi2-x8-nic-link-card3-port8-down.txt")
+    down = [(bus, n) for bus, ports in r.nic_ports.items() for n, state in ports.items() if state != "UP"]
+    assert down == [("0000:b4:00.0", 8)]
+
+
+def test_made_gaudi2_x8_nic_ports() -> None:
+    r = read("made-gaudi2-x8-nic-ports.txt")
+    assert r.kind == "nic-ports" and r.nic_ports == {}
+    external = {
+        bus: sorted(n for n, t in types.items() if t == "external") for bus, types in r.nic_port_types.items()
+    }
+    assert set(map(tuple, external.values())) == {(8, 22, 23)} and len(external) == 8
+
+
 SAMPLE_TESTS = {
+    "gaudi1-hl205-x8-1.8.0-process-wrapped-table.txt": test_gaudi1_hl205_x8_1_8_0_process_wrapped_table,
+    "made-gaudi2-x8-nic-link-up.txt": test_made_gaudi2_x8_nic_link_up,
+    "made-gaudi2-x8-nic-link-card3-port8-down.txt": test_made_gaudi2_x8_nic_link_card3_port8_down,
+    "made-gaudi2-x8-nic-ports.txt": test_made_gaudi2_x8_nic_ports,
     "gaudi1-hl205-x8-1.4.1-table.txt": test_gaudi1_hl205_x8_1_4_1_table,
     "gaudi2-hl225-x8-1.12.1-table.txt": test_gaudi2_hl225_x8_1_12_1_table,
     "gaudi2-hl225-x1-1.15.1-table.txt": test_gaudi2_hl225_x1_1_15_1_table,

@@ -139,6 +139,43 @@ REAL_ERRORS: dict[str, list[str]] = {
         "ValueError: Your setup doesn't support bf16/gpu. You need to assign use_cpu if you want to train the model on CPU."
     ],
 }
+# The card network and HCCL across hosts. huggingface/optimum-habana#505 (multi-node Ray Train, Gaudi 2)
+REAL_ERRORS["hccl-collective-failed"] = [
+    "(RayTrainWorker pid=19045) [2023-11-02 13:17:59,227 E 19045 21937] logging.cc:97: Unhandled exception: "
+    "N3c105ErrorE. what(): Collective call returned error\n"
+    "(RayTrainWorker pid=19045) Exception raised from operator() at /npu-stack/pytorch-integration/"
+    "python_packages/habana_frameworks/torch/distributed/hccl/process_group_hccl_base.cpp:286 (most recent call first):"
+]
+# HabanaAI/HCL 1.21.0 format strings (hcl_idevice.cpp allocateQp, gen2_arch_common/hcl_device.cpp), filled in
+REAL_ERRORS["hccl-nic-down"] = ["Nic(8) is DOWN, can't allocate connection", "NIC 22 is down"]
+# HabanaAI/HCL 1.21.0 hccl_communicator.cpp, its format filled in
+REAL_ERRORS["hccl-scaleout-unavailable"] = [
+    "Comm 0 Scale-out is not available and communicator requires scale-out."
+]
+# HabanaAI/hccl_demo#46
+REAL_ERRORS["hccl-internal-check"] = [
+    "/".join(
+        ("", "home", "jenkins", "workspace", "cdsoftwarebuilder", "create-binaries-from-sw-sources---bp-dt")
+    )
+    + "/repos/hcl/src/platform/"
+    "gen2_arch_common/credit_manager.cpp:31(allocNextCredit): The condition [ prevTargetValue != targetValue ] "
+    "failed. No available intermediate buffer\n"
+    "HCCL demo error: In function hcclAllReduceWrapper(): hcclAllReduce(sendbuff, recvbuff, recvcount, "
+    "getDataType(envData), getReductionOp(envData), resources.comm, resources.collectiveStream) failed: A device "
+    "is busy or an internal check failed"
+]
+# HabanaAI/hccl_demo#47 (8 × Gaudi 3 PCIe), verbatim
+REAL_ERRORS["gaudi-nics-not-detected"] = [
+    "# /opt/habanalabs/qual/gaudi3/bin/manage_network_ifs.sh --status\naccel0\nno interfaces were detected\n"
+    "accel1\nno interfaces were detected",
+    "# /opt/habanalabs/qual/gaudi3/bin/manage_network_ifs.sh --up\nWarning: no habanalabs network interfaces were detected",
+]
+# manage_network_ifs.sh's `--status` lines (HabanaAI/Setup_and_Install a0c317a), its echo filled in
+REAL_ERRORS["gaudi-ports-down-status"] = [
+    "accel3\n21 ports up (0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11)\n1 ports down (8)"
+]
+# made-gaudi2-x8-nic-link-card3-port8-down.txt: the real `-n link` format with a port DOWN (made from docs)
+REAL_ERRORS["hlsmi-link-down"] = [(SAMPLES / "made-gaudi2-x8-nic-link-card3-port8-down.txt").read_text()]
 REAL_ERRORS["hlsmi-processes-na"] = [(SAMPLES / "gaudi2-hl225-x8-1.20.0-busy-table.txt").read_text()]
 CASES = [(entry_id, text) for entry_id, texts in REAL_ERRORS.items() for text in texts]
 

@@ -107,3 +107,18 @@ def cards(sample: str, modules: str | None = DEFAULT_MODULES) -> list[dict[str, 
     for card in found:
         card["module_id"] = mapping.get(card["index"], card["index"])
     return found
+
+
+_SECTION = re.compile(r"^=+\s*(\S+)\s*=+\s*$")
+
+
+def nic_sections(text: str) -> dict[str, list[str]]:
+    """A looped `-n link`/`-n ports` sample (`=== <bus> ===` then that card's `port N: …` lines) → bus → lines."""
+    sections: dict[str, list[str]] = {}
+    bus = "?"
+    for line in text.splitlines():
+        if match := _SECTION.match(line.strip()):
+            bus = match.group(1)
+        elif line.strip():
+            sections.setdefault(bus, []).append(line.strip())
+    return sections

@@ -114,6 +114,9 @@ class Exporter:
     port: int
     workdir: Path
     process: subprocess.Popen[bytes] | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    """More environment for the exporter and its fake hl-smi (e.g. FAKE_HLSMI_LINK)."""
+    args: tuple[str, ...] = ()
 
     @property
     def instance(self) -> str:
@@ -128,10 +131,11 @@ class Exporter:
             "FAKE_HLSMI_SAMPLES_DIR": str(SAMPLES),
             "FAKE_HLSMI_SAMPLE": self.sample,
             "GAUDI_TUI_HOME": str(self.workdir / "home"),
+            **self.env,
         }
         log = open(self.workdir / f"exporter-{self.port}.log", "ab")  # noqa: SIM115 (the child keeps it)
         self.process = subprocess.Popen(
-            [PYTHON, "-m", "gaudi_tui", "exporter", "--port", str(self.port), "--interval", "1"],
+            [PYTHON, "-m", "gaudi_tui", "exporter", "--port", str(self.port), "--interval", "1", *self.args],
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,

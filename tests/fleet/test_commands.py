@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from gaudi_tui.core.fleet import fetch
 from gaudi_tui.core.fleet import metrics as m
 from gaudi_tui.core.fleet.prometheus import PrometheusClient, PrometheusError
 from tests.conftest import PYTHON, ROOT, SAMPLES, child_env
@@ -163,3 +164,25 @@ def test_exporter_without_a_source_says_why_and_serves_no_card() -> None:
     finally:
         stop(process)
     assert b"`hl-smi` is not on PATH" in process.stderr.read()
+
+
+def test_exporter_serves_nic_port_status_with_intels_labels_from_saved_outputs() -> None:
+    """`exporter --input` of a table, `-n link` and `-n ports`: one series per port, 1 = up, 0 = down,
+    `port_type` external/internal; read back by the Fleet reader, card 3 port 8 is the one down."""
+    from prometheus_client import generate_latest
+
+    from gaudi_tui.core.devices.parsers.detect import read_inputs
+    from gaudi_tui.core.fleet.exporter import LatestSnapshot, registry_for
+
+    names = ["gaudi2-hl225-x8-1.20.0-busy-table.txt", "made-gaudi2-x8-nic-link-card3-port8-down.txt"]
+    names.append("made-gaudi2-x8-nic-ports.txt")
+    latest = LatestSnapshot(read_inputs([str(SAMPLES / n) for n in names]).to_snapshot("file"))
+    text = generate_latest(registry_for(latest.get)).decode()
+    lines = [line for line in text.splitlines() if line.startswith(m.NIC_PORT_STATUS.name + "{")]
+    assert len(lines) == 8 * 24
+    down = [line for line in lines if line.endswith(" 0.0")]
+    assert len(down) == 1 and 'id="3"' in down[0] and 'port="8"' in down[0]
+    assert 'port_type="external"' in down[0] and 'driver="1.19.1-6f47ddd"' in down[0]
+    assert sum('port_type="external"' in line for line in lines) == 8 * 3
+    fleet = fetch.from_text(text, "saved", "gaudi2-host")
+    assert fleet.hosts[0].down_ports() == ["card 3: port 8"]

@@ -73,7 +73,7 @@ def test_fleet_json_shows_the_replayed_values_and_the_dead_target(fleet_stack: F
     assert dead["state"] == "down" and dead["cards"] == [] and "down" in dead["flags"]
     busy = hosts[fleet_stack.exporters[1].instance]  # the Gaudi 2 sample: cards 3, 5, 7 hold HBM
     assert busy["free_cards"] == [0, 1, 2, 4, 6]
-    assert busy["fits"] == {"1": True, "2": True, "4": False, "8": False}
+    assert busy["fits"] == {"1": True, "2": True, "4": False, "8": False, "16": False}
     assert hosts[fleet_stack.exporters[0].instance]["fits"]["8"] is True
     # Our exporter has no slowdown threshold nor pending rows: the banner says so, nothing is made up.
     assert report["absent_metrics"] == [

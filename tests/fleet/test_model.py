@@ -122,3 +122,28 @@ def test_colour_ratios() -> None:
     )
     assert card.ratio("hbm") == 0.5 and card.ratio("power") == 0.5
     assert card.ratio("temperature") == 45 / DEFAULT_SLOWDOWN_C and card.ratio("utilization") == 0
+
+
+def nic(host: str, card: int, port: int, kind: str, value: float) -> Sample:
+    return sample(m.NIC_PORT_STATUS.name, host, card, value, port=str(port), port_type=kind)
+
+
+def test_a_scale_out_port_down_flags_the_host_and_leaves_multi_host_sizes() -> None:
+    """Card 3 of host a loses external port 8 (Intel's meaning: 0 = down): the host is flagged, the
+    card is out of the 16-card (multi-host) size, single-host sizes still fit; an internal port down
+    or an external one up changes nothing."""
+    cards = [card_samples(host, i) for host in ("a:1", "b:1") for i in range(8)]
+    ports = [
+        nic("a:1", 3, 8, "external", 0),
+        nic("a:1", 3, 22, "external", 1),
+        nic("a:1", 5, 2, "internal", 0),
+        nic("b:1", 3, 8, "external", 1),
+    ]
+    fleet = build_fleet("t", merged(*cards, {m.NIC_PORT_STATUS.name: ports}))
+    a, b = fleet.hosts
+    assert a.cards[3].ports_down == (8,) and a.cards[3].flags == ("scale-out down",)
+    assert a.cards[5].ports_down == () and a.flags == ("scale-out down 1",)
+    assert a.down_ports() == ["card 3: port 8"]
+    assert [a.fits(n) for n in (1, 2, 4, 8, 16)] == [True, True, True, True, False]
+    assert b.flags == () and b.fits(16) and b.to_json()["fits"]["16"] is True
+    assert worst_first(fleet.hosts)[0] is a

@@ -32,7 +32,7 @@ class CardHolder:
 
 
 @lru_cache(maxsize=256)
-def _user_name(uid: int) -> str | None:
+def user_name(uid: int) -> str | None:
     try:
         return pwd.getpwuid(uid).pw_name
     except KeyError:
@@ -115,7 +115,7 @@ def find_holders(proc_root: str = "/proc", node_pattern: str = DEFAULT_NODE_PATT
         command = _command(pid_dir)
         started = start_time(int(pid), proc_root)
         for index, path in sorted(found.items()):
-            user = _user_name(uid) if uid is not None else None
+            user = user_name(uid) if uid is not None else None
             holders.append(CardHolder(index, int(pid), user, command, started, path))
     return sorted(holders, key=lambda h: (h.index, h.pid))
 
@@ -126,7 +126,7 @@ def can_signal(holder: CardHolder, proc_root: str = "/proc") -> str | None:
     if uid is None:
         return f"process {holder.pid} has already exited"
     if os.getuid() not in (0, uid):
-        return f"process {holder.pid} belongs to {_user_name(uid)}; only that user or root can stop it"
+        return f"process {holder.pid} belongs to {user_name(uid)}; only that user or root can stop it"
     if holder.started is None:
         return (
             f"the start time of PID {holder.pid} could not be read when it was found, so there is no way "

@@ -1,7 +1,9 @@
 """One device snapshot from the best source that works: HLML → hl-smi → NVML → host only.
 
-`read_once()` is what other screens and commands call (Training checks the chosen cards with it);
-it never raises: every problem becomes a line in `snapshot.errors`.
+`read_once()` is what other screens and commands call (Training checks the chosen cards with it,
+the Checklist the cards and their links); it never raises: every problem becomes a line in
+`snapshot.errors` (or `link_errors`). On hl-smi/HLML it also reads every process on the cards
+(hl-smi's table merged with /proc) and the NIC links (`hl-smi -n link`/`-n ports`, one-shot).
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from gaudi_tui.core.devices import faults
+from gaudi_tui.core.devices.card_processes import merge_processes
+from gaudi_tui.core.devices.details import ONE_SHOT_S, read_links_hlsmi
 from gaudi_tui.core.devices.faults import Fault
 from gaudi_tui.core.devices.holders import find_holders
 from gaudi_tui.core.devices.model import DeviceSnapshot, Source
@@ -20,7 +24,6 @@ from gaudi_tui.core.devices.sources import hlsmi, sysfs
 from gaudi_tui.core.devices.sources.hlml import HlmlSource
 from gaudi_tui.core.devices.sources.library import SourceUnavailable
 from gaudi_tui.core.devices.sources.nvml import NvmlSource
-from gaudi_tui.core.devices.usage import holder_processes
 
 HL_SMI = "hl-smi"
 
@@ -104,11 +107,15 @@ def read_once(
             if fault.code != "hl-smi-exit":
                 errors.insert(0, fault.banner())
             return DeviceSnapshot(source="none", errors=tuple(errors))
-        if source in ("hlml", "hl-smi"):
-            reading = with_kernel_facts(reading, sys_root)
-            holders = find_holders(proc_root)
-            reading = merge([reading, Reading(kind="proc", processes=holder_processes(holders))])
-        return reading.to_snapshot(source, errors)
+        if source not in ("hlml", "hl-smi"):
+            return reading.to_snapshot(source, errors)
+        reading = with_kernel_facts(reading, sys_root)
+        processes = merge_processes(reading.processes, find_holders(proc_root), proc_root)
+        snapshot = replace(reading.to_snapshot(source, errors), processes=processes)
+        if not shutil.which(hl_smi):
+            return replace(snapshot, link_errors=(f"{hl_smi} is not installed: the NIC links are unknown",))
+        links, link_errors = read_links_hlsmi(hl_smi, snapshot.devices, min(timeout, ONE_SHOT_S))
+        return replace(snapshot, links=links, link_errors=link_errors)
     except Exception as error:  # never raise to the caller
         return DeviceSnapshot(
             source="none", errors=(*errors, f"device query failed: {type(error).__name__}: {error}")

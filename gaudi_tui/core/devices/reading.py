@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, TypeVar
 
+from gaudi_tui.core.devices.links import card_links
 from gaudi_tui.core.devices.model import Device, DeviceProcess, DeviceSnapshot, Source, product_for
 
 DEVICE_FIELDS = tuple(f.name for f in fields(Device))
@@ -29,6 +30,9 @@ class Reading:
     numa_by_module: Mapping[int, int] = field(default_factory=dict)
     cpus_by_module: Mapping[int, str] = field(default_factory=dict)
     nic_ports: Mapping[str, Mapping[int, str]] = field(default_factory=dict)
+    """bus ID → port → state (`UP`, `DOWN`) from `hl-smi -n link`."""
+    nic_port_types: Mapping[str, Mapping[int, str]] = field(default_factory=dict)
+    """bus ID → port → `internal`/`external` from `hl-smi -n ports`."""
     errors: tuple[str, ...] = ()
     samples: int = 1
     """How many refreshes a looped (`-l`) CSV capture held; the devices are from the last one."""
@@ -40,6 +44,7 @@ class Reading:
             else d
             for d in sorted(self.devices, key=lambda d: d.index)
         )
+        links, link_errors = card_links(self.nic_ports, self.nic_port_types, devices)
         return DeviceSnapshot(
             source=source,
             devices=devices,
@@ -47,6 +52,8 @@ class Reading:
             hl_smi_version=self.hl_smi_version,
             driver_version=self.driver_version,
             errors=(*self.errors, *extra_errors),
+            links=links,
+            link_errors=link_errors,
         )
 
 
@@ -88,6 +95,7 @@ def merge(readings: Iterable[Reading]) -> Reading:
     numa: dict[int, int] = {}
     cpus: dict[int, str] = {}
     nic: dict[str, Mapping[int, str]] = {}
+    nic_types: dict[str, Mapping[int, str]] = {}
     errors: list[str] = []
     hl_smi_version = driver_version = None
     for reading in readings:
@@ -110,6 +118,7 @@ def merge(readings: Iterable[Reading]) -> Reading:
         _keep_first(numa, reading.numa_by_module)
         _keep_first(cpus, reading.cpus_by_module)
         _keep_first(nic, reading.nic_ports)
+        _keep_first(nic_types, reading.nic_port_types)
         hl_smi_version = hl_smi_version or reading.hl_smi_version
         driver_version = driver_version or reading.driver_version
         errors.extend(e for e in reading.errors if e not in errors)
@@ -123,6 +132,7 @@ def merge(readings: Iterable[Reading]) -> Reading:
         numa_by_module=numa,
         cpus_by_module=cpus,
         nic_ports=nic,
+        nic_port_types=nic_types,
         errors=tuple(errors),
         samples=max((r.samples for r in readings), default=1),
     )

@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
+from gaudi_tui.core.devices import links
 from gaudi_tui.core.devices.holders import CardHolder
 from gaudi_tui.core.devices.model import DeviceSnapshot
 from gaudi_tui.core.devices.reading import Reading
 from gaudi_tui.core.devices.sources.host import HostStats
 from gaudi_tui.core.devices.usage import card_uses
 
-HEADER = ("IDX", "MOD", "CARD", "BUS", "UTIL", "HBM RSVD MiB", "POWER W", "TEMP", "ECC", "NUMA", "HOLDER")
+HEADER = (
+    "IDX",
+    "MOD",
+    "CARD",
+    "BUS",
+    "UTIL",
+    "HBM RSVD MiB",
+    "POWER W",
+    "TEMP",
+    "ECC",
+    "NUMA",
+    "LINK",
+    "HOLDER",
+)
 
 
 def _v(value: float | int | None, unit: str = "") -> str:
@@ -48,6 +62,7 @@ def table(
                 _v(d.temperature_c, "C"),
                 _v(d.uncorrected_errors),
                 _v(d.numa_node),
+                links.column(snapshot.links_of(d.index)).replace("–", "-"),
                 use.label() if use else "-",
             )
         )
@@ -61,18 +76,22 @@ def table(
     for process in snapshot.processes:
         memory = f" {process.memory_mib} MiB" if process.memory_mib is not None else ""
         user = f" ({process.user})" if process.user else ""
-        lines.append(f"card {process.index}: PID {process.pid} {process.name}{user}{memory}")
+        command = f": {process.command}" if process.command else ""
+        lines.append(f"card {process.index}: PID {process.pid} {process.name}{user}{memory}{command}")
     for index, use in uses.items():
         if use.explanation():
             lines.append(f"card {index}: busy, holder not visible")
     if extra is not None:
         for module, cpus in sorted(extra.cpus_by_module.items()):
             lines.append(f"module {module}: CPUs {cpus}, NUMA {extra.numa_by_module.get(module, '-')}")
-        for bus, ports in extra.nic_ports.items():
-            up = sum(1 for state in ports.values() if state == "UP")
-            down = [str(p) for p, state in sorted(ports.items()) if state != "UP"]
-            lines.append(
-                f"{bus}: {up} of {len(ports)} NIC ports UP" + (f"; not up: {', '.join(down)}" if down else "")
-            )
+    for card in snapshot.links:
+        down = [str(p.number) for p in card.ports if not p.up]
+        where = f"card {card.index}" if card.index is not None else card.bus_id or "?"
+        lines.append(
+            f"{where}: {card.up} of {len(card.ports)} NIC ports UP"
+            + (f"; not up: {', '.join(down)}" if down else "")
+        )
+    if warning := links.banner(snapshot.devices, snapshot.links):
+        lines.append("error: " + warning)
     lines.extend(f"error: {error}" for error in snapshot.errors)
     return "\n".join(lines)

@@ -38,12 +38,14 @@ class CardUse:
         return self.state != "free"
 
     def label(self) -> str:
+        """The first process (a holder you can see first) and how many more the card has."""
+        others = max(len(self.holders), len(self.processes)) - 1
+        more = f" +{others}" if others > 0 else ""
         if self.holders:
             first = self.holders[0]
-            more = f" +{len(self.holders) - 1}" if len(self.holders) > 1 else ""
             return f"{_short(first.command)} ({first.pid}){more}"
         if self.processes:
-            return f"{self.processes[0].name} ({self.processes[0].pid})"
+            return f"{self.processes[0].name} ({self.processes[0].pid}){more}"
         return "busy, holder not visible" if self.state == "busy-hidden" else "—"
 
     def explanation(self) -> str | None:

@@ -13,6 +13,9 @@ What is served, per card (labels `metrics.LABELS`):
   habanalabs_power_default_limit_mW ← power.max (the table's cap) W × 1000
   habanalabs_temperature_onchip     ← temperature.aip (°C)
   habanalabs_device_config          = 1
+  habanalabs_nic_port_status{port,port_type}  ← `hl-smi -n link` (1 UP, 0 DOWN) and `-n ports`
+                                    (external/internal; `unknown` when `-n ports` did not answer),
+                                    or HLML's port masks, read every 30 s by `core.devices.details`
 A value the source does not give leaves that card's series out. Neither hl-smi's query/table forms
 nor the HLML calls the Devices code makes give the on-board temperature, the thresholds, the ECC
 mode, pending rows or PCIe figures, so those series are absent (never made up: hl-smi's
@@ -24,13 +27,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from gaudi_tui.core.devices.model import Device, DeviceSnapshot
+from gaudi_tui.core.devices.model import CardLinks, Device, DeviceSnapshot
 from gaudi_tui.core.fleet import metrics as m
 
 UNKNOWN = "na"
@@ -101,6 +104,22 @@ def families(snapshot: DeviceSnapshot, facts: KernelFacts) -> Iterator[GaugeMetr
             yield family
 
 
+def nic_family(snapshot: DeviceSnapshot, facts: KernelFacts) -> GaugeMetricFamily | None:
+    """`habanalabs_nic_port_status` for every port of every card the snapshot has links for."""
+    by_index = {d.index: d for d in snapshot.devices}
+    family = GaugeMetricFamily(
+        m.NIC_PORT_STATUS.name, m.NIC_PORT_STATUS.help, labels=(*m.LABELS, *m.NIC_LABELS)
+    )
+    for card in snapshot.links:
+        device = by_index.get(card.index) if card.index is not None else None
+        if device is None:
+            continue
+        labels = labels_for(device, snapshot, facts)
+        for port in card.ports:
+            family.add_metric([*labels, str(port.number), port.type or "unknown"], 1.0 if port.up else 0.0)
+    return family if family.samples else None
+
+
 class SnapshotCollector(Collector):
     """Serves whatever `latest()` returns at scrape time."""
 
@@ -109,23 +128,36 @@ class SnapshotCollector(Collector):
         self.facts = facts or KernelFacts()
 
     def collect(self) -> Iterable[GaugeMetricFamily]:
-        return list(families(self.latest(), self.facts))
+        snapshot = self.latest()
+        found = list(families(snapshot, self.facts))
+        nic = nic_family(snapshot, self.facts)
+        return [*found, nic] if nic is not None else found
 
 
 class LatestSnapshot:
-    """The newest snapshot a device feed published (thread-safe hand-over to the HTTP thread)."""
+    """The newest snapshot a device feed published, with the newest links the details reader found
+    (thread-safe hand-over to the HTTP thread)."""
 
     def __init__(self, first: DeviceSnapshot | None = None) -> None:
         self._lock = threading.Lock()
         self._snapshot = first or DeviceSnapshot(source="none")
+        self._links: tuple[CardLinks, ...] = ()
 
     def set(self, snapshot: DeviceSnapshot) -> None:
         with self._lock:
             self._snapshot = snapshot
 
-    def get(self) -> DeviceSnapshot:
+    def set_links(self, links: tuple[CardLinks, ...]) -> None:
         with self._lock:
-            return self._snapshot
+            self._links = links
+
+    def get(self) -> DeviceSnapshot:
+        """The snapshot; its own links (a saved output's) or the reader's, only for cards it has."""
+        with self._lock:
+            snapshot, links = self._snapshot, self._links
+        if snapshot.links or not links or not snapshot.devices:
+            return snapshot
+        return replace(snapshot, links=links)
 
 
 def registry_for(latest: Callable[[], DeviceSnapshot], facts: KernelFacts | None = None) -> CollectorRegistry:

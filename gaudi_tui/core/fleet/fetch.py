@@ -1,8 +1,8 @@
 """One fleet refresh from Prometheus, or a fleet from a saved /metrics text.
 
 A refresh asks exactly one instant query per metric for the whole fleet (never one per host), all
-at once on a few threads: `up`, the usual card count per instance over the last hour, and each of
-`metrics.FLEET_METRICS`. A host's 5-minute history is one range query for all its metrics.
+at once on a few threads: `up`, the usual card count per instance over the last hour, each of
+`metrics.FLEET_METRICS`, and the scale-out NIC ports that are down. A host's 5-minute history is one range query for all its metrics.
 """
 
 from __future__ import annotations
@@ -28,9 +28,15 @@ IDENTITY = "instance, job, id, Serial, UUID, pod_namespace, pod_name"
 `instance` and `id`, which makes each answer a third of the size (what bounds a refresh's cost)."""
 
 
+NIC_DOWN_QUERY = (
+    f'min by (instance, id, port, port_type) ({m.NIC_PORT_STATUS.name}{{port_type="external"}}) < 1'
+)
+"""Only the scale-out ports that are down: a handful of series, not 3 per card of the fleet."""
+
+
 def fleet_queries() -> dict[str, str]:
     """Every query of one refresh: key → PromQL (`max by` only drops labels: one series per card)."""
-    queries = {"up": UP_QUERY, "usual": USUAL_QUERY}
+    queries = {"up": UP_QUERY, "usual": USUAL_QUERY, m.NIC_PORT_STATUS.name: NIC_DOWN_QUERY}
     for info in m.FLEET_METRICS:
         keep = IDENTITY if info is m.MEMORY_USED else "instance, id"
         queries[info.name] = f"max by ({keep}) ({info.name})"
@@ -54,6 +60,7 @@ def refresh(client: PrometheusClient, at: float | None = None) -> Fleet:
     if "up" not in answers:
         return Fleet(client.url, problems=tuple(failures))
     samples = {info.name: answers[info.name] for info in m.FLEET_METRICS if info.name in answers}
+    samples[m.NIC_PORT_STATUS.name] = answers.get(m.NIC_PORT_STATUS.name, [])
     fleet = build_fleet(client.url, samples, answers["up"], answers.get("usual", []), problems=failures)
     if not fleet.hosts:
         empty = (

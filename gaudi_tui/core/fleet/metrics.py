@@ -51,6 +51,11 @@ PCI_LINK_SPEED = MetricInfo("habanalabs_pci_link_speed", "Current PCI Link Speed
 PCI_LINK_WIDTH = MetricInfo("habanalabs_pci_link_width", "Current PCI link width")
 DEVICE_CONFIG = MetricInfo("habanalabs_device_config", "")
 """Always 1, one series per card (Intel's exporter gives it no HELP text)."""
+NIC_PORT_STATUS = MetricInfo("habanalabs_nic_port_status", "")
+"""One series per NIC port of a card: 1 = link up, 0 = down or error (Intel's exporter reads HLML's
+port masks and each port's link, and gives it no HELP text). Extra labels `NIC_LABELS`: `port` (the
+port number) and `port_type` (`external` = scale-out, `internal` = scale-up)."""
+NIC_LABELS = ("port", "port_type")
 
 FLEET_METRICS = (
     UTILIZATION,

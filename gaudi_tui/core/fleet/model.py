@@ -4,6 +4,8 @@ Hosts are told apart by Prometheus's `instance` label, cards by `id`. Health rul
 - card: `hot` at or past its slowdown threshold (`habanalabs_temperature_threshold_slowdown`, else
   `DEFAULT_SLOWDOWN_C`); `over cap` when power exceeds the default limit; `ECC rows` when
   `habanalabs_pending_rows_state` is 1 (rows wait for replacement: the card needs a reset);
+  `scale-out down` when an external port's `habanalabs_nic_port_status` is 0 (a multi-host job
+  using the card fails, so the card does not count for multi-host job sizes);
 - host: `down` when its target's `up` is 0; `stale` when the target answers but sends no card
   (Intel's exporter does that when its driver or kubelet lookup fails) or has left `up`;
   `N missing` when it reports fewer cards than it did in the last hour (`usual`).
@@ -26,7 +28,10 @@ from gaudi_tui.core.fleet.samples import Sample, SamplesByMetric
 DEFAULT_SLOWDOWN_C = 90.0
 """Used when the exporter gives no slowdown threshold (ours never does; hl-smi does not print it):
 the Devices screen's red temperature level."""
-JOB_SIZES = (1, 2, 4, 8)
+JOB_SIZES = (1, 2, 4, 8, 16)
+HOST_CARDS = 8
+"""A job of more cards than this spans hosts: it takes whole hosts of 8 cards (Intel's rule), each
+with its scale-out ports up."""
 HostState = Literal["up", "down", "stale"]
 
 
@@ -45,6 +50,8 @@ class Card(NamedTuple):
     temperature_c: float | None = None
     slowdown_c: float | None = None
     ecc_pending: bool | None = None
+    ports_down: tuple[int, ...] = ()
+    """External (scale-out) NIC ports that are down."""
     flags: tuple[str, ...] = ()
 
     @property
@@ -83,11 +90,20 @@ class Host:
         return tuple(c.id for c in self.cards if c.free) if self.state == "up" else ()
 
     def fits(self, size: int) -> bool:
-        """Can a job of `size` cards start here now, on free cards forming one of Intel's sets?"""
+        """Can a job of `size` cards start here now, on free cards forming one of Intel's sets? For a
+        multi-host size (more than 8): can this host take its whole-host share, every card free and
+        none with a scale-out port down?"""
         free = frozenset(self.free_ids)
+        if size > HOST_CARDS:
+            free -= {c.id for c in self.cards if c.ports_down}
+            return len(self.cards) == HOST_CARDS and len(free) == HOST_CARDS
         if size == 1:
             return bool(free)
         return any(len(s) == size and s <= free for s in SUPPORTED_SETS)
+
+    def down_ports(self) -> list[str]:
+        """`card 3: port 8` for every card with scale-out ports down."""
+        return [f"card {c.id}: port {', '.join(map(str, c.ports_down))}" for c in self.cards if c.ports_down]
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -146,6 +162,8 @@ def _card_flags(values: dict[str, Any]) -> tuple[str, ...]:
         flags.append("over cap")
     if values.get("ecc_pending"):
         flags.append("ECC rows")
+    if values.get("ports_down"):
+        flags.append("scale-out down")
     return tuple(flags)
 
 
@@ -192,7 +210,24 @@ def _cards_by_host(
             if "Serial" in labels and not values["serial"]:
                 values.update(_identity(labels))
             values[attribute] = value >= 1 if as_flag else value
+    _add_ports_down(samples.get(m.NIC_PORT_STATUS.name, ()), default_host, by_host)
     return by_host
+
+
+def _add_ports_down(
+    samples: Iterable[Sample], default_host: str, by_host: dict[str, dict[int, dict[str, Any]]]
+) -> None:
+    """Each known card's external ports whose `habanalabs_nic_port_status` is 0, into `ports_down`."""
+    for labels, value in samples:
+        if value >= 1 or labels.get("port_type") != "external":
+            continue
+        try:
+            card_id, port = int(labels.get("id", "")), int(labels.get("port", ""))
+        except ValueError:
+            continue
+        values = by_host.get(labels.get("instance") or default_host, {}).get(card_id)
+        if values is not None:
+            values["ports_down"] = tuple(sorted({*values.get("ports_down", ()), port}))
 
 
 def _new_card(
@@ -237,7 +272,7 @@ def build_fleet(
         flags: list[str] = [] if state == "up" else [state]
         if state == "up" and len(cards) < usual_cards:
             flags.append(f"{usual_cards - len(cards)} missing")
-        for flag in ("hot", "over cap", "ECC rows"):
+        for flag in ("hot", "over cap", "ECC rows", "scale-out down"):
             count = sum(flag in c.flags for c in cards)
             if count:
                 flags.append(f"{flag} {count}")

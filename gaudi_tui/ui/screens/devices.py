@@ -1,8 +1,11 @@
-"""Devices: the live device map, card holders, and choosing the cards a job may use.
+"""Devices: the live device map, every process on each card, the cards' NIC links, and choosing
+the cards a job may use.
 
 A thread runs the device feed (`core.devices.monitor.DeviceMonitor`: HLML, one long-lived hl-smi
 child, NVML or host only) and posts each refresh as a message; a second thread posts the host
-figures on their own timer, so the host row stays live whatever the device source does. This
+figures on their own timer, so the host row stays live whatever the device source does; a third,
+started after the first frame, reads the slow details every 30 s (`core.devices.details`: one-shot
+`hl-smi -n link`/`-n ports` per card, or HLML's port masks, and hl-smi's process table). This
 screen only draws.
 """
 
@@ -26,18 +29,20 @@ from textual.widget import Widget
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
-from gaudi_tui.core.devices import cardsets
+from gaudi_tui.core.devices import cardsets, links
 from gaudi_tui.core.devices.feed import MonitorConfig, MonitorUpdate, quick_fault
 from gaudi_tui.core.devices.history import History
-from gaudi_tui.core.devices.model import Device, DeviceSnapshot
+from gaudi_tui.core.devices.model import CardLinks, Device, DeviceProcess, DeviceSnapshot
 from gaudi_tui.core.devices.usage import CardUse, card_uses
 from gaudi_tui.ui.palette import palette
 from gaudi_tui.ui.screens.base import PanelScreen
+from gaudi_tui.ui.screens.card_links import CardLinksScreen
 from gaudi_tui.ui.widgets.confirm import ConfirmScreen
 from gaudi_tui.ui.widgets.device_table import DeviceTable
 from gaudi_tui.ui.widgets.sparkline_text import spark
 
 if TYPE_CHECKING:  # the sources, parsers and psutil load in the feed threads, after the first frame
+    from gaudi_tui.core.devices.details import CardDetails
     from gaudi_tui.core.devices.holders import CardHolder
     from gaudi_tui.core.devices.sources.host import HostStats
 
@@ -64,6 +69,11 @@ class Feed(Protocol):
 
 
 FeedFactory = Callable[[Callable[[MonitorUpdate], object], threading.Event], Feed]
+DetailsFactory = Callable[
+    [Callable[[], list[Device]], Callable[["CardDetails"], object], threading.Event, Callable[[], object]],
+    Feed,
+]
+"""(the feed's cards now, on_details, cancel, the initialised pyhlml or None) → the details reader."""
 HostReading = Callable[[], "HostStats | None"]
 
 
@@ -77,6 +87,12 @@ class HostUpdated(Message):
     def __init__(self, stats: HostStats) -> None:
         super().__init__()
         self.stats = stats
+
+
+class DetailsRead(Message):
+    def __init__(self, details: CardDetails) -> None:
+        super().__init__()
+        self.details = details
 
 
 class HolderSignalled(Message):
@@ -93,11 +109,15 @@ class DevicesScreen(PanelScreen):
         "Live per-card metrics with 5-minute sparklines, who holds each card, and choosing cards for a "
         "job. HBM rsvd is hl-smi's memory.used: memory reserved on the card (a framework reserves nearly "
         "all of it when it starts), so it tells busy from free. The chosen cards (module IDs) are what "
-        "Training uses; they are checked against Intel's supported sets."
+        "Training uses; they are checked against Intel's supported sets. Link = NIC ports up of total "
+        "(red: a scale-out port is down, so multi-node jobs using the card fail); l shows every port. "
+        "The detail lists every process on the card (hl-smi's table and /proc)."
     )
     DEFAULT_CSS = """
     DevicesScreen #devices-banner { display: none; border: round $warning; padding: 0 1; height: auto; }
     DevicesScreen #devices-banner.shown { display: block; }
+    DevicesScreen #devices-links-banner { display: none; border: round $error; padding: 0 1; height: auto; }
+    DevicesScreen #devices-links-banner.shown { display: block; }
     DevicesScreen #devices-status { height: auto; padding: 0 1; color: $text-muted; }
     DevicesScreen #devices-body { height: 1fr; }
     DevicesScreen #devices-choice { height: auto; padding: 0 1; border-top: solid $primary; }
@@ -112,6 +132,7 @@ class DevicesScreen(PanelScreen):
         Binding("c", "copy_export", "Copy export", id="devices.copy"),
         Binding("s", "cycle_sort", "Sort", id="devices.sort"),
         Binding("k", "stop_holder", "Stop holder", id="devices.stop"),
+        Binding("l", "show_links", "Links", id="devices.links"),
         Binding("r", "retry", "Retry now", id="devices.retry", show=False),
     ]
 
@@ -120,9 +141,14 @@ class DevicesScreen(PanelScreen):
         config: MonitorConfig | None = None,
         feed: FeedFactory | None = None,
         host_reader: HostReading | None = None,
+        details: DetailsFactory | None = None,
     ) -> None:
-        """`feed` and `host_reader` replace the device monitor and the psutil reader (tests)."""
+        """`feed`, `host_reader` and `details` replace the device monitor, the psutil reader and the
+        links/process-table reader (tests)."""
         super().__init__()
+        self.make_details: DetailsFactory = details or self._details_poller
+        self.details: CardDetails | None = None
+        self._details_cancel = threading.Event()
         self.config = config or MonitorConfig()
         self.make_feed: FeedFactory = feed or self._device_monitor
         self.host_reader = host_reader
@@ -135,6 +161,7 @@ class DevicesScreen(PanelScreen):
         self.chosen: set[int] = set()
         self.sort = 0
         self._feed: Feed | None = None
+        self._details_reader: Feed | None = None
         self._feed_cancel: threading.Event | None = None
         self._feed_thread: threading.Thread | None = None
         self._built = False
@@ -143,6 +170,7 @@ class DevicesScreen(PanelScreen):
     # -- layout -------------------------------------------------------------------------------
     def compose_body(self) -> ComposeResult:
         yield Static("", id="devices-banner", markup=False)
+        yield Static("", id="devices-links-banner", markup=False)
         yield Static("host: measuring…", id="devices-status", markup=False)
         yield Vertical(id="devices-body")  # filled after the first frame (`_after_first_frame`)
 
@@ -172,6 +200,7 @@ class DevicesScreen(PanelScreen):
             return
         self.start_feed()
         threading.Thread(target=self._tick_host, name="host row", daemon=True).start()
+        threading.Thread(target=self._run_details, name="card details", daemon=True).start()
         await self.query_one("#devices-body", Vertical).mount_all(self._compose_map())
         self._built = True
         if self.focused is None:  # as if it had been composed: the map takes the keys
@@ -192,6 +221,82 @@ class DevicesScreen(PanelScreen):
             self.post_message(HostUpdated(stats))
 
         tick_host(post, self._host_cancel, self.config.interval, self.host_reader)
+
+    def _live_devices(self) -> list[Device]:
+        """The cards the details reader asks about: only a live hl-smi or HLML feed's (a replay's
+        or a saved output's links come with its snapshot)."""
+        snapshot = self.snapshot
+        return list(snapshot.devices) if snapshot.source in ("hl-smi", "hlml") else []
+
+    def _hlml(self) -> object:
+        """The pyhlml the feed initialised, when it reads HLML (never imported here)."""
+        import sys
+
+        return sys.modules.get("pyhlml") if self.snapshot.source == "hlml" else None
+
+    def _details_poller(
+        self,
+        devices: Callable[[], list[Device]],
+        on_details: Callable[[CardDetails], object],
+        cancel: threading.Event,
+        hlml: Callable[[], object],
+    ) -> Feed:
+        from gaudi_tui.core.devices.details import DetailsPoller
+
+        return DetailsPoller(devices, on_details, cancel, executable=self.config.hl_smi, hlml=hlml)
+
+    def _run_details(self) -> None:
+        try:
+            reader = self.make_details(
+                self._live_devices,
+                lambda d: self.post_message(DetailsRead(d)),
+                self._details_cancel,
+                self._hlml,
+            )
+            if not self._details_cancel.is_set():
+                self._details_reader = reader
+                reader.run()
+        except Exception:  # a reader bug must not take the panel down; links just stay unknown
+            log.exception("card details reader failed")
+
+    def on_details_read(self, message: DetailsRead) -> None:
+        self.details = message.details
+        if self.latest is not None:
+            self.uses = card_uses(self._with_processes(self.latest), self.latest.holders)
+            if self.is_current:
+                self._redraw()
+
+    def _with_processes(self, update: MonitorUpdate) -> DeviceSnapshot:
+        """The snapshot with every process on each card: hl-smi's table (the details reader's, or a
+        replay's own) merged with the /proc holders."""
+        from dataclasses import replace
+
+        from gaudi_tui.core.devices.card_processes import merge_processes
+
+        snapshot = update.snapshot
+        if snapshot.source in ("hl-smi", "hlml"):
+            if self.details is not None and self.details.table is not None:
+                table = self.details.table
+            else:  # not read yet: what the feed has that the holders are not (the monitor: nothing)
+                held = {(h.index, h.pid) for h in update.holders}
+                table = tuple(p for p in snapshot.processes if (p.index, p.pid) not in held)
+            merged = merge_processes(table, update.holders, self.config.proc_root)
+        else:  # a replay or a saved output: the PIDs are another host's, /proc is not asked
+            merged = merge_processes(snapshot.processes, update.holders, None)
+        return replace(snapshot, processes=merged)
+
+    @property
+    def card_links(self) -> tuple[CardLinks, ...]:
+        """A replay's or saved output's own links, else what the details reader found."""
+        if self.snapshot.links or self.details is None:
+            return self.snapshot.links
+        return self.details.links
+
+    @property
+    def link_errors(self) -> tuple[str, ...]:
+        if self.snapshot.links or self.details is None:
+            return self.snapshot.link_errors
+        return self.details.link_errors
 
     def _device_monitor(self, on_update: Callable[[MonitorUpdate], object], cancel: threading.Event) -> Feed:
         """The real feed; built in the feed thread, so the sources and parsers load there. The host
@@ -229,7 +334,7 @@ class DevicesScreen(PanelScreen):
     def on_devices_updated(self, message: DevicesUpdated) -> None:
         self.latest, self._latest_at = message.update, time.monotonic()
         self.history.add(message.update.snapshot)
-        self.uses = card_uses(message.update.snapshot, message.update.holders)
+        self.uses = card_uses(self._with_processes(message.update), message.update.holders)
         if self.is_current:
             self._redraw()
 
@@ -248,6 +353,7 @@ class DevicesScreen(PanelScreen):
 
     def on_unmount(self) -> None:
         self._host_cancel.set()
+        self._details_cancel.set()
         self._stop_feed(wait=3.0)
 
     # -- drawing --------------------------------------------------------------------------------
@@ -265,13 +371,21 @@ class DevicesScreen(PanelScreen):
         if update is None or not self._built:
             return
         self._show_banner(update.faults[0].banner() if update.faults else None)
+        self._show_links_banner()
         _show(self.query_one("#devices-status", Static), self._status_text(update))
         key = SORTS[self.sort][2]
         devices = sorted(update.snapshot.devices, key=lambda d: (key(d), d.index))
         table = self.query_one(DeviceTable)
-        table.show(devices, self.uses, self.history, self.chosen)
+        by_index = {c.index: c for c in self.card_links if c.index is not None}
+        table.show(devices, self.uses, self.history, self.chosen, by_index)
         self._render_choice()
         self._render_detail()
+
+    def _show_links_banner(self) -> None:
+        text = links.banner(self.snapshot.devices, self.card_links)
+        banner = self.query_one("#devices-links-banner", Static)
+        _show(banner, f"✗ {text}" if text else "")
+        banner.set_class(bool(text), "shown")
 
     def _status_text(self, update: MonitorUpdate) -> str:
         snapshot = update.snapshot
@@ -335,19 +449,44 @@ class DevicesScreen(PanelScreen):
             f"Temp {_fmt(device.temperature_c)} °C · uncorrected ECC errors {_fmt(device.uncorrected_errors)}"
             f" · UUID {device.uuid or '?'}\n"
         )
+        text.append_text(self._links_line(device))
         use = self.uses.get(device.index)
-        for holder in use.holders if use else ():
-            started = _clock(holder.started)
-            text.append(
-                f"Held by PID {holder.pid} ({holder.user or '?'}, started {started}): {holder.command}"
-                f" via {holder.device_path} — k stops it\n"
-            )
-        for process in use.processes if use and not use.holders else ():
-            text.append(f"hl-smi lists PID {process.pid} {process.name} ({_fmt(process.memory_mib)} MiB)\n")
+        if use is not None and use.processes:
+            text.append(f"Processes on card {device.index} ({len(use.processes)}):\n")
+        for process in use.processes if use else ():
+            holder = use is not None and bool(use.holders) and process.pid == use.holders[0].pid
+            text.append(_process_line(process, holder, self.snapshot.source in ("hl-smi", "hlml")))
         if use and (why := use.explanation()):
             text.append("Busy, holder not visible: " + why + "\n", style=palette(self.app).warning)
         text.rstrip()
         return text
+
+    def _links_line(self, device: Device) -> Text:
+        colours = palette(self.app)
+        found = next((c for c in self.card_links if c.index == device.index), None)
+        if found is None or not found.ports:
+            why = "; ".join(self.link_errors[:1]) or "not read yet (every 30 s)"
+            return Text(f"Links: unknown ({why})\n")
+        line = Text(f"Links: {found.up} of {len(found.ports)} NIC ports up")
+        external = [p for p in found.ports if p.type == "external"]
+        if external:
+            line.append(" · scale-out ")
+            for at, port in enumerate(external):
+                line.append(", " if at else "")
+                line.append(
+                    f"{port.number} {'up' if port.up else 'DOWN'}", style="" if port.up else colours.error
+                )
+        elif not found.types_known:
+            line.append(" · which are scale-out: unknown (hl-smi -n ports)")
+        if found.internal_down:
+            line.append(
+                f" · scale-up down: {', '.join(map(str, found.internal_down))}", style=colours.warning
+            )
+        unknown = [p.number for p in found.ports if p.type is None and not p.up]
+        if unknown:
+            line.append(f" · down (type unknown): {', '.join(map(str, unknown))}", style=colours.warning)
+        line.append(" · l: every port\n")
+        return line
 
     def _render_choice(self) -> None:
         if not self._built:
@@ -446,6 +585,14 @@ class DevicesScreen(PanelScreen):
         self.start_feed()
         self.notify("Looking for the card sources again.")
 
+    def action_show_links(self) -> None:
+        device = self._current_device()
+        if device is None:
+            self.notify("No card under the cursor.", severity="warning")
+            return
+        found = next((c for c in self.card_links if c.index == device.index), None)
+        self.app.push_screen(CardLinksScreen(device, found, "; ".join(self.link_errors[:2])))
+
     def action_stop_holder(self) -> None:
         device = self._current_device()
         use = self.uses.get(device.index) if device else None
@@ -484,9 +631,10 @@ class DevicesScreen(PanelScreen):
 
     def on_holder_signalled(self, message: HolderSignalled) -> None:
         holder = message.holder
-        request = getattr(self._feed, "request_holder_scan", None)
-        if request is not None:
-            request()
+        for reader, method in ((self._feed, "request_holder_scan"), (self._details_reader, "request")):
+            request = getattr(reader, method, None)
+            if request is not None:
+                request()
         if message.refusal:
             self.notify(message.refusal, severity="error", title="Not stopped")
         elif message.gone:
@@ -535,6 +683,30 @@ def _fmt(value: float | int | None) -> str:
     if value is None:
         return "–"
     return f"{value:.0f}" if isinstance(value, float) else str(value)
+
+
+def _process_line(process: DeviceProcess, holder: bool, live: bool) -> str:
+    """`PID 107684 alice 16770 MiB since 2026-12-01 09:10: python train.py` (what /proc hides, said so)."""
+    if process.user is None:
+        who = "another user's or container's (/proc hides it)" if live else "user not recorded"
+    else:
+        mine = process.user == _me()
+        who = process.user if mine else f"{process.user} (another user)"
+    memory = f" {process.memory_mib} MiB" if process.memory_mib is not None else ""
+    since = f" since {_clock(process.started)}" if process.started is not None else ""
+    command = process.command or f"{process.name} (command line hidden)"
+    stop = " — k stops it" if holder else ""
+    return f"  PID {process.pid} {who}{memory}{since}: {command}{stop}\n"
+
+
+def _me() -> str | None:
+    import os
+    import pwd
+
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return None
 
 
 def _clock(epoch: float | None) -> str:

@@ -19,7 +19,7 @@ from textual.message import Message
 from textual.widgets import Input, Static
 
 from gaudi_tui.core.fleet import fetch
-from gaudi_tui.core.fleet.model import JOB_SIZES, Card, Fleet, Host, worst_first
+from gaudi_tui.core.fleet.model import HOST_CARDS, JOB_SIZES, Card, Fleet, Host, worst_first
 from gaudi_tui.core.fleet.prometheus import ENV_VAR, PrometheusClient, PrometheusError, prometheus_url
 from gaudi_tui.ui.screens.base import PanelScreen
 from gaudi_tui.ui.screens.fleet_host import HostScreen
@@ -74,8 +74,10 @@ class FleetScreen(PanelScreen):
         "Every Gaudi host a Prometheus server scrapes (Intel's exporter or `gaudi-tui exporter`), one row "
         "per host, one cell per card coloured by the chosen metric. Flags: down (up == 0), stale (no card "
         "data), N missing (fewer cards than in the last hour), hot (past the slowdown threshold), over "
-        "cap, ECC rows (rows wait for replacement). Free = HBM unreserved and no pod; fits = the job "
-        f"sizes Intel's card sets allow on the free cards. Prometheus: --prometheus URL or ${ENV_VAR}."
+        "cap, ECC rows (rows wait for replacement), scale-out down (an external NIC port is down: multi-node "
+        "jobs using the card fail). Free = HBM unreserved and no pod; fits = the job sizes Intel's card sets "
+        "allow on the free cards; 16 = a whole host for a multi-host job, every card free with its "
+        f"scale-out ports up. Prometheus: --prometheus URL or ${ENV_VAR}."
     )
     DEFAULT_CSS = """
     FleetScreen #fleet-banner { display: none; border: round $warning; padding: 0 1; height: auto; }
@@ -183,7 +185,14 @@ class FleetScreen(PanelScreen):
             parts.append(f"{len(fleet.hosts)} hosts · {cards} cards · {free} free · {down} down/stale")
             size = JOB_SIZES[self.job]
             fits = sum(h.fits(size) for h in fleet.hosts)
-            parts.append(f"a {size}-card job fits on {fits} host(s)")
+            if size > HOST_CARDS:
+                need = -(-size // HOST_CARDS)
+                verdict = "fits" if fits >= need else "does not fit"
+                parts.append(
+                    f"a {size}-card job needs {need} whole hosts with scale-out up: {fits} ready, {verdict}"
+                )
+            else:
+                parts.append(f"a {size}-card job fits on {fits} host(s)")
         else:
             parts.append("waiting for the first refresh…")
         line2 = f"colour: {METRICS[self.metric][1]} · sort: {SORTS[self.sort][0]}"

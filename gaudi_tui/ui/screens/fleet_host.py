@@ -35,6 +35,7 @@ class HostScreen(Screen[None]):
     DEFAULT_CSS = """
     HostScreen #host-title { height: auto; padding: 0 1; text-style: bold; }
     HostScreen #host-note { height: auto; padding: 0 1; color: $text-muted; }
+    HostScreen #host-ports-down { height: auto; padding: 0 1; color: $text-error; text-style: bold; }
     HostScreen #host-cards { height: 1fr; }
     """
     BINDINGS = [Binding("escape,backspace", "app.pop_screen", "Back", id="fleet.host.back")]
@@ -56,6 +57,12 @@ class HostScreen(Screen[None]):
             markup=False,
         )
         yield Static("", id="host-note", markup=False)
+        if down := host.down_ports():
+            yield Static(
+                "Scale-out ports down (multi-node jobs using these cards fail): " + "; ".join(down),
+                id="host-ports-down",
+                markup=False,
+            )
         yield DataTable(id="host-cards", cursor_type="row")
         yield Footer()
 

@@ -16,7 +16,8 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from gaudi_tui.core.devices.history import History
-from gaudi_tui.core.devices.model import Device
+from gaudi_tui.core.devices.links import column as links_column
+from gaudi_tui.core.devices.model import CardLinks, Device
 from gaudi_tui.core.devices.usage import CardUse
 from gaudi_tui.ui.palette import Palette, palette
 from gaudi_tui.ui.widgets.sparkline_text import spark
@@ -36,6 +37,7 @@ COLUMNS = (  # key, label, width: fixed, so the map does not jump as values chan
     ("power", "Power", 8 + 1 + SPARK),
     ("temp", "Temp", 5),
     ("ecc", "ECC", 3),
+    ("links", "Link", 5),
     ("holder", "Holder", 25),
     ("numa", "NUMA", 4),
     ("bus", "Bus", 12),
@@ -44,10 +46,10 @@ COLUMNS = (  # key, label, width: fixed, so the map does not jump as values chan
 Column = tuple[str, str, int]
 FULL_WIDTH = {key: width for key, _, width in COLUMNS}
 TOTAL_WIDTH = sum(width + 2 for _, _, width in COLUMNS)
-GIVE_WAY = (("card", 0), ("bus", 0), ("numa", 0), ("util", 4), ("hbm", 8), ("power", 8))
+GIVE_WAY = (("card", 0), ("bus", 0), ("numa", 0), ("holder", 20), ("util", 4), ("hbm", 8), ("power", 8))
 """Narrower than the full map, in this order: the product name, Bus and NUMA go (all three stay in
-the detail pane), then the sparklines (each column keeps its value), so the live values and Holder
-stay visible: 100 columns keep the sparklines, 80 columns keep Holder."""
+the detail pane), Holder narrows to 20, then the sparklines go (each column keeps its value), so the live
+values, Link and Holder stay visible: 100 columns keep the sparklines, 80 columns keep Holder."""
 
 
 def columns_for(width: int) -> tuple[Column, ...]:
@@ -91,8 +93,21 @@ def power_style(device: Device, colours: Palette) -> str:
     return colours.error if share >= 1.0 else colours.warning if share >= POWER_WARN else ""
 
 
+def links_style(links: CardLinks | None, colours: Palette) -> str:
+    """Error when a scale-out (external) port is down, warning when only others are (scale-up, or
+    of a type `-n ports` did not tell)."""
+    if links is None:
+        return ""
+    return colours.error if links.external_down else colours.warning if links.down else ""
+
+
 def row_cells(
-    device: Device, use: CardUse | None, history: History, chosen: bool, colours: Palette
+    device: Device,
+    use: CardUse | None,
+    history: History,
+    chosen: bool,
+    colours: Palette,
+    links: CardLinks | None = None,
 ) -> tuple[Text, ...]:
     window = history.size
     util_spark = spark(history.series(device.index, "utilization"), SPARK, window, 100)
@@ -120,6 +135,7 @@ def row_cells(
         ),
         Text(f"{_num(device.temperature_c)}°C", style=temperature_style(device.temperature_c, colours)),
         Text(_num(errors), style=colours.error if errors else ""),
+        Text(links_column(links), style=links_style(links, colours), justify="right"),
         Text(use.label() if use else "—", style=holder_style),
         Text(_num(device.numa_node)),
         Text(device.bus_id or "–"),
@@ -189,6 +205,7 @@ class DeviceTable(ScrollView, can_focus=True):
         uses: Mapping[int, CardUse],
         history: History,
         chosen_modules: Collection[int],
+        links: Mapping[int, CardLinks] | None = None,
     ) -> None:
         keep = self.current_index
         order = [d.index for d in devices]
@@ -196,7 +213,8 @@ class DeviceTable(ScrollView, can_focus=True):
         colours = palette(self.app)
         for row, device in enumerate(devices):
             chosen = device.module_id in chosen_modules
-            cells = row_cells(device, uses.get(device.index), history, chosen, colours)
+            card_links = (links or {}).get(device.index)
+            cells = row_cells(device, uses.get(device.index), history, chosen, colours, card_links)
             if _signature(cells) != _signature(self._cells.get(device.index, ())):
                 self._cells[device.index] = cells
                 self._strips.pop(device.index, None)

@@ -5,6 +5,9 @@ Same function names, byte strings, units (bytes, mW) and HLMLError classes as ha
   FAKE_PYHLML_SAMPLE  sample file (default gaudi2-hl225-x8-1.20.0-busy-table.txt)
   FAKE_PYHLML_FAULT   nolib: hlmlInit fails as on a host without libhlml
                       lost:  reads fail with AIP_IS_LOST after FAKE_PYHLML_AFTER reads (default 2)
+  FAKE_PYHLML_LINK    `-n link` sample giving each card's port states by bus ID
+                      (default made-gaudi2-x8-nic-link-up.txt; "" = no NIC: the calls raise NotSupported)
+  FAKE_PYHLML_PORTS   `-n ports` sample giving the external ports (default made-gaudi2-x8-nic-ports.txt)
 `calls` counts every call by name, so tests can check the slow and leaky ones are rationed.
 """
 
@@ -148,3 +151,38 @@ def hlmlDeviceGetTemperature(handle: dict[str, str], sensor: int) -> int:  # noq
 def hlmlDeviceGetTotalECCErrors(handle: dict[str, str], error_type: int, counter_type: int) -> int:  # noqa: N802
     _count("hlmlDeviceGetTotalECCErrors")
     return int(_value(handle, "ecc.errors.uncorrected.volatile.total"))
+
+
+def _nic(handle: dict[str, str], kind: str, default: str) -> list[str]:
+    sample = os.environ.get(f"FAKE_PYHLML_{kind}", default)
+    if not sample:
+        raise HLMLError_NotSupported()
+    lines = replay.nic_sections(replay.read_text(sample)).get(handle.get("bus_id", ""))
+    if lines is None:
+        raise HLMLError_NotSupported()
+    return lines
+
+
+def _port_of(line: str) -> tuple[int, str]:
+    number, value = line.split(":", 1)
+    return int(number.split()[1]), value.strip()
+
+
+def hlmlDeviceGetMacAddrInfo(handle: dict[str, str]) -> tuple[tuple[int, int], tuple[int, int]]:  # noqa: N802
+    """((mask low, high), (external mask low, high)), as habana-pyhlml 1.24 returns them."""
+    _count("hlmlDeviceGetMacAddrInfo")
+    mask = external = 0
+    for line in _nic(handle, "PORTS", "made-gaudi2-x8-nic-ports.txt"):
+        number, kind = _port_of(line)
+        mask |= 1 << number
+        if kind == "external":
+            external |= 1 << number
+    return (mask & (2**64 - 1), mask >> 64), (external & (2**64 - 1), external >> 64)
+
+
+def hlmlDeviceNicGetLink(handle: dict[str, str], port: int) -> bool:  # noqa: N802
+    _count("hlmlDeviceNicGetLink")
+    states = dict(_port_of(line) for line in _nic(handle, "LINK", "made-gaudi2-x8-nic-link-up.txt"))
+    if port not in states:
+        raise HLMLError_NotSupported()
+    return states[port] == "UP"

@@ -22,6 +22,10 @@ from gaudi_tui.core.devices.sources.host import HostReader, HostStats
 from gaudi_tui.data import HLSMI_SAMPLES
 
 _GAUDI2_FACTS = ("gaudi2e-index-module-1.24.0.csv", "gaudi2-topo-cpu-numa.txt")
+_LINKS_UP = ("made-gaudi2-x8-nic-link-up.txt", "made-gaudi2-x8-nic-ports.txt")
+_LINKS_DOWN = ("made-gaudi2-x8-nic-link-card3-port8-down.txt", "made-gaudi2-x8-nic-ports.txt")
+MADE = "made-"
+"""Files whose names start so are made from documentation, not recorded (SOURCES.md)."""
 REPLAYS: dict[str, tuple[tuple[str, ...], ...]] = {
     # Three Gaudi 2 ×8 hosts: idle, one process, three cards busy. Module IDs and NUMA nodes are
     # not in those tables; they come from an 8-card index→module map and a Gaudi 2 `topo -c -N`.
@@ -35,7 +39,16 @@ REPLAYS: dict[str, tuple[tuple[str, ...], ...]] = {
     ),
     "gaudi2e": (("gaudi2e-hl288e-x8-1.24.0-table.txt", "gaudi2e-index-module-1.24.0.csv"),),
     "gaudi1": (("gaudi1-hl205-x8-1.4.1-table.txt",), ("gaudi1-hl205-x8-1.18.0-query.csv",)),
+    # The busy Gaudi 2 host with its NIC links: every port up for three frames, then card 3 loses
+    # scale-out port 8 and stays so. The link and port files are MADE FROM DOCUMENTATION (no real
+    # recording of a DOWN port or of `-n ports` exists); SOURCES.md says from what.
+    "gaudi2-port-down": (
+        *(("gaudi2-hl225-x8-1.20.0-busy-table.txt", *_GAUDI2_FACTS, *_LINKS_UP),) * 3,
+        ("gaudi2-hl225-x8-1.20.0-busy-table.txt", *_GAUDI2_FACTS, *_LINKS_DOWN),
+    ),
 }
+HOLD_LAST = {"gaudi2-port-down"}
+"""Replays that play once and then stay on their last frame (a port that went down stays down)."""
 MISSING = {
     "gaudi3": "no real Gaudi 3 hl-smi recording ships with gaudi-tui (none published that could be "
     "copied with its source, and gaudi-tui does not make one up)",
@@ -50,6 +63,17 @@ class ReplayError(ValueError):
 class Replay:
     name: str
     frames: tuple[tuple[Path, ...], ...]
+    hold_last: bool = False
+
+    @property
+    def made(self) -> bool:
+        """Some of its files are made from documentation, not recorded."""
+        return any(p.name.startswith(MADE) for frame in self.frames for p in frame)
+
+    def label(self) -> str:
+        if self.made:
+            return f"{self.name} (links made from docs)"
+        return f"{self.name} (recorded hl-smi, not this host)"
 
 
 def available() -> str:
@@ -60,7 +84,7 @@ def resolve(name_or_file: str) -> Replay:
     """A shipped replay by name (`gaudi2`), or a saved hl-smi output FILE as a one-frame replay."""
     if name_or_file in REPLAYS:
         frames = tuple(tuple(HLSMI_SAMPLES / f for f in frame) for frame in REPLAYS[name_or_file])
-        return Replay(name_or_file, frames)
+        return Replay(name_or_file, frames, name_or_file in HOLD_LAST)
     if name_or_file in MISSING:
         raise ReplayError(
             f"no {name_or_file} replay: {MISSING[name_or_file]}. Available: {available()}, or a FILE "
@@ -105,13 +129,16 @@ class ReplayFeed:
         on_update: Callable[[MonitorUpdate], object],
         cancel: threading.Event,
         host_reader: Callable[[], HostStats | None] | None = None,
+        hold_last: bool = False,
     ) -> None:
         self.frames, self.interval, self.on_update, self.cancel = frames, interval, on_update, cancel
         self.read_host = host_reader or HostReader(min_gap=interval).read
+        self.hold_last = hold_last
 
     def run(self) -> None:
         tick = 0
         while not self.cancel.is_set():
-            self.on_update(MonitorUpdate(self.frames[tick % len(self.frames)], self.read_host(), ()))
+            at = min(tick, len(self.frames) - 1) if self.hold_last else tick % len(self.frames)
+            self.on_update(MonitorUpdate(self.frames[at], self.read_host(), ()))
             tick += 1
             self.cancel.wait(self.interval)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gaudi_tui.core.doctor.checks import cluster, envvars, host, hub, stack
+from gaudi_tui.core.doctor.checks import cluster, envvars, host, hub, network, stack
 from gaudi_tui.core.doctor.model import Check
 
 ALL_CHECKS: tuple[Check, ...] = (
@@ -25,6 +25,7 @@ ALL_CHECKS: tuple[Check, ...] = (
     Check("env.visible_modules", "HABANA_VISIBLE_MODULES / _DEVICES", envvars.env_visible_modules),
     Check("cards.busy", "Cards held by other processes", host.cards_busy),
     Check("hccl.available", "HCCL for multi-card jobs", stack.hccl_available, isolated=True),
+    Check("nic.external_up", "Scale-out ports up", network.external_ports_up),
     Check("ray.hpu_visible", "Ray sees the host's HPUs", cluster.ray_hpu_visible, isolated=True),
     Check("bnb.gaudi", "bitsandbytes on Gaudi", stack.bnb_gaudi),
     Check("peft.installed", "PEFT installed", stack.peft_installed),
