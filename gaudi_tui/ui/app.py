@@ -1,4 +1,4 @@
-"""The gaudi-tui App: five mode screens, global bindings, command palette, shared state, and the
+"""The gaudi-tui App: six mode screens, global bindings, command palette, shared state, and the
 user's settings applied (theme, keymap, device refresh, replay)."""
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ SCREENS_BY_KEY = (
     ("3", "chat", "Chat"),
     ("4", "training", "Training"),
     ("5", "fleet", "Fleet"),
+    ("6", "slurm", "Slurm"),
 )
 
 
@@ -58,6 +59,7 @@ class GaudiApp(App[int]):
         "chat": _on_first_use("chat", "ChatScreen"),
         "training": _on_first_use("training", "TrainingScreen"),
         "fleet": _on_first_use("fleet", "FleetScreen"),
+        "slurm": _on_first_use("slurm", "SlurmScreen"),
     }
     DEFAULT_MODE = "devices"
     BINDINGS = [

@@ -65,9 +65,15 @@ def queue_row(job: QueueJob, now: float | None = None) -> tuple[str, ...]:
         nodes,
         cards,
         duration(job.elapsed(now)),
-        duration(job.time_left(now)) if job.time_limit_min is not None else "∞",
+        _left(job, now),
         why(job, now),
     )
+
+
+def _left(job: QueueJob, now: float) -> str:
+    if job.state != "RUNNING":
+        return "—"
+    return duration(job.time_left(now)) if job.time_limit_min is not None else "∞"
 
 
 def queue_json(job: QueueJob, now: float | None = None) -> dict[str, object]:

@@ -1,0 +1,104 @@
+"""The Slurm screen (key 6): recorded 22.05 outputs for the snapshot and the keys, and jobs
+submitted with plain sbatch on the real cluster for tail and cancel."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from textual.pilot import Pilot
+from textual.widgets import DataTable, OptionList, Static
+
+from gaudi_tui.core.slurm import model, poll
+from gaudi_tui.core.slurm.cli import Slurm
+from gaudi_tui.ui.app import GaudiApp
+from gaudi_tui.ui.screens.slurm import SignalDialog, SlurmScreen, SlurmView
+from tests.conftest import CPU
+from tests.slurm.cluster import SlurmTestCluster
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "slurm"
+
+
+def recorded() -> SlurmScreen:
+    queue = json.loads((DATA / "squeue_all.json").read_text())
+    nodes = json.loads((DATA / "sinfo_json_draining_down.json").read_text())
+    jobs = tuple(model.jobs_from_json(queue))
+    now = max(j.start_time for j in jobs) + 125.0
+    view = SlurmView(poll.Snapshot(now, jobs), tuple(model.nodes_from_json(nodes)), None, now)
+    return SlurmScreen(loader=lambda: view, user="root")
+
+
+async def loaded(pilot: Pilot, screen: SlurmScreen) -> None:
+    deadline = time.monotonic() + 20
+    while screen.view is None or not screen.rows:
+        assert time.monotonic() < deadline, "the Slurm screen never loaded"
+        await pilot.pause(0.05)
+    await pilot.pause()
+
+
+def column(screen: SlurmScreen, name: str) -> list[str]:
+    grid = screen.query_one("#slurm-queue", DataTable)
+    index = [str(c.label) for c in grid.columns.values()].index(name)
+    return [str(grid.get_row_at(i)[index]) for i in range(grid.row_count)]
+
+
+def test_slurm_snapshot(snap_compare) -> None:  # noqa: ANN001
+    async def show(pilot: Pilot) -> None:
+        screen = recorded()
+        await pilot.app.push_screen(screen)
+        await loaded(pilot, screen)
+
+    app = GaudiApp(accelerator=CPU, hostname="login-1")
+    assert snap_compare(app, terminal_size=(120, 30), run_before=show)
+
+
+async def test_recorded_queue_mine_and_all() -> None:
+    app = GaudiApp(accelerator=CPU, hostname="login-1")
+    async with app.run_test(size=(120, 30)) as pilot:
+        screen = recorded()
+        await app.push_screen(screen)
+        await loaded(pilot, screen)
+        assert column(screen, "job")[:6] == ["4", "5", "6", "7", "8", "9"]  # active first
+        why = dict(zip(column(screen, "job"), column(screen, "why"), strict=True))
+        assert why["7"] == "waiting for 8 free cards on partition main"
+        assert why["2"] == "exit 3"
+        assert column(screen, "left")[2] == "0s" and column(screen, "cards")[0] == "1×8"
+        status = str(screen.query_one("#slurm-status", Static).render())
+        assert "root's jobs: 9" in status and "8/16 cards free" in status and "1 drained/down" in status
+        screen.user = "nobody"
+        await pilot.press("a")
+        assert len(screen.rows) == 9  # everyone's
+        await pilot.press("a")
+        assert screen.rows == []
+
+
+async def test_tail_and_cancel_a_plain_sbatch_job(slurm: SlurmTestCluster) -> None:
+    out = slurm.root / "out"
+    job_id = slurm.sbatch(
+        "-J", "tailme", "-o", f"{out}/tail-%j.out", "--wrap", "echo line-one; echo line-two; sleep 120"
+    )
+    client = Slurm(env=slurm.env)
+    app = GaudiApp(accelerator=CPU, hostname="login-1")
+    async with app.run_test(size=(120, 30)) as pilot:
+        screen = SlurmScreen(slurm=client, interval=0.5, user="root")
+        await app.push_screen(screen)
+        deadline = time.monotonic() + 20
+        while not any(j.job_id == job_id and j.state == "RUNNING" for j in screen.rows):
+            assert time.monotonic() < deadline, "the job never showed as running"
+            await pilot.pause(0.1)
+        screen.query_one("#slurm-queue", DataTable).move_cursor(
+            row=[j.job_id for j in screen.rows].index(job_id)
+        )
+        await pilot.press("t")
+        pane = screen.query_one("#slurm-tail", Static)
+        while "line-two" not in str(pane.render()):
+            assert time.monotonic() < deadline + 10, str(pane.render())
+            await pilot.pause(0.1)
+        await pilot.press("c")
+        assert isinstance(app.screen, SignalDialog)
+        app.screen.query_one(OptionList).highlighted = 0  # plain cancel
+        await pilot.press("enter")
+        while client.show_job(job_id) and "JobState=CANCELLED" not in (client.show_job(job_id) or ""):
+            assert time.monotonic() < deadline + 30, client.show_job(job_id)
+            await pilot.pause(0.2)
