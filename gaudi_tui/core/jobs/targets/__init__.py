@@ -10,14 +10,40 @@ with the same `supervise`.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec
 from gaudi_tui.core.jobs.status import JobStatus
+
+if TYPE_CHECKING:
+    from gaudi_tui.core.accelerator import Accelerator
+
+Where = Literal["running", "ended", "unknown"]
+
+
+class TargetError(RuntimeError):
+    """The target cannot do this now (cluster unreachable, refused); the message says why."""
+
+
+@dataclass(frozen=True)
+class Presence:
+    """May an attempt of this run still be running anywhere? (until the life-cycle seam lands)"""
+
+    where: Where
+    reason: str
+    attach: bool = False
+
+
+@dataclass(frozen=True)
+class Host:
+    accel: Accelerator
+    selected_cards: tuple[int, ...] = ()
+    env_fixes: Mapping[str, str] = field(default_factory=dict)
+    env: Mapping[str, str] | None = None
 
 
 @dataclass
@@ -43,6 +69,10 @@ class Target(Protocol):
 
 
 def for_spec(spec: JobSpec) -> Target:
+    if spec.target == "slurm":
+        from gaudi_tui.core.jobs.targets.slurm import TARGET
+
+        return TARGET
     if spec.target == "ray":
         from gaudi_tui.core.jobs.targets.ray import RayTarget
 
