@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from gaudi_tui.core.jobs.runfolder import RunFolder
@@ -66,25 +67,26 @@ class SlurmTarget:
         snap = poll.shared(slurm).get()
         if snap.error:
             return Presence("unknown", snap.error)
-        if record.job_id is None:
+        job_id = record.job_id
+        if job_id is None:
             found = [j for j in snap.jobs if j.name == record.job_name and j.active]
             if not found:
                 return Presence("ended", f"no Slurm job {record.job_name} was submitted")
-            record = record_mod.SlurmRecord(**{**record.__dict__, "job_id": found[0].job_id})
-            record_mod.write(run, record)
-        job = snap.job(record.job_id)
+            job_id = found[0].job_id
+            record_mod.write(run, replace(record, job_id=job_id))
+        job = snap.job(job_id)
         if job is not None:
             if job.active:
                 return Presence("running", f"Slurm job {job.job_id}: {reasons.state_words(job)}", attach=True)
             return Presence("ended", f"Slurm job {job.job_id} ended {job.state}")
         try:
-            line = slurm.show_job(record.job_id)
+            line = slurm.show_job(job_id)
         except SlurmError as exc:
             return Presence("unknown", str(exc))
         shown = model.shown_job(line) if line else None
         if shown is not None and shown.state not in model.ENDED:
-            return Presence("running", f"Slurm job {record.job_id} is {shown.state}", attach=True)
-        return Presence("ended", f"Slurm job {record.job_id} ended" + (f" {shown.state}" if shown else ""))
+            return Presence("running", f"Slurm job {job_id} is {shown.state}", attach=True)
+        return Presence("ended", f"Slurm job {job_id} ended" + (f" {shown.state}" if shown else ""))
 
     def kill(self, run: RunFolder, status: JobStatus, cancel: threading.Event | None) -> str:
         """TERM to the ranks, the spec's grace, then scancel; waits (bounded) until Slurm says the

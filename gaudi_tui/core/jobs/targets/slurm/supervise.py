@@ -305,6 +305,7 @@ def finish(follow: Follow, state: str) -> None:
             f"Slurm no longer knows job {job_id}: it ended ({'an end event' if end else 'no end event'} in metrics)"
         )
     follow.update(state=state, words=state.lower())
+    error: str | None
     if killed:
         result, error = "cancelled", f"killed (Slurm job {job_id} {state})"
     elif state == "COMPLETED":
