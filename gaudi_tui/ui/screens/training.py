@@ -88,11 +88,13 @@ def details_text(
 
 
 def cluster_nodes(run: runfolder.RunFolder) -> str:
-    """The nodes of a Ray job's cluster as a small table, or why they cannot be shown."""
-    from gaudi_tui.core.jobs.targets import ray as ray_target
+    """More about where the job runs (a cluster's nodes), as its target tells it; may ask the cluster."""
+    from gaudi_tui.core.jobs import targets
 
-    record = ray_target.read_record(run)
-    return ray_target.nodes_text(record) if record is not None else ""
+    try:
+        return targets.for_spec(run.spec()).details(run)
+    except (spec_mod.SpecError, targets.TargetError) as exc:
+        return str(exc)
 
 
 class TrainingScreen(PanelScreen):
@@ -316,22 +318,17 @@ class TrainingScreen(PanelScreen):
     @work(thread=True, exit_on_error=False, group="job-kill", description="kill job")
     def kill_in_background(self, run: runfolder.RunFolder) -> None:
         try:
-            control.kill(run, cancel=get_current_worker().cancelled_event)
+            done = control.kill(run, cancel=get_current_worker().cancelled_event)
         except control.JobControlError as exc:
             self.app.call_from_thread(self.notify, str(exc), severity="warning")
             return
-        self.app.call_from_thread(
-            self.notify, "Killing: SIGTERM to the launcher, SIGKILL after the grace period."
-        )
+        self.app.call_from_thread(self.notify, done[:1].upper() + done[1:] + ".")
 
     def action_resume_job(self) -> None:
         run = self._selected_run()
         if run is None:
             return
-        if control.is_ray(run):
-            self.resume_in_background(run)  # it asks the cluster first
-            return
-        self._resume(run, self.notify)
+        self.resume_in_background(run)  # it may ask a cluster, or wait for a job's processes to exit
 
     @work(thread=True, exit_on_error=False, group="job-resume", description="resume job")
     def resume_in_background(self, run: runfolder.RunFolder) -> None:
@@ -340,7 +337,7 @@ class TrainingScreen(PanelScreen):
     @staticmethod
     def _resume(run: runfolder.RunFolder, notify: Callable[..., object]) -> None:
         try:
-            done = control.resume_any(run)
+            done = control.resume(run)
         except control.JobControlError as exc:
             notify(str(exc), severity="warning")
             return
