@@ -38,7 +38,10 @@ class SlurmTarget:
     runs_here = False
 
     def check(self, spec: JobSpec, host: Host) -> tuple[JobSpec, list[Problem]]:
-        return checks.check(spec, Slurm(env=host.env))
+        with_fixes = replace(
+            spec, env={**host.env_fixes, **spec.env}
+        )  # the Checklist's fixes, the spec's own last
+        return checks.check(with_fixes, Slurm(env=host.env))
 
     def label(self, spec: JobSpec) -> str:
         return f"slurm:{spec.device}"
