@@ -104,6 +104,20 @@ async def ray_job_details(pilot) -> None:
     await pilot.pause(1.5)
 
 
+async def slurm_recorded(pilot) -> None:
+    """The Slurm screen over real recorded squeue/sinfo JSON (tests/slurm/recorded.py)."""
+    sys.path.insert(0, str(ROOT))
+    from tests.slurm.recorded import recorded_screen
+
+    screen = recorded_screen()
+    await pilot.app.push_screen(screen)
+    deadline = time.monotonic() + 10
+    while not screen.rows:
+        if time.monotonic() > deadline:
+            raise RuntimeError("the recorded Slurm queue did not show up")
+        await pilot.pause(0.1)
+
+
 @dataclass(frozen=True)
 class Shot:
     name: str
@@ -122,6 +136,7 @@ SHOTS = [
     Shot("training.svg", ["4"]),
     Shot("fleet.svg", [], setup=fleet_recorded),
     Shot("ray.svg", ["4"], setup=ray_job_details),
+    Shot("slurm.svg", [], setup=slurm_recorded, hostname="login-1"),
     Shot("help.svg", ["question_mark"]),
 ]
 

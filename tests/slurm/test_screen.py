@@ -3,30 +3,24 @@ submitted with plain sbatch on the real cluster for tail and cancel."""
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
 from textual.pilot import Pilot
 from textual.widgets import DataTable, OptionList, Static
 
-from gaudi_tui.core.slurm import model, poll
 from gaudi_tui.core.slurm.cli import Slurm
 from gaudi_tui.ui.app import GaudiApp
-from gaudi_tui.ui.screens.slurm import SignalDialog, SlurmScreen, SlurmView
+from gaudi_tui.ui.screens.slurm import SignalDialog, SlurmScreen
 from tests.conftest import CPU
 from tests.slurm.cluster import SlurmTestCluster
+from tests.slurm.recorded import recorded_screen
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "slurm"
 
 
 def recorded() -> SlurmScreen:
-    queue = json.loads((DATA / "squeue_all.json").read_text())
-    nodes = json.loads((DATA / "sinfo_json_draining_down.json").read_text())
-    jobs = tuple(model.jobs_from_json(queue))
-    now = max(j.start_time for j in jobs) + 125.0
-    view = SlurmView(poll.Snapshot(now, jobs), tuple(model.nodes_from_json(nodes)), None, now)
-    return SlurmScreen(loader=lambda: view, user="root")
+    return recorded_screen()
 
 
 async def loaded(pilot: Pilot, screen: SlurmScreen) -> None:

@@ -229,8 +229,43 @@ def job_from_json(row: Mapping[str, Any]) -> QueueJob:
     )
 
 
+_READ = (
+    "job_id", "name", "user_name", "user_id", "job_state", "state_reason", "partition", "nodes", "node_count",
+    "tres_per_node", "submit_time", "start_time", "end_time", "time_limit", "restart_cnt", "exit_code",
+    "array_job_id", "array_task_id", "array_task_string", "standard_output", "current_working_directory",
+    "batch_host", "command", "gres_detail", "dependency",
+)  # fmt: skip
+"""Every key `job_from_json` reads: a job whose values are all unchanged is not parsed again."""
+_PARSED: dict[tuple[Any, ...], QueueJob] = {}
+
+
+def _key(row: Mapping[str, Any]) -> tuple[Any, ...] | None:
+    values = tuple(tuple(v) if isinstance(v, list) else v for v in map(row.get, _READ))
+    try:
+        hash(values)
+    except TypeError:  # newer Slurm's nested objects: parse every time
+        return None
+    return values
+
+
 def jobs_from_json(data: Mapping[str, Any]) -> list[QueueJob]:
-    return [job_from_json(row) for row in data.get("jobs") or [] if isinstance(row, Mapping)]
+    """Every job of a `squeue --json` document. A refresh re-parses only the jobs that changed
+    (with 1,000 jobs a full parse costs as much as reading the JSON)."""
+    out = []
+    seen: dict[tuple[Any, ...], QueueJob] = {}
+    for row in data.get("jobs") or []:
+        if not isinstance(row, Mapping):
+            continue
+        key = _key(row)
+        job = _PARSED.get(key) if key is not None else None
+        if job is None:
+            job = job_from_json(row)
+        if key is not None:
+            seen[key] = job
+        out.append(job)
+    _PARSED.clear()  # keep only what this refresh saw
+    _PARSED.update(seen)
+    return out
 
 
 # --- nodes ------------------------------------------------------------------------------------------
