@@ -4,10 +4,13 @@ daemons are not installed or the suite does not run as root (slurmd must be root
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from tests.jobs.conftest import processes_of
 from tests.slurm.cluster import SlurmTestCluster, missing_binaries, running_cluster
 
 
@@ -43,3 +46,18 @@ def slurm(slurm_cluster: SlurmTestCluster, monkeypatch: pytest.MonkeyPatch) -> I
     yield slurm_cluster
     slurm_cluster.cancel_all()
     slurm_cluster.run("scontrol", "update", "nodename=ALL", "state=resume", check=False)
+
+
+@pytest.fixture(autouse=True)
+def nothing_outlives_the_test(gaudi_home: Path) -> Iterator[None]:
+    """Supervisors and ranks a test started (they carry its GAUDI_TUI_HOME, which sbatch exports
+    to the job) have ended when it ends: jobs end with their test (the `slurm` fixture cancels
+    what is left first)."""
+    yield
+    deadline = time.monotonic() + 30
+    while (left := processes_of(gaudi_home)) and time.monotonic() < deadline:
+        time.sleep(0.3)
+    described = [f"{p.pid} {' '.join(p.cmdline())[:100]}" for p in left]
+    for proc in left:
+        proc.kill()
+    assert not described, "processes outlived the test:\n" + "\n".join(described)

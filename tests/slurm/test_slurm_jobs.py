@@ -111,6 +111,18 @@ def test_pending_job_says_why_and_a_stop_cancels_it_at_once(slurm: SlurmTestClus
     assert "cancelled at once" in run.log_path.read_text()
 
 
+def test_kill_signals_the_ranks_then_cancels(slurm: SlurmTestCluster) -> None:
+    run = control.submit(slurm_spec(slurm_nodes=1, max_steps=400, kill_grace_s=3.0), CPU)
+    wait_for(lambda: record(run).state == "RUNNING" and record(run).ranks, 60, "the rank to start")
+    assert control.kill(run).startswith("killing")
+    assert wait_done(run, 60) == "cancelled"
+    assert (run.status().error or "").startswith("killed (Slurm job")  # type: ignore[union-attr]
+    log = run.log_path.read_text()
+    assert "SIGTERM sent to the ranks" in log
+    job = slurm.run("scontrol", "show", "job", "-o", str(record(run).job_id)).stdout
+    assert "JobState=RUNNING" not in job and "JobState=PENDING" not in job
+
+
 def test_requests_that_can_never_run_are_refused_before_queueing(slurm: SlurmTestCluster) -> None:
     before = len(runfolder.all_runs())
     cases = {
