@@ -122,8 +122,11 @@ def resume(run: RunFolder, env: Mapping[str, str] | None = None) -> str:
         target = _target(run)
         presence = target.presence(run, status)
         if presence.attach and state == "lost":
-            pid = supervisor.start(run, env=env, attach=True)
-            run.write_status(status.with_(supervisor=ProcRef.of(pid)))  # before the lock is released
+            try:
+                pid = supervisor.start(run, env=env, attach=True)
+                run.write_status(status.with_(supervisor=ProcRef.of(pid)))  # before the lock is released
+            except OSError as exc:
+                raise JobControlError(f"cannot start a supervisor for {run.id}: {exc}") from None
             return f"re-attached: {presence.reason}"
         if presence.where == "running":
             raise JobControlError(
@@ -140,7 +143,10 @@ def resume(run: RunFolder, env: Mapping[str, str] | None = None) -> str:
             raise JobControlError(
                 f"{run.id} has no complete checkpoint to resume from (stop a running job with s to save one)"
             )
-        supervisor.requeue(run, status, checkpoint, env)
+        try:
+            supervisor.requeue(run, status, checkpoint, env)
+        except OSError as exc:  # a full disk, a folder made read-only: say so, keep the panel
+            raise JobControlError(f"cannot resume {run.id}: {exc}") from None
         return f"resuming from {checkpoint.name}"
 
 
