@@ -24,7 +24,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,6 +57,10 @@ class SlurmTestCluster:
     gres_name: str = "gpu"
     ports: list[int] = field(default_factory=list)
     daemons: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    base_env: dict[str, str] = field(default_factory=lambda: _daemon_env(os.environ))
+    """The environment the cluster was made in, without the panel's own variables: a daemon
+    restarted by a test must not carry that test's GAUDI_TUI_HOME (its processes would count
+    as the test's)."""
     swept: list[int] = field(default_factory=list)
     """PIDs the teardown had to end itself: job processes or slurmstepd that outlived the daemons."""
 
@@ -67,7 +71,7 @@ class SlurmTestCluster:
     @property
     def env(self) -> dict[str, str]:
         """Environment for a Slurm client of this cluster (never set in this process's os.environ)."""
-        return {**os.environ, "SLURM_CONF": str(self.conf)}
+        return {**self.base_env, "SLURM_CONF": str(self.conf)}
 
     # --- files ---------------------------------------------------------------------------------
 
@@ -282,6 +286,10 @@ class SlurmTestCluster:
                 tree.extend(proc.children(recursive=True))
         processes.end_processes([*tree, *left], "slurm test leftover", term_wait=None, kill_wait=5)
         return [p.pid for p in left]
+
+
+def _daemon_env(env: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if not k.startswith("GAUDI_TUI_")}
 
 
 def _alive(proc: psutil.Process) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +18,7 @@ from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec
 from gaudi_tui.core.jobs.targets import slurm as slurm_target
 from gaudi_tui.core.jobs.targets.slurm import record as slurm_record
+from gaudi_tui.core.jobs.targets.slurm import script
 from gaudi_tui.core.jobs.validate import InvalidSpec
 from tests.conftest import ROOT
 from tests.jobs.conftest import events, log_tail, wait_done, wait_for
@@ -79,7 +81,7 @@ def test_two_node_fine_tune_stops_gracefully_and_resumes(slurm: SlurmTestCluster
     assert end["stopped"] is True and run.newest_complete_checkpoint() is not None
     stopped_at = int(end["step"])
     assert control.resume(run).startswith("resuming from checkpoint-")
-    assert wait_done(run, 150) == "succeeded", log_tail(run)
+    assert wait_done(run, 300) == "succeeded", log_tail(run)
     assert run.status().attempt == 2  # type: ignore[union-attr]
     begins = events(run, "begin")
     assert len(begins) == 2 and int(events(run, "log")[-1]["step"]) == 14
@@ -145,7 +147,7 @@ def test_requests_that_can_never_run_are_refused_before_queueing(slurm: SlurmTes
 
 
 def test_supervisor_killed_reattaches_and_survives_a_controller_restart(slurm: SlurmTestCluster) -> None:
-    run = control.submit(slurm_spec(slurm_nodes=1, max_steps=60), CPU)
+    run = control.submit(slurm_spec(slurm_nodes=1, max_steps=36), CPU)
     running(run, steps=2)
     first = run.status().supervisor  # type: ignore[union-attr]
     assert first is not None
@@ -168,9 +170,9 @@ def test_supervisor_killed_reattaches_and_survives_a_controller_restart(slurm: S
         assert run.status().state == "running"  # type: ignore[union-attr]
     finally:
         slurm.start_controller()
-    assert wait_done(run, 150) == "succeeded", log_tail(run)
+    assert wait_done(run, 300) == "succeeded", log_tail(run)
     assert "answers again" in run.log_path.read_text()
-    assert int(events(run, "log")[-1]["step"]) == 60
+    assert int(events(run, "log")[-1]["step"]) == 36
 
 
 @pytest.mark.slow
@@ -190,3 +192,21 @@ def test_a_killed_node_is_followed_as_slurm_decides(slurm: SlurmTestCluster) -> 
     assert said.startswith("killing")
     assert wait_done(run, 60) == "cancelled"
     assert "killed (Slurm job" in (run.status().error or "")  # type: ignore[union-attr]
+
+
+@pytest.mark.slow
+def test_the_time_limit_warning_becomes_a_graceful_stop(slurm: SlurmTestCluster, tmp_path: Path) -> None:
+    """The batch script of a job with a time limit: Slurm's USR1 (`--signal=B:USR1@120`) reaches
+    the batch shell while srun runs, and the trap writes the STOP file the ranks read."""
+    run = RunFolder(tmp_path / "run")
+    run.path.mkdir()
+    spec = slurm_spec(slurm_nodes=1, slurm_time_limit="1")
+    path = script.script_path(run, 1)
+    path.parent.mkdir()
+    path.write_text(script.render(spec, run, 1, ["sleep", "300"]))
+    job_id = int(slurm.run("sbatch", "--parsable", str(path)).stdout.strip())
+    wait_for(run.stop_path.exists, 90, "the STOP file", poll=0.5)
+    out = (run.path / "slurm" / f"job-{job_id}.out").read_text()
+    assert "the time limit is near: graceful stop" in out
+    state = slurm.run("scontrol", "show", "job", "-o", str(job_id)).stdout
+    assert "JobState=RUNNING" in state  # srun and its task kept running: only the batch shell was told

@@ -213,6 +213,15 @@ def supervise(attempt: Attempt) -> int:
     number = attempt.status().attempt
     slurm = Slurm()
     record = record_mod.read(run) if attempt.attach else None
+    if record is not None and record.attempt == number and record.job_id is None:
+        found = _find_by_name(slurm, record.job_name)  # the old supervisor died during sbatch
+        if found is None:
+            attempt.save(
+                state="failed", ended=time.time(), error=f"no Slurm job {record.job_name} was queued"
+            )
+            return 1
+        record = replace(record, job_id=found)
+        record_mod.write(run, record)
     if record is not None and record.attempt == number:
         _truncate(run.log_path, record.log_base)
     else:
