@@ -94,6 +94,9 @@ def rank_env(
     out["NODE_RANK"] = env.get("SLURM_NODEID", "0")
     out["MASTER_ADDR"] = env.get("SLURM_LAUNCH_NODE_IPADDR") or env.get("SLURMD_NODENAME", "127.0.0.1")
     out["MASTER_PORT"] = str(MASTER_PORT_BASE + job % MASTER_PORT_SPAN)
+    # As torchrun does: one thread per CPU Slurm gave the task, not one per core of the host (ranks
+    # sharing a host would otherwise oversubscribe it many times over).
+    out.setdefault("OMP_NUM_THREADS", env.get("SLURM_CPUS_PER_TASK") or "1")
     info: dict[str, object] = {
         "rank": int(out["RANK"]),
         "node": env.get("SLURMD_NODENAME", ""),
