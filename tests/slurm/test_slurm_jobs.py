@@ -146,6 +146,7 @@ def test_requests_that_can_never_run_are_refused_before_queueing(slurm: SlurmTes
     assert "gaudi-tui" not in queued
 
 
+@pytest.mark.slow
 def test_supervisor_killed_reattaches_and_survives_a_controller_restart(slurm: SlurmTestCluster) -> None:
     run = control.submit(slurm_spec(slurm_nodes=1, max_steps=36), CPU)
     running(run, steps=2)
