@@ -189,7 +189,7 @@ def test_the_command_says_why_when_slurm_cannot_be_asked(
     monkeypatch.setenv("PATH", str(tmp_path / "no-slurm-here"))
     assert main(["slurm", "queue"]) == 2
     assert "Slurm's client tools are not installed here (squeue not found on PATH)" in capsys.readouterr().err
-    env = _fake_tool(tmp_path, "sinfo", f"cat {DATA / 'sinfo_json_ctld_down.json'}\n")
+    env = _fake_tool(tmp_path, "sinfo", f"exec /bin/cat {DATA / 'sinfo_json_ctld_down.json'}\n")
     monkeypatch.setenv("PATH", env["PATH"])
     assert main(["slurm", "nodes", "--json"]) == 2
     assert "the Slurm controller did not answer" in capsys.readouterr().err
