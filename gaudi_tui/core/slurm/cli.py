@@ -8,8 +8,10 @@ CALL_TIMEOUT_S = 15 s: long enough for its own answer, short enough that a scree
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -18,6 +20,8 @@ from typing import Any
 
 CALL_TIMEOUT_S = 15.0
 SUBMIT_TIMEOUT_S = 30.0
+REAP_S = 5.0
+"""After killing a command at its limit, how long to wait for its pipes to close."""
 SACCT_FORMAT = "JobID,JobName,State,ExitCode,Start,End,NodeList,AllocTRES"
 NOT_INSTALLED = "Slurm's client tools are not installed here ({name} not found on PATH)"
 _CONTROLLER_DOWN = ("Unable to contact slurm controller", "Unable to establish controller", "connect failure")
@@ -48,19 +52,27 @@ class Slurm:
         """stdout of a command that exited 0, else SlurmError with its stderr's last line."""
         limit = self.timeout if timeout is None else timeout
         try:
-            done = subprocess.run(
+            child = subprocess.Popen(
                 list(argv),
-                capture_output=True,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
                 text=True,
-                timeout=limit,
                 env=dict(self.env) if self.env is not None else None,
                 cwd=cwd,
-                stdin=subprocess.DEVNULL,
+                start_new_session=True,  # at the limit its whole group is killed, helpers included
             )
         except FileNotFoundError:
             raise SlurmError(NOT_INSTALLED.format(name=argv[0]), "missing") from None
+        try:
+            stdout, stderr = child.communicate(timeout=limit)
         except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.communicate(timeout=REAP_S)
             raise SlurmError(f"`{argv[0]}` did not answer within {limit:g} s", "timeout") from None
+        done = subprocess.CompletedProcess(list(argv), child.returncode, stdout, stderr)
         if done.returncode != 0:
             raise _failure(argv[0], done.returncode, done.stderr or done.stdout)
         return done.stdout
