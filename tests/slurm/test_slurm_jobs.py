@@ -73,7 +73,9 @@ def test_two_node_fine_tune_stops_gracefully_and_resumes(slurm: SlurmTestCluster
         assert info["habana_visible_modules"] == ",".join(str(c) for c in info["cards"])
     assert events(run, "begin")[0]["world_size"] == 2
     assert (run.path / "slurm" / "attempt-1.sbatch").exists()
-    assert "Slurm job" in slurm_target.TARGET.where(run)
+    assert slurm_target.TARGET.where(run) == f"Slurm job {rec.job_id} on n1,n2: running"
+    details = slurm_target.TARGET.details(run)
+    assert "rank 0: node n1 cards" in details and "rank 1: node n2 cards" in details
 
     control.stop(run)
     assert wait_done(run, 90) == "cancelled"
