@@ -96,3 +96,46 @@ async def test_tail_and_cancel_a_plain_sbatch_job(slurm: SlurmTestCluster) -> No
         while client.show_job(job_id) and "JobState=CANCELLED" not in (client.show_job(job_id) or ""):
             assert time.monotonic() < deadline + 30, client.show_job(job_id)
             await pilot.pause(0.2)
+
+
+async def test_the_job_form_sends_a_slurm_job_or_says_why_not(slurm: SlurmTestCluster) -> None:
+    """n on Training, target slurm: a request no node can hold is refused in the form with the
+    reason, nothing queued; 2 nodes × 1 rank is queued and shows in the Slurm screen's queue."""
+    from textual.widgets import Input, Select
+
+    from gaudi_tui.core.jobs import control, runfolder
+    from gaudi_tui.ui.screens.job_form import JobFormScreen
+    from gaudi_tui.ui.screens.training import TrainingScreen
+
+    app = GaudiApp(accelerator=CPU, hostname="login-1")
+    async with app.run_test(size=(100, 40)) as pilot:
+        await pilot.press("4", "n")
+        form = app.screen
+        assert isinstance(form, JobFormScreen)
+        form.query_one("#f-target", Select).value = "slurm"
+        form.query_one("#f-device", Select).value = "hpu"
+        form.query_one("#f-slurm_nodes", Input).value = "3"
+        await pilot.press("ctrl+s")
+        problems = form.query_one("#form-problems", Static)
+        deadline = time.monotonic() + 30
+        while "can never run" not in str(problems.render()):
+            assert time.monotonic() < deadline, str(problems.render())
+            await pilot.pause(0.1)
+        assert "3 node(s) with 8 cards each asked, partition main has 2" in str(problems.render())
+        assert runfolder.all_runs() == []
+        form.query_one("#f-device", Select).value = "cpu"
+        form.query_one("#f-slurm_nodes", Input).value = "2"
+        form.query_one("#f-slurm_cards_per_node", Input).value = "1"
+        form.query_one("#f-max_steps", Input).value = "400"
+        await pilot.press("ctrl+s")
+        while not isinstance(app.screen, TrainingScreen):
+            assert time.monotonic() < deadline + 30, str(problems.render())
+            await pilot.pause(0.1)
+        (run,) = runfolder.all_runs()
+        await pilot.press("6")
+        screen = app.screen
+        assert isinstance(screen, SlurmScreen)
+        while not any(j.name.startswith(f"gaudi-tui-{run.id}") for j in screen.rows):
+            assert time.monotonic() < deadline + 60, "the panel's job never showed in the queue"
+            await pilot.pause(0.2)
+        control.kill(run)
