@@ -27,11 +27,12 @@ ALLOWED_OPTIONS = frozenset(
         "constraint", "exclude", "nodelist", "reservation", "mem", "mem-per-cpu", "mem-per-gpu",
         "cpus-per-task", "exclusive", "comment", "mail-type", "mail-user", "begin", "dependency",
         "hint", "wckey", "licenses", "switches", "network", "nice", "priority", "prefer",
-        "gpu-bind", "cpu-bind", "distribution", "export", "propagate", "requeue", "no-requeue",
+        "gpu-bind", "cpu-bind", "distribution", "propagate", "requeue", "no-requeue",
     }
 )  # fmt: skip
 """Extra sbatch options a spec may add. Everything that decides where the job's files go, how
-many tasks run or what runs (--output, --ntasks, --wrap, --chdir ...) is the panel's own."""
+many tasks run, what runs or what it inherits (--output, --ntasks, --wrap, --chdir, --export ...)
+is the panel's own."""
 _TIME = re.compile(r"^(?:\d+|\d+:\d{2}|\d+:\d{2}:\d{2}|\d+-\d+|\d+-\d+:\d{2}|\d+-\d+:\d{2}:\d{2})$")
 _NAME = re.compile(r"^[A-Za-z0-9_.,:@%+=/-]*$")
 
