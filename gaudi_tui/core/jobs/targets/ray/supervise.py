@@ -78,6 +78,7 @@ class Supervision:
                 return 1
             self.mirror = LogMirror(run, record)
         else:
+            self.jobs = Jobs(record.address)  # where it was submitted
             _truncate(run.log_path, record.log_base)  # mirrored afresh from the job's own log
             _truncate(run.metrics_path, record.metrics_base)
             self.mirror = LogMirror(run, record)
@@ -227,7 +228,7 @@ class Supervision:
         if now - self.down_since > limit:
             kill = "; the kill was not delivered: k again" if self.attempt.kill_requested.is_set() else ""
             error = (
-                f"the Ray cluster at {self.spec.ray_address} has not answered for {limit:g} s ({exc}): the job "
+                f"the Ray cluster at {self.jobs.address} has not answered for {limit:g} s ({exc}): the job "
                 f"may still run there; r re-attaches once it answers{kill}"
             )
             self.note(f"leaving the job: {error}")
