@@ -193,9 +193,7 @@ class TrainingScreen(PanelScreen):
                 key = (selected, len(points), points[-1].step if points else -1, len(evals))
                 changed = key != sent_points
                 view = next(v for v in views if v.id == selected)
-                if view.where and (
-                    nodes[0] != selected or time.monotonic() - nodes[1] > NODES_EVERY_S
-                ):
+                if view.where and (nodes[0] != selected or time.monotonic() - nodes[1] > NODES_EVERY_S):
                     nodes = (selected, time.monotonic(), cluster_nodes(watcher.run))
                 detail = Detail(
                     run_id=selected,
