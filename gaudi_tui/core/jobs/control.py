@@ -46,7 +46,10 @@ def check(
     target = targets.for_spec(spec)
     host = Host(accel, tuple(selected_cards), dict(env_fixes or {}), env)
     prepared, own = target.check(spec, host)
-    return prepared, shared(prepared, own)
+    if target.runs_here:  # the job starts with this host's environment and cards
+        job_env = {**(os.environ if env is None else env), **prepared.env}
+        return prepared, shared(prepared, own, job_env, accel.device_name, sources_here=True)
+    return prepared, shared(prepared, own, prepared.env, None, sources_here=False)
 
 
 def submit(
