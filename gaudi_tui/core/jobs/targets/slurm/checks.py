@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import gaudi_tui.core.jobs.targets.slurm.script as script
 from gaudi_tui.core.jobs.spec import JobSpec
-from gaudi_tui.core.jobs.targets.slurm import script
 from gaudi_tui.core.jobs.validate import Problem
 from gaudi_tui.core.slurm import model
 from gaudi_tui.core.slurm.cli import Slurm, SlurmError

@@ -23,13 +23,13 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import gaudi_tui.core.jobs.targets.slurm.record as record_mod
+import gaudi_tui.core.jobs.targets.slurm.script as script
 from gaudi_tui.core.jobs import launch
 from gaudi_tui.core.jobs.outcome import error_from_log, last_end_event
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec
 from gaudi_tui.core.jobs.targets import Attempt
-from gaudi_tui.core.jobs.targets.slurm import record as record_mod
-from gaudi_tui.core.jobs.targets.slurm import script
 from gaudi_tui.core.jobs.targets.slurm.record import SlurmRecord
 from gaudi_tui.core.jobs.worker.logstream import RANK_PREFIX
 from gaudi_tui.core.slurm import model, poll, reasons
