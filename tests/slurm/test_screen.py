@@ -139,3 +139,22 @@ async def test_the_job_form_sends_a_slurm_job_or_says_why_not(slurm: SlurmTestCl
             assert time.monotonic() < deadline + 60, "the panel's job never showed in the queue"
             await pilot.pause(0.2)
         control.kill(run)
+
+
+async def test_the_slurm_screen_works_at_80_by_24() -> None:
+    app = GaudiApp(accelerator=CPU, hostname="login-1")
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = recorded()
+        await app.push_screen(screen)
+        await loaded(pilot, screen)
+        queue = screen.query_one("#slurm-queue", DataTable)
+        assert queue.row_count == 9 and queue.size.height >= 5  # the queue keeps room for rows
+        await pilot.press("down", "down", "down")
+        assert screen.selected() is not None and screen.selected().job_id == 7  # type: ignore[union-attr]
+        await pilot.press("c")
+        assert isinstance(app.screen, SignalDialog)
+        assert "pending: only a plain cancel works" in str(
+            app.screen.query_one(".dialog-hint", Static).render()
+        )
+        await pilot.press("escape")
+        assert app.screen is screen
