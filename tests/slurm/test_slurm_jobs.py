@@ -108,6 +108,11 @@ def test_pending_job_says_why_and_a_stop_cancels_it_at_once(slurm: SlurmTestClus
     assert run.status().state == "queued"  # type: ignore[union-attr]
     presence = slurm_target.TARGET.presence(run, run.status())  # type: ignore[arg-type]
     assert presence.where == "running" and "waiting for 1 free card" in presence.reason
+    elsewhere = slurm_target.TARGET
+    with pytest.MonkeyPatch.context() as mp:  # a panel that reaches another cluster cannot say "ended"
+        mp.setenv("SLURM_CONF", str(slurm.root / "other.conf"))
+        other = elsewhere.presence(run, run.status())  # type: ignore[arg-type]
+        assert other.where == "unknown" and "was submitted to the cluster of SLURM_CONF=" in other.reason
     started = time.monotonic()
     control.stop(run)
     assert wait_done(run, 30) == "cancelled"

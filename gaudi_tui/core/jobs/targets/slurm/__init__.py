@@ -27,7 +27,7 @@ from gaudi_tui.core.jobs.targets.slurm import checks, supervise
 from gaudi_tui.core.jobs.targets.slurm import record as record_mod
 from gaudi_tui.core.jobs.validate import Problem
 from gaudi_tui.core.slurm import model, poll, reasons
-from gaudi_tui.core.slurm.cli import Slurm, SlurmError
+from gaudi_tui.core.slurm.cli import Slurm, SlurmError, conf_key
 
 KILL_END_WAIT_S = 60.0
 """`k` without a supervisor: how long to wait for Slurm to report the job ended after scancel."""
@@ -66,6 +66,8 @@ class SlurmTarget:
         record = record_mod.read(run)
         if record is None:
             return Presence("ended", "never submitted to Slurm")
+        if (other := _other_cluster(record)) is not None:
+            return Presence("unknown", other)
         slurm = Slurm()
         snap = poll.shared(slurm).get()
         if snap.error:
@@ -97,6 +99,8 @@ class SlurmTarget:
         record = record_mod.read(run)
         if record is None or record.job_id is None:
             return "nothing was submitted to Slurm"
+        if (other := _other_cluster(record)) is not None:
+            raise TargetError(other)
         slurm = Slurm()
         job_id = record.job_id
         try:
@@ -139,6 +143,17 @@ class SlurmTarget:
                 f"rank {rank}: node {info.get('node', '?')} cards {cards} modules {modules} ({info.get('modules_from', '')})"
             )
         return "\n".join(lines)
+
+
+def _other_cluster(record: record_mod.SlurmRecord) -> str | None:
+    """Why this panel cannot speak for the job: it was submitted to another cluster (SLURM_CONF)."""
+    here = conf_key()
+    if record.conf and record.conf != here:
+        return (
+            f"Slurm job {record.job_id} was submitted to the cluster of SLURM_CONF={record.conf}, and this "
+            f"panel reaches {here}: start it with SLURM_CONF={record.conf} to follow or end the job"
+        )
+    return None
 
 
 def _state(slurm: Slurm, job_id: int) -> str | None:
