@@ -28,7 +28,7 @@ TEST_CHECKS := lint typecheck
 test: $(STAMP) system $(TEST_CHECKS) ## install what tests need, lint, type-check, then the whole suite (unit, Pilot, snapshots, end-to-end)
 	$(PY) -m pytest -q -p no:cacheprovider
 
-system: ## install tmux and prometheus for the tests where possible (root or password-less sudo)
+system: ## install tmux, prometheus, Slurm and munge for the tests where possible (root or password-less sudo)
 	@bash scripts/install-system.sh
 
 typecheck: $(STAMP) ## mypy over gaudi_tui/ (settings in pyproject.toml [tool.mypy])

@@ -14,8 +14,8 @@ if TYPE_CHECKING:
 DESCRIPTION = """\
 A keyboard-driven control panel for Intel Gaudi hosts.
 
-Without a command it opens the panel: 1 Devices, 2 Checklist, 3 Chat, 4 Training, 5 Fleet, ? help,
-q quit.
+Without a command it opens the panel: 1 Devices, 2 Checklist, 3 Chat, 4 Training, 5 Fleet, 6 Slurm,
+? help, q quit.
 The commands below run the same features without the panel, for scripts.
 Falls back from Gaudi (hpu) to CUDA to CPU; the embedded demo model works offline.
 Settings: config.toml (`gaudi-tui config` shows where, and every value with its origin)."""

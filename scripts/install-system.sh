@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Install what the tests need beyond Python: tmux (terminal tests) and prometheus (the Fleet tests;
-# the Debian package also provides promtool). Called by `make test`. Quick when both are present.
+# Install what the tests need beyond Python: tmux (terminal tests), prometheus (the Fleet tests;
+# the Debian package also provides promtool) and Slurm with munge (the Slurm tests start a real
+# two-node cluster on loopback: slurmctld, slurmd, slurm-client, munge; 8 packages, a few seconds).
+# Called by `make test`. Quick when all are present.
 # Never fails the run: without root or password-less sudo, or without apt, it says which tests
 # will skip and why, and exits 0.
 set -uo pipefail
@@ -8,10 +10,17 @@ set -uo pipefail
 need=()
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
 command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
+command -v slurmctld >/dev/null 2>&1 || need+=(slurmctld)
+command -v slurmd >/dev/null 2>&1 || need+=(slurmd)
+command -v sbatch >/dev/null 2>&1 || need+=(slurm-client)
+command -v munged >/dev/null 2>&1 || need+=(munge)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 skip_note() {
   echo "install-system: $1; tests needing ${need[*]} will skip (install with: sudo apt-get install ${need[*]})" >&2
+  case " ${need[*]} " in *" slurm"*|*" munge "*)
+    echo "install-system: the Slurm tests (tests/slurm: a real loopback cluster) will skip; they also need root" >&2 ;;
+  esac
   exit 0
 }
 
@@ -26,6 +35,8 @@ command -v apt-get >/dev/null 2>&1 || skip_note "no apt-get on this system"
 
 echo "install-system: installing ${need[*]} (apt-get)"
 export DEBIAN_FRONTEND=noninteractive
+# The Slurm packages' init scripts find no /etc/slurm/slurm.conf and start nothing (container
+# images often deny them anyway); the tests start their own daemons on free ports.
 if ! timeout 300 "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null 2>&1; then
   timeout 300 "${sudo[@]}" apt-get update -qq >/dev/null 2>&1 || true
   timeout 300 "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null 2>&1 \

@@ -135,6 +135,20 @@ async def ray_job_details(pilot) -> None:
     await pilot.pause(1.5)
 
 
+async def slurm_recorded(pilot) -> None:
+    """The Slurm screen over real recorded squeue/sinfo JSON (tests/slurm/recorded.py)."""
+    sys.path.insert(0, str(ROOT))
+    from tests.slurm.recorded import recorded_screen
+
+    screen = recorded_screen()
+    await pilot.app.push_screen(screen)
+    deadline = time.monotonic() + 10
+    while not screen.rows:
+        if time.monotonic() > deadline:
+            raise RuntimeError("the recorded Slurm queue did not show up")
+        await pilot.pause(0.1)
+
+
 @dataclass(frozen=True)
 class Shot:
     name: str
@@ -159,16 +173,17 @@ SHOTS = [
     Shot("training.svg", ["4"]),
     Shot("fleet.svg", [], setup=fleet_recorded),
     Shot("ray.svg", ["4"], setup=ray_job_details),
+    Shot("slurm.svg", [], setup=slurm_recorded, hostname="login-1"),
     Shot("help.svg", ["question_mark"]),
 ]
 
 
 def replay_run(recorded: str = "runs") -> str:
     """Copy a recorded real run of the demo fine-tune (tests/jobs/data/RECORDED) into the runs folder."""
-    from gaudi_tui.core import paths
+    from gaudi_tui.core.jobs import runfolder
 
     source = sorted((ROOT / "tests" / "jobs" / "data" / recorded).iterdir())[-1]
-    target = paths.runs_dir() / source.name
+    target = runfolder.runs_dir() / source.name
     if not target.exists():
         shutil.copytree(source, target)
         for item in target.iterdir():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import re
 import sys
 import typing
 from collections.abc import Mapping
@@ -28,7 +29,23 @@ Scheduler = Literal[
 Quantization = Literal["none", "nf4", "int8"]
 Launcher = Literal["auto", "single", "torchrun", "accelerate"]
 Device = Literal["auto", "hpu", "cuda", "cpu"]
-Target = Literal["local", "ray"]
+Target = Literal["local", "ray", "slurm"]
+SlurmGres = Literal["gpu", "hpu", "none"]
+
+
+SECRET_NAME = re.compile(
+    r"TOKEN|SECRET|PASSW(OR)?D|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL|AUTH", re.IGNORECASE
+)
+"""Environment variable names whose values are secrets: never shown, never sent where others read them."""
+
+
+def is_secret(name: str) -> bool:
+    return SECRET_NAME.search(name) is not None
+
+
+def masked_env(env: Mapping[str, str]) -> dict[str, str]:
+    """`env` to show: secret values replaced by ***."""
+    return {k: "***" if is_secret(k) else v for k, v in env.items()}
 
 
 class SpecError(ValueError):
@@ -78,7 +95,9 @@ class JobSpec:
     device: Device = field(
         default="auto", metadata={"help": "auto (the detected accelerator), hpu, cuda or cpu"}
     )
-    target: Target = field(default="local", metadata={"help": "local (this host) or ray (a Ray cluster)"})
+    target: Target = field(
+        default="local", metadata={"help": "local (this host), ray (a Ray cluster) or slurm (sbatch)"}
+    )
     ray_address: str = field(
         default="", metadata={"help": "Ray dashboard URL, e.g. http://127.0.0.1:8265 ('' = $RAY_ADDRESS)"}
     )
@@ -93,6 +112,24 @@ class JobSpec:
     )
     ray_python: str = field(
         default="", metadata={"help": "Ray: Python on the cluster's nodes ('' = this panel's Python)"}
+    )
+    slurm_partition: str = field(default="", metadata={"help": "Slurm: partition ('' = the default one)"})
+    slurm_nodes: int = field(default=1, metadata={"help": "Slurm: nodes (hosts)"})
+    slurm_cards_per_node: int = field(
+        default=8, metadata={"help": "Slurm: cards per node, one rank each (1, 2, 4 or 8; 8 across nodes)"}
+    )
+    slurm_time_limit: str = field(
+        default="",
+        metadata={"help": "Slurm: time limit, e.g. 30, 2:00:00, 1-00:00:00 ('' = the partition's)"},
+    )
+    slurm_account: str = field(default="", metadata={"help": "Slurm: account to charge ('' = yours)"})
+    slurm_qos: str = field(default="", metadata={"help": "Slurm: quality of service ('' = the default)"})
+    slurm_gres: SlurmGres = field(
+        default="gpu", metadata={"help": "Slurm: GRES the site names cards by: gpu, hpu (e.g. ALCF) or none"}
+    )
+    slurm_gres_type: str = field(default="", metadata={"help": "Slurm: GRES type, e.g. gaudi2 ('' = any)"})
+    slurm_options: tuple[str, ...] = field(
+        default=(), metadata={"help": "Slurm: extra sbatch options, e.g. --constraint=ib,--exclude=n3"}
     )
     kill_grace_s: float = field(
         default=10.0, metadata={"help": "seconds between SIGTERM and SIGKILL on kill"}

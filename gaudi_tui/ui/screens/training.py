@@ -61,6 +61,11 @@ def job_label(view: JobView) -> str:
     return f"{view.name} · {view.id[-4:]}"
 
 
+def shown(spec: spec_mod.JobSpec, name: str) -> object:
+    """A spec value for the details pane: secrets in `env` are masked."""
+    return spec_mod.masked_env(spec.env) if name == "env" else getattr(spec, name)
+
+
 def details_text(
     view: JobView, run: runfolder.RunFolder, spec: spec_mod.JobSpec | None, nodes: str = ""
 ) -> str:
@@ -71,8 +76,8 @@ def details_text(
         f"folder   {run.path}",
         f"attempt  {view.attempt}",
     ]
-    if view.target == "ray":
-        lines.append(f"cluster  {view.where}")
+    if view.where:
+        lines.append(f"where    {view.where}")
         if nodes:
             lines += ["", *nodes.splitlines()]
     if view.error:
@@ -82,17 +87,19 @@ def details_text(
     if spec is not None:
         lines.append("")
         lines += [
-            f"{name:<20} {spec_mod.display(name, getattr(spec, name))}" for name in spec_mod.field_names()
+            f"{name:<20} {spec_mod.display(name, shown(spec, name))}" for name in spec_mod.field_names()
         ]
     return "\n".join(lines)
 
 
 def cluster_nodes(run: runfolder.RunFolder) -> str:
-    """The nodes of a Ray job's cluster as a small table, or why they cannot be shown."""
-    from gaudi_tui.core.jobs.targets import ray as ray_target
+    """More about where the job runs (a cluster's nodes), as its target tells it; may ask the cluster."""
+    from gaudi_tui.core.jobs import targets
 
-    record = ray_target.read_record(run)
-    return ray_target.nodes_text(record) if record is not None else ""
+    try:
+        return targets.for_spec(run.spec()).details(run)
+    except (spec_mod.SpecError, targets.TargetError) as exc:
+        return str(exc)
 
 
 class TrainingScreen(PanelScreen):
@@ -187,9 +194,7 @@ class TrainingScreen(PanelScreen):
                 key = (selected, len(points), points[-1].step if points else -1, len(evals))
                 changed = key != sent_points
                 view = next(v for v in views if v.id == selected)
-                if view.target == "ray" and (
-                    nodes[0] != selected or time.monotonic() - nodes[1] > NODES_EVERY_S
-                ):
+                if view.where and (nodes[0] != selected or time.monotonic() - nodes[1] > NODES_EVERY_S):
                     nodes = (selected, time.monotonic(), cluster_nodes(watcher.run))
                 detail = Detail(
                     run_id=selected,
@@ -317,22 +322,17 @@ class TrainingScreen(PanelScreen):
     @work(thread=True, exit_on_error=False, group="job-kill", description="kill job")
     def kill_in_background(self, run: runfolder.RunFolder) -> None:
         try:
-            control.kill(run, cancel=get_current_worker().cancelled_event)
+            done = control.kill(run, cancel=get_current_worker().cancelled_event)
         except control.JobControlError as exc:
             self.app.call_from_thread(self.notify, str(exc), severity="warning")
             return
-        self.app.call_from_thread(
-            self.notify, "Killing: SIGTERM to the launcher, SIGKILL after the grace period."
-        )
+        self.app.call_from_thread(self.notify, done[:1].upper() + done[1:] + ".")
 
     def action_resume_job(self) -> None:
         run = self._selected_run()
         if run is None:
             return
-        if control.is_ray(run):
-            self.resume_in_background(run)  # it asks the cluster first
-            return
-        self._resume(run, self.notify)
+        self.resume_in_background(run)  # it may ask a cluster, or wait for a job's processes to exit
 
     @work(thread=True, exit_on_error=False, group="job-resume", description="resume job")
     def resume_in_background(self, run: runfolder.RunFolder) -> None:
@@ -341,7 +341,7 @@ class TrainingScreen(PanelScreen):
     @staticmethod
     def _resume(run: runfolder.RunFolder, notify: Callable[..., object]) -> None:
         try:
-            done = control.resume_any(run)
+            done = control.resume(run)
         except control.JobControlError as exc:
             notify(str(exc), severity="warning")
             return

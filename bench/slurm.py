@@ -1,0 +1,189 @@
+"""Slurm: the panel's queue poll with 1,000 jobs, and the same 2-process demo fine-tune on a 2-node
+Slurm cluster (this machine, loopback) vs local `torchrun`, in one run.
+
+1. Poll cost. One refresh of the Slurm screen = one `squeue --json` + one `sinfo --json`, parsed
+   into jobs and nodes. The CPU part replays a GENERATED 1,000-job `squeue --json` (the 9 real
+   22.05.8 job records of tests/data/slurm/squeue_all.json, copied with new ids) through the same
+   parser the panel uses; the figure is the panel's CPU seconds per refresh ÷ the 2 s refresh
+   (target ≤ 2 %). The real `squeue --json` call is also timed on the test cluster holding
+   `--held` held jobs (its own CPU is the squeue child's, printed apart).
+2. Jobs. Trainer's `train_steps_per_second` and submit → first step (from `control.submit` to the
+   wall time of the first `log` event; for Slurm that includes sbatch, the scheduler's pass and
+   srun). Runs alternate; medians with min/max. Target: steps/s ratio Slurm/local ≥ 0.95.
+
+The cluster is the tests' (tests/slurm/cluster.py): munge, slurmctld and two slurmd on free ports;
+the Slurm job runs one rank on each node (`slurm_nodes=2`, `slurm_cards_per_node=1`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data" / "slurm"
+STEPS = 60
+RUNS = 3
+REFRESH_S = 2.0
+
+
+def spread(values: list[float], fmt: str = "{:.2f}") -> str:
+    return f"{fmt.format(statistics.median(values))} (min {fmt.format(min(values))}, max {fmt.format(max(values))})"
+
+
+def generated_queue(count: int) -> str:
+    real = json.loads((DATA / "squeue_all.json").read_text())
+    jobs = []
+    for i in range(count):
+        row = dict(real["jobs"][i % len(real["jobs"])])
+        row["job_id"] = 1000 + i
+        jobs.append(row)
+    return json.dumps({**real, "jobs": jobs})
+
+
+def poll_cost(count: int, refreshes: int = 20) -> list[float]:
+    """CPU seconds of this process per refresh (parse a `count`-job queue and the recorded nodes)."""
+    from gaudi_tui.core.slurm import model, table
+
+    queue_text = generated_queue(count)
+    nodes_text = (DATA / "sinfo.json").read_text()
+    costs = []
+    for _ in range(refreshes):
+        start = time.process_time()
+        jobs = model.jobs_from_json(json.loads(queue_text))
+        nodes = model.nodes_from_json(json.loads(nodes_text))
+        mine = table.mine(jobs, "root")
+        rows = [table.queue_row(j) for j in mine[:60]]  # what one screen of rows draws
+        rows += [table.node_row(n) for n in nodes]
+        costs.append(time.process_time() - start)
+    return costs
+
+
+def real_squeue(cluster, held: int) -> tuple[list[float], list[float], int]:  # noqa: ANN001
+    """Wall and child-CPU seconds of real `squeue --json` calls with `held` held jobs queued."""
+    from gaudi_tui.core.slurm.cli import Slurm
+
+    for _ in range(held):
+        cluster.run("sbatch", "-H", "-J", "held", "--wrap", "true")
+    slurm = Slurm(env=cluster.env)
+    walls, cpus, jobs = [], [], 0
+    for _ in range(5):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        jobs = len(slurm.squeue()["jobs"])
+        walls.append(time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+    cluster.cancel_all()
+    return walls, cpus, jobs
+
+
+def spec(**changes: object):  # noqa: ANN201 - JobSpec (imported after GAUDI_TUI_HOME is set)
+    from dataclasses import replace
+
+    from gaudi_tui.core.jobs.spec import PRESETS
+
+    base: dict[str, object] = {
+        "device": "cpu",
+        "max_steps": STEPS,
+        "max_seq_len": 64,
+        "batch_size": 8,
+        "logging_steps": 5,
+        "processes": 2,
+        "env": {"PYTHONPATH": str(ROOT)},
+    }
+    return replace(PRESETS["demo fine-tune"], **{**base, **changes})
+
+
+def one_run(job) -> tuple[float, float]:  # noqa: ANN001 - JobSpec
+    """(steps/s, seconds from submit to the first step) of one job."""
+    from gaudi_tui.core.accelerator import Accelerator
+    from gaudi_tui.core.jobs import control
+    from gaudi_tui.core.jobs.status import TERMINAL
+
+    submitted = time.time()
+    run = control.submit(job, Accelerator("cpu", "bench"))
+    deadline = time.monotonic() + 600
+    while (status := run.status()) is None or status.state not in TERMINAL:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{run.id} did not end in 600 s")
+        time.sleep(0.5)
+    if status.state != "succeeded":
+        raise RuntimeError(f"{job.target} run {status.state}: {status.error}")
+    events = [json.loads(line) for line in run.metrics_path.read_text().splitlines() if line.strip()]
+    first = next(e for e in events if e.get("event") == "log")
+    summary = next(e for e in events if e.get("event") == "summary")
+    return float(summary["train_steps_per_second"]), float(first["time"]) - submitted
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=RUNS)
+    parser.add_argument("--jobs", type=int, default=1000, help="jobs in the generated queue")
+    parser.add_argument("--held", type=int, default=200, help="held jobs queued for the real squeue call")
+    parser.add_argument("--poll-only", action="store_true", help="only the poll cost (no training runs)")
+    args = parser.parse_args()
+    sys.path.insert(0, str(ROOT))
+    os.environ["GAUDI_TUI_HOME"] = tempfile.mkdtemp(prefix="gaudi-tui-bench-slurm-")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    load = os.getloadavg()
+    costs = poll_cost(args.jobs)
+    share = [c / REFRESH_S * 100 for c in costs]
+    print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(f"poll: {args.jobs} jobs (generated from real 22.05 records) + 2 nodes, parsed per refresh:")
+    print(f"  panel CPU {spread([c * 1000 for c in costs], '{:.1f}')} ms a refresh = "
+          f"{spread(share, '{:.2f}')} % at a {REFRESH_S:g} s refresh (target ≤ 2 %)")  # fmt: skip
+
+    from tests.slurm.cluster import missing_binaries, running_cluster
+
+    if missing_binaries() or os.geteuid() != 0:
+        print(
+            "Slurm is not installed here or this is not root: the cluster parts are skipped", file=sys.stderr
+        )
+        return 0
+    local: list[tuple[float, float]] = []
+    on_slurm: list[tuple[float, float]] = []
+    try:
+        with running_cluster() as cluster:
+            os.environ["SLURM_CONF"] = str(cluster.conf)
+            walls, cpus, seen = real_squeue(cluster, args.held)
+            print(f"  real squeue --json with {seen} jobs: {spread([w * 1000 for w in walls], '{:.0f}')} ms wall, "
+                  f"squeue's own CPU {spread([c * 1000 for c in cpus], '{:.0f}')} ms (one call a refresh)")  # fmt: skip
+            if args.poll_only:
+                return 0
+            for _ in range(args.runs):
+                local.append(one_run(spec(name="local torchrun", launcher="torchrun")))
+                on_slurm.append(
+                    one_run(spec(name="slurm", target="slurm", slurm_nodes=2, slurm_cards_per_node=1))
+                )
+            cluster.cancel_all()
+    finally:
+        shutil.rmtree(os.environ["GAUDI_TUI_HOME"], ignore_errors=True)
+    local_rate, slurm_rate = [r for r, _ in local], [r for r, _ in on_slurm]
+    local_start, slurm_start = [s for _, s in local], [s for _, s in on_slurm]
+    print(
+        f"demo fine-tune, 2 processes on CPU (gloo), {STEPS} steps, batch 8, seq ≤ 64; {args.runs} runs each"
+    )
+    print(f"  local torchrun   : {spread(local_rate)} steps/s, submit→first step {spread(local_start)} s")
+    print(f"  Slurm (2 nodes)  : {spread(slurm_rate)} steps/s, submit→first step {spread(slurm_start)} s")
+    ratios = [r / max(lr, 1e-9) for r, lr in zip(slurm_rate, local_rate, strict=True)]
+    print(f"steps/s ratio Slurm/local {statistics.median(slurm_rate) / statistics.median(local_rate):.3f} "
+          f"(per pair {spread(ratios, '{:.3f}')}; target ≥ 0.95)")  # fmt: skip
+    print(
+        f"first-step latency Slurm − local {statistics.median(slurm_start) - statistics.median(local_start):+.1f} s"
+    )
+    load = os.getloadavg()
+    print(f"load average at the end {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,103 @@
+"""The job's log stream split into the run folder: metrics.jsonl, stdout.log, ranks."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+from collections import deque
+
+from gaudi_tui.core.jobs.runfolder import RunFolder
+from gaudi_tui.core.jobs.targets.ray.record import ClusterRecord
+from gaudi_tui.core.jobs.worker.logstream import METRIC_PREFIX, RANK_PREFIX
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+class LogMirror:
+    """Splits the job's log (Ray's, as the stream or `get_job_logs` deliver it): metrics lines →
+    metrics.jsonl, rank lines → cluster.json, the rest → stdout.log (without colour codes).
+
+    `consumed` is an offset into Ray's log only: every delivery says where in that log it starts
+    (`feed_at`), so a stream restarted after a blip, or the whole log fetched again, adds exactly
+    what is new. The supervisor's own lines go through `note`, straight into stdout.log, never
+    into the offset nor onto a half-read line. Exact repeats of a metrics line are dropped (Ray
+    can forward a line twice when nodes share a host's log folder)."""
+
+    def __init__(self, run: RunFolder, record: ClusterRecord) -> None:
+        self.run = run
+        self.record = record
+        self.consumed = 0
+        self.partial = ""
+        self.lock = threading.Lock()
+        self.seen: deque[str] = deque(maxlen=4096)
+        self.seen_set: set[str] = set()
+        self.ranks: dict[str, dict[str, str]] = dict(record.ranks)
+
+    def feed_at(self, offset: int, text: str) -> None:
+        """`text` starts at `offset` of Ray's log: write the part not mirrored yet."""
+        with self.lock:
+            new = text[max(0, self.consumed - offset) :]
+            if offset > self.consumed or not new:
+                return  # a gap cannot happen (every delivery starts at 0); nothing new
+            self.consumed += len(new)
+            *lines, self.partial = (self.partial + new).split("\n")
+            self._write(lines)
+
+    def feed_from(self, full: str) -> None:
+        """The whole log (`get_job_logs`): whatever the stream has not delivered yet."""
+        self.feed_at(0, full)
+
+    def note(self, text: str) -> None:
+        """One line of the supervisor's own (`[gaudi-tui] …`) in stdout.log."""
+        with self.lock, self.run.log_path.open("a", encoding="utf-8") as fh:
+            fh.write(f"[gaudi-tui] {text}\n")
+
+    def flush_partial(self) -> None:
+        with self.lock:
+            if self.partial:
+                self._write([self.partial])
+                self.partial = ""
+
+    def _write(self, lines: list[str]) -> None:
+        plain: list[str] = []
+        metrics: list[str] = []
+        for raw in lines:
+            line = _ANSI.sub("", raw).rstrip("\r")
+            if METRIC_PREFIX in line:
+                payload = line.split(METRIC_PREFIX, 1)[1].strip()
+                digest = hashlib.blake2b(payload.encode(), digest_size=12).hexdigest()
+                if digest not in self.seen_set and _is_object(payload):
+                    if len(self.seen) == self.seen.maxlen:
+                        self.seen_set.discard(self.seen[0])
+                    self.seen.append(digest)
+                    self.seen_set.add(digest)
+                    metrics.append(payload)
+            elif RANK_PREFIX in line:
+                self._rank(line.split(RANK_PREFIX, 1)[1])
+            else:
+                plain.append(line)
+        if plain:
+            with self.run.log_path.open("a", encoding="utf-8") as fh:
+                fh.write("".join(p + "\n" for p in plain))
+        if metrics:
+            with self.run.metrics_path.open("a", encoding="utf-8") as fh:
+                fh.write("".join(m + "\n" for m in metrics))
+
+    def _rank(self, payload: str) -> None:
+        try:
+            info = json.loads(payload)
+            self.ranks[str(int(info["rank"]))] = {
+                "node_id": str(info.get("node_id", "")),
+                "node_ip": str(info.get("node_ip", "")),
+            }
+        except (ValueError, KeyError, TypeError):
+            return
+
+
+def _is_object(payload: str) -> bool:
+    try:
+        return isinstance(json.loads(payload), dict)
+    except ValueError:
+        return False

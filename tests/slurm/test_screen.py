@@ -1,0 +1,160 @@
+"""The Slurm screen (key 6): recorded 22.05 outputs for the snapshot and the keys, and jobs
+submitted with plain sbatch on the real cluster for tail and cancel."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from textual.pilot import Pilot
+from textual.widgets import DataTable, OptionList, Static
+
+from gaudi_tui.core.slurm.cli import Slurm
+from gaudi_tui.ui.app import GaudiApp
+from gaudi_tui.ui.screens.slurm import SignalDialog, SlurmScreen
+from tests.conftest import CPU
+from tests.slurm.cluster import SlurmTestCluster
+from tests.slurm.recorded import recorded_screen
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "slurm"
+
+
+def recorded() -> SlurmScreen:
+    return recorded_screen()
+
+
+async def loaded(pilot: Pilot, screen: SlurmScreen) -> None:
+    deadline = time.monotonic() + 20
+    while screen.view is None or not screen.rows:
+        assert time.monotonic() < deadline, "the Slurm screen never loaded"
+        await pilot.pause(0.05)
+    await pilot.pause()
+
+
+def column(screen: SlurmScreen, name: str) -> list[str]:
+    grid = screen.query_one("#slurm-queue", DataTable)
+    index = [str(c.label) for c in grid.columns.values()].index(name)
+    return [str(grid.get_row_at(i)[index]) for i in range(grid.row_count)]
+
+
+def test_slurm_snapshot(snap_compare) -> None:  # noqa: ANN001
+    async def show(pilot: Pilot) -> None:
+        screen = recorded()
+        await pilot.app.push_screen(screen)
+        await loaded(pilot, screen)
+
+    app = GaudiApp(accelerator=CPU, hostname="login-1")
+    assert snap_compare(app, terminal_size=(120, 30), run_before=show)
+
+
+async def test_recorded_queue_mine_and_all() -> None:
+    app = GaudiApp(accelerator=CPU, hostname="login-1")
+    async with app.run_test(size=(120, 30)) as pilot:
+        screen = recorded()
+        await app.push_screen(screen)
+        await loaded(pilot, screen)
+        assert column(screen, "job")[:6] == ["4", "5", "6", "7", "8", "9"]  # active first
+        why = dict(zip(column(screen, "job"), column(screen, "why"), strict=True))
+        assert why["7"] == "waiting for 8 free cards on partition main"
+        assert why["2"] == "exit 3"
+        assert column(screen, "left")[2] == "0s" and column(screen, "cards")[0] == "1×8"
+        status = str(screen.query_one("#slurm-status", Static).render())
+        assert "root's jobs: 9" in status and "8/16 cards free" in status and "1 drained/down" in status
+        screen.user = "nobody"
+        await pilot.press("a")
+        assert len(screen.rows) == 9  # everyone's
+        await pilot.press("a")
+        assert screen.rows == []
+
+
+async def test_tail_and_cancel_a_plain_sbatch_job(slurm: SlurmTestCluster) -> None:
+    out = slurm.root / "out"
+    job_id = slurm.sbatch(
+        "-J", "tailme", "-o", f"{out}/tail-%j.out", "--wrap", "echo line-one; echo line-two; sleep 120"
+    )
+    client = Slurm(env=slurm.env)
+    app = GaudiApp(accelerator=CPU, hostname="login-1")
+    async with app.run_test(size=(120, 30)) as pilot:
+        screen = SlurmScreen(slurm=client, interval=0.5, user="root")
+        await app.push_screen(screen)
+        deadline = time.monotonic() + 20
+        while not any(j.job_id == job_id and j.state == "RUNNING" for j in screen.rows):
+            assert time.monotonic() < deadline, "the job never showed as running"
+            await pilot.pause(0.1)
+        screen.query_one("#slurm-queue", DataTable).move_cursor(
+            row=[j.job_id for j in screen.rows].index(job_id)
+        )
+        await pilot.press("t")
+        pane = screen.query_one("#slurm-tail", Static)
+        while "line-two" not in str(pane.render()):
+            assert time.monotonic() < deadline + 10, str(pane.render())
+            await pilot.pause(0.1)
+        await pilot.press("c")
+        assert isinstance(app.screen, SignalDialog)
+        app.screen.query_one(OptionList).highlighted = 0  # plain cancel
+        await pilot.press("enter")
+        while client.show_job(job_id) and "JobState=CANCELLED" not in (client.show_job(job_id) or ""):
+            assert time.monotonic() < deadline + 30, client.show_job(job_id)
+            await pilot.pause(0.2)
+
+
+async def test_the_job_form_sends_a_slurm_job_or_says_why_not(slurm: SlurmTestCluster) -> None:
+    """n on Training, target slurm: a request no node can hold is refused in the form with the
+    reason, nothing queued; 2 nodes × 1 rank is queued and shows in the Slurm screen's queue."""
+    from textual.widgets import Input, Select
+
+    from gaudi_tui.core.jobs import control, runfolder
+    from gaudi_tui.ui.screens.job_form import JobFormScreen
+    from gaudi_tui.ui.screens.training import TrainingScreen
+
+    app = GaudiApp(accelerator=CPU, hostname="login-1")
+    async with app.run_test(size=(100, 40)) as pilot:
+        await pilot.press("4", "n")
+        form = app.screen
+        assert isinstance(form, JobFormScreen)
+        form.query_one("#f-target", Select).value = "slurm"
+        form.query_one("#f-device", Select).value = "hpu"
+        form.query_one("#f-slurm_nodes", Input).value = "3"
+        await pilot.press("ctrl+s")
+        problems = form.query_one("#form-problems", Static)
+        deadline = time.monotonic() + 30
+        while "can never run" not in str(problems.render()):
+            assert time.monotonic() < deadline, str(problems.render())
+            await pilot.pause(0.1)
+        assert "3 node(s) with 8 cards each asked, partition main has 2" in str(problems.render())
+        assert runfolder.all_runs() == []
+        form.query_one("#f-device", Select).value = "cpu"
+        form.query_one("#f-slurm_nodes", Input).value = "2"
+        form.query_one("#f-slurm_cards_per_node", Input).value = "1"
+        form.query_one("#f-max_steps", Input).value = "400"
+        await pilot.press("ctrl+s")
+        while not isinstance(app.screen, TrainingScreen):
+            assert time.monotonic() < deadline + 30, str(problems.render())
+            await pilot.pause(0.1)
+        (run,) = runfolder.all_runs()
+        await pilot.press("6")
+        screen = app.screen
+        assert isinstance(screen, SlurmScreen)
+        while not any(j.name.startswith(f"gaudi-tui-{run.id}") for j in screen.rows):
+            assert time.monotonic() < deadline + 60, "the panel's job never showed in the queue"
+            await pilot.pause(0.2)
+        control.kill(run)
+
+
+async def test_the_slurm_screen_works_at_80_by_24() -> None:
+    app = GaudiApp(accelerator=CPU, hostname="login-1")
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = recorded()
+        await app.push_screen(screen)
+        await loaded(pilot, screen)
+        queue = screen.query_one("#slurm-queue", DataTable)
+        assert queue.row_count == 9 and queue.size.height >= 5  # the queue keeps room for rows
+        await pilot.press("down", "down", "down")
+        assert screen.selected() is not None and screen.selected().job_id == 7  # type: ignore[union-attr]
+        await pilot.press("c")
+        assert isinstance(app.screen, SignalDialog)
+        assert "pending: only a plain cancel works" in str(
+            app.screen.query_one(".dialog-hint", Static).render()
+        )
+        await pilot.press("escape")
+        assert app.screen is screen
