@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import argparse
 
-from gaudi_tui.commands import chat, check, config, devices, exporter, fleet, jobs, train
+from gaudi_tui.commands import chat, check, config, devices, exporter, fleet, jobs, run, train
 
-MODULES = (devices, check, chat, train, jobs, fleet, exporter, config)
+MODULES = (devices, check, chat, train, run, jobs, fleet, exporter, config)
 
 
 def register_all(subparsers: argparse._SubParsersAction) -> None:

@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
 
 def start_job(spec, *, dry_run: bool, follow: bool) -> int:  # noqa: ANN001 - JobSpec, imported lazily
     from gaudi_tui.core import accelerator
-    from gaudi_tui.core.jobs import control, launch, validate
+    from gaudi_tui.core.jobs import control, validate
     from gaudi_tui.core.jobs import spec as spec_mod
 
     if spec.target == "ray":
@@ -68,16 +68,16 @@ def start_job(spec, *, dry_run: bool, follow: bool) -> int:  # noqa: ANN001 - Jo
         accel = accelerator.Accelerator("cpu", "the spec asks for cpu")
     else:
         accel = accelerator.probe()
-    prepared = launch.prepare(spec, accel)
+    prepared, problems = control.prepare(spec, accel)
     if dry_run:
-        problems = validate.validate(prepared, accel)
         print(spec_mod.to_toml(prepared), end="")
         return _report(problems)
     try:
         run = control.submit(spec, accel)
     except validate.InvalidSpec as exc:
         return _report(exc.problems)
-    print(f"started job {run.id} on {accel.kind} ({prepared.processes} process(es), {prepared.launcher})")
+    how = prepared.command_launcher if prepared.kind == "command" else prepared.launcher
+    print(f"started job {run.id} on {accel.kind} ({prepared.processes} process(es), {how})")
     print(f"run folder: {run.path}")
     print(f"follow it:  gaudi-tui jobs logs {run.id} -f")
     if follow:

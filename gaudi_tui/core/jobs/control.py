@@ -18,7 +18,7 @@ from gaudi_tui.core.jobs import launch, runfolder, supervisor
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec
 from gaudi_tui.core.jobs.status import ACTIVE, JobStatus, ProcRef, effective_state
-from gaudi_tui.core.jobs.validate import InvalidSpec, validate
+from gaudi_tui.core.jobs.validate import InvalidSpec, Problem, hardware, validate
 
 log = logging.getLogger(__name__)
 
@@ -45,13 +45,30 @@ def submit(
         from gaudi_tui.core.jobs import control_ray
 
         return control_ray.submit(spec, env)
-    prepared = launch.prepare(spec, accel, selected_cards, env_fixes)
-    problems = validate(prepared, accel, env)
+    prepared, problems = prepare(spec, accel, selected_cards, env_fixes, env)
     if problems:
         raise InvalidSpec(problems)
     run = runfolder.create(prepared, accelerator=accel.kind)
     supervisor.start(run, env=env)
     return run
+
+
+def prepare(
+    spec: JobSpec,
+    accel: Accelerator,
+    selected_cards: Sequence[int] = (),
+    env_fixes: Mapping[str, str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> tuple[JobSpec, list[Problem]]:
+    """The spec as it will run on this host, and every problem with it."""
+    prepared = launch.prepare(spec, accel, selected_cards, env_fixes)
+    if prepared.kind == "command":
+        from gaudi_tui.core.jobs.kinds import command
+
+        prepared = command.prepare(prepared)
+        job_env = {**(os.environ if env is None else env), **prepared.env}
+        return prepared, [*hardware(prepared, accel, job_env), *command.check(prepared, job_env)]
+    return prepared, validate(prepared, accel, env)
 
 
 def stop(run: RunFolder) -> None:
@@ -136,7 +153,8 @@ def _resume_locked(run: RunFolder, env: Mapping[str, str] | None) -> Path:
     if state in ACTIVE:
         raise JobControlError(f"{run.id} is still {state}: stop it first")
     if state == "succeeded":
-        raise JobControlError(f"{run.id} already finished; its weights are in {run.model_dir}")
+        where = "" if run.spec().kind == "command" else f"; its weights are in {run.model_dir}"
+        raise JobControlError(f"{run.id} already finished{where}")
     running = _alive_refs(status, until=(status.ended or 0.0) + ENDING_GRACE_S)
     if running:
         pids = ", ".join(str(r.pid) for r in running)
@@ -145,7 +163,15 @@ def _resume_locked(run: RunFolder, env: Mapping[str, str] | None) -> Path:
             f"second copy. End them first: `gaudi-tui jobs stop --force {run.id}` (k twice in Training), "
             f"or `kill {pids.replace(', ', ' ')}`"
         )
-    checkpoint = run.newest_complete_checkpoint()
+    spec = run.spec()
+    if spec.kind == "command":
+        from gaudi_tui.core.jobs.kinds import command
+
+        if (why := command.resume_problem(run, spec)) is not None:
+            raise JobControlError(f"{run.id} cannot be resumed: {why}")
+        checkpoint = command.newest_checkpoint(run, spec)
+    else:
+        checkpoint = run.newest_complete_checkpoint()
     if checkpoint is None:
         raise JobControlError(
             f"{run.id} has no complete checkpoint to resume from (stop a running job with s to save one)"

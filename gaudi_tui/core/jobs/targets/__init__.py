@@ -47,6 +47,10 @@ def for_spec(spec: JobSpec) -> Target:
         from gaudi_tui.core.jobs.targets.ray import RayTarget
 
         return RayTarget()
+    if spec.kind == "command":
+        from gaudi_tui.core.jobs.kinds.command_supervise import CommandSupervision
+
+        return CommandSupervision()
     from gaudi_tui.core.jobs.targets.local import LocalTarget
 
     return LocalTarget()
