@@ -164,6 +164,27 @@ PRESETS: dict[str, JobSpec] = {
 }
 
 
+COMMAND_FIELDS = (
+    "command", "workdir", "command_launcher", "wrap_trainer", "metrics_source", "metrics_pattern",
+    "resume_flag", "output_dir", "log_file", "pid", "pid_started",
+)  # fmt: skip
+"""Settings of a command job (`kind = "command"`) only."""
+TRAINER_FIELDS = (
+    "model", "dataset", "text_field", "max_seq_len", "epochs", "max_steps", "batch_size", "grad_accum",
+    "learning_rate", "lr_scheduler", "warmup_steps", "bf16", "torch_compile", "lora", "lora_r",
+    "lora_alpha", "lora_dropout", "lora_target_modules", "quantization", "eval_split", "eval_steps",
+    "save_steps", "logging_steps", "seed", "launcher", "trust_remote_code",
+)  # fmt: skip
+"""Settings of the built-in Trainer job only."""
+
+
+def applies(name: str, kind: str) -> bool:
+    """Whether a setting means something for a job of this kind (the form shows only those)."""
+    if name in COMMAND_FIELDS:
+        return kind == "command"
+    return kind != "command" or name not in TRAINER_FIELDS
+
+
 def default_ray_address() -> str:
     """The cluster a Ray job goes to when the spec names none: the `cluster.ray_address` setting
     ($RAY_ADDRESS, else config.toml)."""

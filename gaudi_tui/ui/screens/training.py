@@ -79,6 +79,14 @@ def details_text(
         lines.append(f"error    {view.error}")
     if view.checkpoint:
         lines.append(f"saved    {view.checkpoint}")
+    if spec is not None and spec.kind == "command":
+        from gaudi_tui.core.jobs.kinds import command
+
+        lines.append(f"stop     {command.stop_mode(run, spec)}")
+        if view.metrics_found is False:
+            lines.append(
+                "metrics  none found in its output: its log is in Log (l); try metrics_source json/pattern"
+            )
     if spec is not None:
         lines.append("")
         lines += [
@@ -93,6 +101,19 @@ def cluster_nodes(run: runfolder.RunFolder) -> str:
 
     record = ray_target.read_record(run)
     return ray_target.nodes_text(record) if record is not None else ""
+
+
+def stop_words(run: runfolder.RunFolder) -> str:
+    """What the stop just asked for does, for the notification."""
+    try:
+        spec = run.spec()
+    except spec_mod.SpecError:
+        spec = None
+    if spec is not None and spec.kind == "command":
+        from gaudi_tui.core.jobs.kinds import command
+
+        return "Stop requested: " + command.stop_mode(run, spec).removeprefix("s ") + "."
+    return "Stop requested: every rank stops at the same step and saves one checkpoint."
 
 
 class TrainingScreen(PanelScreen):
@@ -253,6 +274,8 @@ class TrainingScreen(PanelScreen):
         step = f"{view.step}/{view.max_steps}" if view.max_steps else str(view.step)
         state = "stopping" if view.stop_requested and view.state == "running" else view.state
         loss = f"{view.loss:.4f}" if view.loss is not None else "—"
+        if view.metrics_found is False:
+            loss = "no metrics"
         return (
             job_label(view),
             state,
@@ -298,7 +321,7 @@ class TrainingScreen(PanelScreen):
         except control.JobControlError as exc:
             self.notify(str(exc), severity="warning")
             return
-        self.notify("Stop requested: every rank stops at the same step and saves one checkpoint.")
+        self.notify(stop_words(run))
 
     def action_kill_job(self) -> None:
         run = self._selected_run()
