@@ -242,7 +242,8 @@ def test_the_wrapper_runs_the_sitecustomize_it_hides(tmp_path: Path) -> None:
 
 
 def test_resume_is_refused_without_a_checkpoint(project: Path) -> None:
-    run = submit(spec_for(project, [PYTHON, "loop.py", "3"], output_dir="out"))
+    (project / "quick.py").write_text("print('done')\n")
+    run = submit(spec_for(project, [PYTHON, "quick.py"], output_dir="out"))
     wait_done(run, 60)
     stopped = run.status().with_(state="cancelled")
     run.write_status(stopped)
