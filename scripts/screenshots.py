@@ -128,10 +128,10 @@ SHOTS = [
 
 def replay_run(recorded: str = "runs") -> str:
     """Copy a recorded real run of the demo fine-tune (tests/jobs/data/RECORDED) into the runs folder."""
-    from gaudi_tui.core import paths
+    from gaudi_tui.core.jobs import runfolder
 
     source = sorted((ROOT / "tests" / "jobs" / "data" / recorded).iterdir())[-1]
-    target = paths.runs_dir() / source.name
+    target = runfolder.runs_dir() / source.name
     if not target.exists():
         shutil.copytree(source, target)
         for item in target.iterdir():

@@ -11,6 +11,7 @@ import pytest
 from textual.widgets import Input
 
 from gaudi_tui.core.accelerator import Accelerator
+from gaudi_tui.core.settings import SPECS
 from gaudi_tui.data import HLSMI_SAMPLES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,10 +25,17 @@ CPU = Accelerator(
 )
 
 
+USER_SETTINGS = tuple(spec.env for spec in SPECS if spec.env)
+"""Every environment variable a user may export to point gaudi-tui at their own things (runs folder,
+cluster, Prometheus, theme...): unset in every test, so a test touches only what it made."""
+
+
 @pytest.fixture(autouse=True)
 def gaudi_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "gaudi-home"
     monkeypatch.setenv("GAUDI_TUI_HOME", str(home))
+    for name in USER_SETTINGS:  # GAUDI_TUI_RUNS_DIR outranks GAUDI_TUI_HOME: never the user's runs
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     return home
 

@@ -65,15 +65,14 @@ def run(args: argparse.Namespace) -> int:
             return print_logs(job, lines=args.lines, follow=args.follow)
         if args.action == "stop":
             if args.force:
-                control.kill(job)
-                print(f"{job.id}: killing (SIGTERM to the launcher, SIGKILL after the grace period)")
+                print(f"{job.id}: {control.kill(job)}")
             else:
                 control.stop(job)
                 print(
                     f"{job.id}: stop requested; it saves a checkpoint and exits (resume with `jobs resume`)"
                 )
             return 0
-        print(f"{job.id}: {control.resume_any(job)}")
+        print(f"{job.id}: {control.resume(job)}")
         return 0
     except (runfolder.RunNotFound, control.JobControlError) as exc:
         print(f"gaudi-tui jobs: {exc}", file=sys.stderr)
@@ -123,12 +122,13 @@ def format_table(views: list[JobView]) -> str:
 def print_nodes(where: str) -> int:
     from gaudi_tui.core.jobs import runfolder
     from gaudi_tui.core.jobs.spec import default_ray_address
-    from gaudi_tui.core.jobs.targets import ray as ray_target
+    from gaudi_tui.core.jobs.targets.ray import nodes
+    from gaudi_tui.core.jobs.targets.ray.record import read_record
 
     address = where or default_ray_address()
     if where and "://" not in where and ":" not in where:
         try:
-            record = ray_target.read_record(runfolder.find(where))
+            record = read_record(runfolder.find(where))
         except runfolder.RunNotFound as exc:
             print(f"gaudi-tui jobs nodes: {exc}", file=sys.stderr)
             return 1
@@ -140,8 +140,8 @@ def print_nodes(where: str) -> int:
         print("gaudi-tui jobs nodes: give the dashboard URL or set RAY_ADDRESS", file=sys.stderr)
         return 2
     try:
-        print(ray_target.format_nodes(ray_target.list_nodes(address)))
-    except ray_target.ClusterError as exc:
+        print(nodes.format_nodes(nodes.list_nodes(address)))
+    except nodes.ClusterError as exc:
         print(f"gaudi-tui jobs nodes: {exc}", file=sys.stderr)
         return 1
     return 0

@@ -59,53 +59,25 @@ def run(args: argparse.Namespace) -> int:
 
 def start_job(spec, *, dry_run: bool, follow: bool) -> int:  # noqa: ANN001 - JobSpec, imported lazily
     from gaudi_tui.core import accelerator
-    from gaudi_tui.core.jobs import control, validate
+    from gaudi_tui.core.jobs import control, targets, validate
     from gaudi_tui.core.jobs import spec as spec_mod
 
-    if spec.target == "ray":
-        return _start_ray_job(spec, dry_run=dry_run, follow=follow)
-    if spec.device == "cpu":
+    target = targets.for_spec(spec)
+    if not target.runs_here:
+        accel = accelerator.Accelerator("cpu", f"the job runs on {target.name}, not on this host")
+    elif spec.device == "cpu":
         accel = accelerator.Accelerator("cpu", "the spec asks for cpu")
     else:
         accel = accelerator.probe()
-    prepared, problems = control.prepare(spec, accel)
     if dry_run:
+        prepared, problems = control.check(spec, accel)
         print(spec_mod.to_toml(prepared), end="")
         return _report(problems)
     try:
         run = control.submit(spec, accel)
     except validate.InvalidSpec as exc:
         return _report(exc.problems)
-    how = prepared.command_launcher if prepared.kind == "command" else prepared.launcher
-    print(f"started job {run.id} on {accel.kind} ({prepared.processes} process(es), {how})")
-    print(f"run folder: {run.path}")
-    print(f"follow it:  gaudi-tui jobs logs {run.id} -f")
-    if follow:
-        from gaudi_tui.commands.jobs import follow_metrics
-
-        return follow_metrics(run)
-    return 0
-
-
-def _start_ray_job(spec, *, dry_run: bool, follow: bool) -> int:  # noqa: ANN001 - JobSpec
-    from gaudi_tui.core import accelerator
-    from gaudi_tui.core.jobs import control, validate
-    from gaudi_tui.core.jobs import spec as spec_mod
-    from gaudi_tui.core.jobs.targets import ray as ray_target
-
-    if dry_run:
-        prepared, problems = ray_target.check(spec)
-        print(spec_mod.to_toml(prepared), end="")
-        return _report([*validate.numbers(prepared), *problems])
-    try:
-        run = control.submit(spec, accelerator.Accelerator("cpu", "the job runs on a Ray cluster"))
-    except validate.InvalidSpec as exc:
-        return _report(exc.problems)
-    prepared = run.spec()
-    print(
-        f"started job {run.id} on the Ray cluster {prepared.ray_address} "
-        f"({prepared.workers} worker(s) on {prepared.device})"
-    )
+    print(f"started job {run.id} on {target.summary(run.spec())}")
     print(f"run folder: {run.path}")
     print(f"follow it:  gaudi-tui jobs logs {run.id} -f")
     if follow:

@@ -53,13 +53,3 @@ def state_dir() -> Path:
 
 def log_dir() -> Path:
     return _ensure(state_dir() / "logs")
-
-
-def runs_dir() -> Path:
-    """Training run folders; private to the user (0700). `runs_dir` in config.toml (or
-    $GAUDI_TUI_RUNS_DIR) moves them; the default is `<state>/runs`."""
-    from gaudi_tui.core.settings import runs_dir_setting
-
-    path = _ensure(runs_dir_setting() or state_dir() / "runs")
-    os.chmod(path, 0o700)
-    return path

@@ -9,9 +9,9 @@ from pathlib import Path
 from textual.message import Message
 from textual.widgets import OptionList, ProgressBar, Static, TextArea
 
-from gaudi_tui.core import paths
 from gaudi_tui.core.doctor.checks import ALL_CHECKS
 from gaudi_tui.core.doctor.model import counts
+from gaudi_tui.core.jobs import runfolder
 from gaudi_tui.ui.app import GaudiApp
 from gaudi_tui.ui.screens.checklist import CheckList, ChecklistScreen, CheckRow
 from gaudi_tui.ui.screens.explain import ExplainScreen
@@ -150,7 +150,7 @@ async def test_explain_pasted_text_links_the_related_check(tmp_path: Path) -> No
 
 
 async def test_explain_a_job_log(tmp_path: Path) -> None:
-    run = paths.runs_dir() / "20261129-101500-demo-fine-tune-1a2b"
+    run = runfolder.runs_dir() / "20261129-101500-demo-fine-tune-1a2b"
     run.mkdir()
     (run / "stdout.log").write_text(f"{{'loss': 5.48}}\n{DEVICE_ACQUIRED}\n")
     app = GaudiApp(accelerator=CPU, hostname="gaudi-host")

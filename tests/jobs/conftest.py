@@ -110,10 +110,10 @@ def no_stray_processes(gaudi_home: Path):
 def replay(run_id: str | None = None, recorded: str = "runs") -> RunFolder:
     """Copy a recorded run folder (tests/jobs/data/runs or ray-runs, see its README) into this
     test's runs folder."""
-    from gaudi_tui.core import paths
+    from gaudi_tui.core.jobs import runfolder
 
     source = sorted((DATA / recorded).iterdir())[-1] if run_id is None else DATA / recorded / run_id
-    target = paths.runs_dir() / source.name
+    target = runfolder.runs_dir() / source.name
     target.mkdir(mode=0o700)
     for item in source.iterdir():
         (target / item.name).write_bytes(item.read_bytes().replace(b"{RUN}", str(target).encode()))

@@ -74,7 +74,7 @@ def test_two_processes_stop_together_and_resume_from_that_step() -> None:
     assert json.loads((checkpoint / "trainer_state.json").read_text())["global_step"] == step
     assert events(run, "end")[-1] == {**events(run, "end")[-1], "stopped": True, "step": step}
 
-    assert control.resume(run) == checkpoint
+    assert control.resume(run) == f"resuming from {checkpoint.name}"
     assert wait_done(run) == "succeeded", log_tail(run)
     begin = events(run, "begin")[-1]
     assert begin["step"] == step and begin["resumed_from"] == str(checkpoint) and begin["world_size"] == 2

@@ -7,8 +7,11 @@ import json
 from pathlib import Path
 
 from gaudi_tui.core.jobs.runfolder import RunFolder
-from gaudi_tui.core.jobs.targets.ray import ClusterRecord, LogMirror, Node, layout_problems
-from gaudi_tui.core.jobs.worker.ray_train import METRIC_PREFIX, RANK_PREFIX
+from gaudi_tui.core.jobs.targets.ray.checks import layout_problems
+from gaudi_tui.core.jobs.targets.ray.mirror import LogMirror
+from gaudi_tui.core.jobs.targets.ray.nodes import Node
+from gaudi_tui.core.jobs.targets.ray.record import ClusterRecord
+from gaudi_tui.core.jobs.worker.logstream import METRIC_PREFIX, RANK_PREFIX
 from tests.jobs.conftest import tiny
 
 

@@ -8,7 +8,7 @@ from textual.widgets import Static
 
 from gaudi_tui.commands.jobs import format_table
 from gaudi_tui.core.jobs.monitor import Monitor, RunWatcher
-from gaudi_tui.core.jobs.targets import ray as ray_target
+from gaudi_tui.core.jobs.targets.ray import record as ray_record
 from gaudi_tui.ui.app import GaudiApp
 from gaudi_tui.ui.screens.training import TrainingScreen
 from tests.conftest import CPU
@@ -17,7 +17,7 @@ from tests.jobs.conftest import replay
 
 def test_a_ray_job_view_names_cluster_submission_and_nodes() -> None:
     run = replay(recorded="ray-runs")
-    record = ray_target.read_record(run)
+    record = ray_record.read_record(run)
     assert record is not None
     watcher = RunWatcher(run)
     watcher.poll()
@@ -52,7 +52,7 @@ async def test_training_details_show_where_a_ray_job_runs() -> None:
             if "nodes when the job ended" in details:
                 break
             await pilot.pause(0.1)
-        record = ray_target.read_record(run)
+        record = ray_record.read_record(run)
         assert record is not None
         assert f"cluster  {record.address} · {record.submission_id}" in details
         # The recorded cluster is gone: the nodes as they were when the job ended, said so.

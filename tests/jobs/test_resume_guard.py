@@ -52,12 +52,12 @@ def test_a_second_resume_while_one_is_starting_is_refused() -> None:
 
 def test_a_ray_job_takes_the_same_resume_lock() -> None:
     run = replay(recorded="ray-runs")
-    assert control.is_ray(run)
+    assert run.spec().target == "ray"
     fd = os.open(run.path / control.RESUME_LOCK, os.O_WRONLY | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         with pytest.raises(control.JobControlError, match="being resumed by another command"):
-            control.resume_any(run)  # refused before the cluster is asked anything
+            control.resume(run)  # refused before the cluster is asked anything
     finally:
         os.close(fd)
     with pytest.raises(control.JobControlError, match="already finished"):  # the lock is free again

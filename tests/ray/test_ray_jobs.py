@@ -21,7 +21,9 @@ from gaudi_tui.core.jobs.monitor import MetricsReader, RunWatcher
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec
 from gaudi_tui.core.jobs.status import TERMINAL, effective_state
-from gaudi_tui.core.jobs.targets import ray as ray_target
+from gaudi_tui.core.jobs.targets.ray import checks, cluster
+from gaudi_tui.core.jobs.targets.ray import nodes as ray_nodes
+from gaudi_tui.core.jobs.targets.ray import record as ray_record
 from gaudi_tui.ui.app import GaudiApp
 from gaudi_tui.ui.screens.job_form import JobFormScreen
 from gaudi_tui.ui.screens.training import TrainingScreen
@@ -63,7 +65,7 @@ def wait(predicate, timeout: float, what: str, run: RunFolder | None = None):  #
 
 def submit_when_free(spec: JobSpec) -> RunFolder:
     """Submit once the cluster reports its CPUs free again (its usage report lags a job's end)."""
-    wait(lambda: not ray_target.check(spec)[1], 60, "the cluster's CPUs to be free")
+    wait(lambda: not checks.check(spec)[1], 60, "the cluster's CPUs to be free")
     return control.submit(spec, CPU)
 
 
@@ -86,7 +88,7 @@ def log_steps(run: RunFolder) -> list[int]:
 
 
 def test_nodes_with_fake_hpus_one_seen_by_rays_own_detection(ray_cluster: RayTestCluster) -> None:
-    nodes = ray_target.list_nodes(ray_cluster.address)
+    nodes = ray_nodes.list_nodes(ray_cluster.address)
     assert [n.alive for n in nodes] == [True, True]
     head, worker = nodes
     assert head.head and not worker.head
@@ -95,7 +97,7 @@ def test_nodes_with_fake_hpus_one_seen_by_rays_own_detection(ray_cluster: RayTes
     # The worker node was started without --resources: its HPUs come from Ray's detection
     # through habana_frameworks (the fake on its PYTHONPATH), which also names the card type.
     assert any(k.startswith("accelerator_type:Intel-GAUDI2") for k in raw[worker.node_id]["resources_total"])
-    table = ray_target.format_nodes(nodes)
+    table = ray_nodes.format_nodes(nodes)
     assert "alive" in table and "2/2" in table and worker.node_id[:8] in table
 
 
@@ -108,7 +110,7 @@ def test_validation_says_why_before_anything_starts(ray_cluster: RayTestCluster)
     assert runfolder.all_runs() == []
 
     def problems(**changes: object) -> str:
-        _, found = ray_target.check(ray_spec(ray_cluster, **changes))
+        _, found = checks.check(ray_spec(ray_cluster, **changes))
         return "\n".join(str(p) for p in found)
 
     assert problems() == ""
@@ -164,7 +166,7 @@ async def test_two_workers_one_per_node_loss_falls_and_metrics_arrive(ray_cluste
     losses = [p.loss for p in metrics.points if p.loss is not None]
     assert sum(losses[-3:]) / 3 < sum(losses[:3]) / 3
     assert metrics.world_size == 2 and metrics.ended is not None
-    record = ray_target.read_record(run)
+    record = ray_record.read_record(run)
     assert record is not None and record.submission_id == f"gaudi-tui-{run.id}-a1"
     assert len(record.nodes()) == 2  # one worker per node
     assert "GAUDI_TUI_METRIC" not in run.log_path.read_text()
@@ -187,7 +189,7 @@ def test_stop_resume_supervisor_killed_reattach_then_kill(ray_cluster: RayTestCl
     assert [runfolder.checkpoint_step(c) for c in run.checkpoints()] == [step]
     assert run.newest_complete_checkpoint() is not None
 
-    assert "resuming on the cluster" in control.resume_any(run)
+    assert control.resume(run).startswith("resuming from checkpoint-")
     wait(lambda: any(s > step for s in log_steps(run)), 120, "steps after the checkpoint", run)
     begins = [json.loads(x) for x in run.metrics_path.read_text().splitlines() if '"begin"' in x]
     assert begins[-1]["step"] == step  # continued from the checkpoint
@@ -196,7 +198,7 @@ def test_stop_resume_supervisor_killed_reattach_then_kill(ray_cluster: RayTestCl
     assert status is not None and status.supervisor is not None
     os.kill(status.supervisor.pid, signal.SIGKILL)
     wait(lambda: state_of(run) == "lost", 10, "the job to show as lost")
-    assert control.resume_any(run) == "re-attached to the running Ray job"
+    assert control.resume(run) == f"re-attached: Ray job gaudi-tui-{run.id}-a2 is RUNNING on the cluster"
     wait(lambda: state_of(run) == "running", 30, "the new supervisor")
     before = len(log_steps(run))
     wait(lambda: len(log_steps(run)) > before + 2, 60, "mirroring to resume", run)
@@ -207,16 +209,16 @@ def test_stop_resume_supervisor_killed_reattach_then_kill(ray_cluster: RayTestCl
     assert wait_done(run, 120) == "cancelled"
     final = run.status()
     assert final is not None and final.error == "killed on the cluster"
-    assert ray_target.job_state(run) == "STOPPED"
+    assert cluster.job_state(run) == "STOPPED"
 
 
 @pytest.mark.slow
 def test_a_node_lost_mid_job_fails_naming_the_node(ray_cluster: RayTestCluster) -> None:
     run = submit_when_free(ray_spec(ray_cluster, max_steps=2000, save_steps=5))
     wait(lambda: checkpoint_and_ranks(run), 150, "a first checkpoint and both ranks' nodes", run)
-    record = ray_target.read_record(run)
+    record = ray_record.read_record(run)
     assert record is not None and len(record.nodes()) == 2
-    nodes = {n.node_id: n for n in ray_target.list_nodes(ray_cluster.address)}
+    nodes = {n.node_id: n for n in ray_nodes.list_nodes(ray_cluster.address)}
     lost = next(nodes[i] for i in record.nodes() if not nodes[i].head)
     ray_cluster.kill_node(ray_cluster.marks[1])
     assert wait_done(run, 120) == "failed"
@@ -229,15 +231,15 @@ def test_a_node_lost_mid_job_fails_naming_the_node(ray_cluster: RayTestCluster) 
 def checkpoint_and_ranks(run: RunFolder) -> bool:
     metrics = MetricsReader(run.metrics_path)
     metrics.poll()
-    record = ray_target.read_record(run)
+    record = ray_record.read_record(run)
     return metrics.last_checkpoint is not None and record is not None and len(record.ranks) == 2
 
 
 def test_record_round_trip(tmp_path: Path) -> None:
     run = RunFolder(tmp_path)
-    record = ray_target.ClusterRecord(
+    record = ray_record.ClusterRecord(
         "http://h:8265", "sid", 2, ranks={"0": {"node_id": "n0", "node_ip": "1"}}
     )
-    ray_target.write_record(run, record)
-    assert ray_target.read_record(run) == record
+    ray_record.write_record(run, record)
+    assert ray_record.read_record(run) == record
     assert record.nodes() == ["n0"]

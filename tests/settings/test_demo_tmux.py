@@ -11,9 +11,9 @@ import pytest
 
 from gaudi_tui.core import settings
 from tests.conftest import PYTHON
-from tests.shell.test_tmux import Tmux, tmux, wait_exit  # noqa: F401 (tmux is a fixture)
+from tests.shell.test_tmux import NEEDS_TMUX, Tmux, tmux, wait_exit  # noqa: F401 (tmux is a fixture)
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, NEEDS_TMUX]
 
 
 def test_make_demo_shows_a_recorded_host_with_the_users_settings(

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from gaudi_tui.core import paths, settings
+from gaudi_tui.core.jobs import runfolder
 from gaudi_tui.core.settings import ChatDefaults, Settings
 
 GOOD = """\
@@ -142,10 +143,10 @@ def test_the_theme_creates_the_file_when_there_is_none() -> None:
 
 
 def test_runs_dir_setting_moves_the_run_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert paths.runs_dir() == paths.state_dir() / "runs"
+    assert runfolder.runs_dir() == paths.state_dir() / "runs"
     write(f'runs_dir = "{tmp_path / "runs-from-file"}"\n')
-    assert paths.runs_dir() == tmp_path / "runs-from-file"
+    assert runfolder.runs_dir() == tmp_path / "runs-from-file"
     monkeypatch.setenv("GAUDI_TUI_RUNS_DIR", str(tmp_path / "runs-from-env"))
-    folder = paths.runs_dir()
+    folder = runfolder.runs_dir()
     assert folder == tmp_path / "runs-from-env" and folder.is_dir()
     assert folder.stat().st_mode & 0o777 == 0o700

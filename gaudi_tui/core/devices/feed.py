@@ -13,14 +13,11 @@ from typing import TYPE_CHECKING
 
 from gaudi_tui.core.devices import faults
 from gaudi_tui.core.devices.faults import Fault
+from gaudi_tui.core.devices.holders import DEFAULT_NODE_PATTERN, CardHolder
 from gaudi_tui.core.devices.model import DeviceSnapshot
 
 if TYPE_CHECKING:
-    from gaudi_tui.core.devices.holders import CardHolder
     from gaudi_tui.core.devices.sources.host import HostStats
-
-DEFAULT_NODE_PATTERN = r"^/dev/(?:accel/accel|hl)(\d+)$"
-"""A card's compute node as a process's fd points at it; the group is the card index."""
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from gaudi_tui.core.devices.feed import DEFAULT_NODE_PATTERN
+DEFAULT_NODE_PATTERN = r"^/dev/(?:accel/accel|hl)(\d+)$"
+"""A card's device node: `/dev/accel/accelN` (or the legacy `/dev/hlN`); the group is N."""
 
 
 @dataclass(frozen=True)

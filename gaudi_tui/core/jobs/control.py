@@ -1,4 +1,10 @@
-"""What the panel and `gaudi-tui train`/`jobs` do to jobs: launch, stop, kill, resume."""
+"""What the panel and `gaudi-tui train`/`jobs` do to jobs: submit, stop, kill, resume, re-attach.
+
+Every decision is made here once, for every target (`targets/`): this module names none. The
+rules: never two copies of one job (resume refuses while the target cannot prove that no attempt
+runs: `presence` is not `ended`; unknown is never ended), one command at a time on a run folder
+(a lock), and a status written by a command is re-read under that lock first.
+"""
 
 from __future__ import annotations
 
@@ -10,24 +16,39 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 
-from gaudi_tui.core import processes
 from gaudi_tui.core.accelerator import Accelerator
-from gaudi_tui.core.jobs import launch, runfolder, supervisor
+from gaudi_tui.core.jobs import kinds, runfolder, supervisor, targets
 from gaudi_tui.core.jobs.runfolder import RunFolder
-from gaudi_tui.core.jobs.spec import JobSpec
+from gaudi_tui.core.jobs.spec import JobSpec, SpecError
 from gaudi_tui.core.jobs.status import ACTIVE, JobStatus, ProcRef, effective_state
-from gaudi_tui.core.jobs.validate import InvalidSpec, Problem, hardware, validate
+from gaudi_tui.core.jobs.targets import Host, Target, TargetError
+from gaudi_tui.core.jobs.validate import InvalidSpec, Problem
 
 log = logging.getLogger(__name__)
 
 RESUME_LOCK = ".resume.lock"
-KILL_WAIT_S = 5.0
 
 
 class JobControlError(RuntimeError):
     """The action does not apply to this job in its current state; the message says why."""
+
+
+def check(
+    spec: JobSpec,
+    accel: Accelerator,
+    selected_cards: Sequence[int] = (),
+    env_fixes: Mapping[str, str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> tuple[JobSpec, list[Problem]]:
+    """The spec as it will run and every problem with it: the target's own checks, then the
+    shared validation. May ask a cluster: call it off the UI thread."""
+    target = targets.for_spec(spec)
+    host = Host(accel, tuple(selected_cards), dict(env_fixes or {}), env)
+    prepared, own = target.check(spec, host)
+    kind = kinds.for_spec(prepared)
+    prepared = kind.prepare(prepared)
+    return prepared, kind.validate(prepared, own, dict(os.environ if env is None else env))
 
 
 def submit(
@@ -41,189 +62,136 @@ def submit(
 
     Raises InvalidSpec (with every problem) and creates nothing when the spec is not valid.
     """
-    if spec.target == "ray":
-        from gaudi_tui.core.jobs import control_ray
-
-        return control_ray.submit(spec, env)
-    prepared, problems = prepare(spec, accel, selected_cards, env_fixes, env)
+    prepared, problems = check(spec, accel, selected_cards, env_fixes, env)
     if problems:
         raise InvalidSpec(problems)
-    run = runfolder.create(prepared, accelerator=accel.kind)
+    run = runfolder.create(prepared, accelerator=targets.for_spec(prepared).label(prepared))
     supervisor.start(run, env=env)
     return run
-
-
-def prepare(
-    spec: JobSpec,
-    accel: Accelerator,
-    selected_cards: Sequence[int] = (),
-    env_fixes: Mapping[str, str] | None = None,
-    env: Mapping[str, str] | None = None,
-) -> tuple[JobSpec, list[Problem]]:
-    """The spec as it will run on this host, and every problem with it."""
-    prepared = launch.prepare(spec, accel, selected_cards, env_fixes)
-    if prepared.kind == "command":
-        from gaudi_tui.core.jobs.kinds import command
-
-        prepared = command.prepare(prepared)
-        job_env = {**(os.environ if env is None else env), **prepared.env}
-        return prepared, [*hardware(prepared, accel, job_env), *command.check(prepared, job_env)]
-    return prepared, validate(prepared, accel, env)
 
 
 def stop(run: RunFolder) -> None:
     """Ask for a graceful stop: every rank stops at the same step and one checkpoint is saved."""
     _require_active(run, "stop")
-    run.request_stop()
+    _target(run).request_stop(run)
 
 
-def kill(run: RunFolder, cancel: threading.Event | None = None) -> None:
-    """SIGTERM to the launcher, then SIGKILL to every recorded process after the spec's grace.
+def kill(run: RunFolder, cancel: threading.Event | None = None) -> str:
+    """End the job now (no checkpoint); return what was done.
 
     The supervisor does it when it is alive (it then records the outcome); if the supervisor is
-    gone, this call does it itself and waits out the grace period (`cancel` cuts the wait short).
+    gone, the target does it here (bounded; `cancel` cuts its waits short) and this call records
+    the outcome, re-reading status.json under the run folder's lock first.
     """
     status = _require_active(run, "kill")
     if status.supervisor is not None and status.supervisor.alive():
         os.kill(status.supervisor.pid, signal.SIGTERM)
-        return
-    if is_ray(run):
-        from gaudi_tui.core.jobs import control_ray
-
-        try:
-            return control_ray.kill(run)
-        except control_ray.RayControlError as exc:
-            raise JobControlError(str(exc)) from None
-    grace = run.spec().kill_grace_s
-    if status.launcher is not None and (proc := status.launcher.process()) is not None:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-        except (ProcessLookupError, PermissionError):
-            pass
-    deadline = time.monotonic() + grace
-    refs = [r for r in (status.launcher, *status.workers) if r is not None]
-    waiter = cancel or threading.Event()
-    while time.monotonic() < deadline and any(r.alive() for r in refs):
-        if waiter.wait(0.2):
-            break
-    still = [p for p in (ref.process() for ref in refs) if p is not None]
-    stuck = processes.end_processes(still, f"{run.id} process", term_wait=None, kill_wait=KILL_WAIT_S)
-    error = "killed (no supervisor)"
-    if stuck:
-        error += (
-            f"; PID {', '.join(str(p.pid) for p in stuck)} survived SIGKILL and was left behind (check dmesg)"
-        )
-    run.write_status(status.with_(state="cancelled", kill_requested=True, ended=time.time(), error=error))
+        return "killing: the supervisor ends every rank and records the outcome"
+    try:
+        error = _target(run).kill(run, status, cancel)
+    except TargetError as exc:
+        raise JobControlError(str(exc)) from None
+    with _run_lock(run, wait_s=LOCK_WAIT_S):
+        now = run.status()
+        if now is not None and now.attempt == status.attempt and not _supervised(now):
+            run.write_status(
+                now.with_(state="cancelled", kill_requested=True, ended=time.time(), error=error)
+            )
+    return error
 
 
-ENDING_GRACE_S = 10.0
-"""How long after a job ended its processes may still be exiting before resume calls them stray."""
+LOCK_WAIT_S = 10.0
+"""How long kill waits for a resume holding the run folder's lock before it records its outcome."""
 
 
-def resume(run: RunFolder, env: Mapping[str, str] | None = None) -> Path:
-    """Start the job again from its newest complete checkpoint (passed explicitly); return it.
+def resume(run: RunFolder, env: Mapping[str, str] | None = None) -> str:
+    """`r`: what was done, in words. Never two copies of one job.
 
-    Never two copies of one job: it refuses while any recorded process of the job still runs, and
-    holds a lock on the run folder while it checks and starts, so two resumes at once cannot both
-    start a supervisor.
+    Under the run folder's lock: refused while the job is active, finished, or the target cannot
+    prove that no attempt runs (`presence` running or unknown, saying why and what to do);
+    re-attached when the target can follow the attempt (it runs, or ended unseen); else a new
+    attempt from the newest complete checkpoint.
     """
-    with _resume_lock(run):
-        return _resume_locked(run, env)
+    with _run_lock(run):
+        status = run.status()
+        if status is None:
+            raise JobControlError(f"{run.id} has no readable status.json")
+        state = effective_state(status, time.time())
+        if state in ACTIVE:
+            raise JobControlError(f"{run.id} is still {state}: stop it first")
+        if state == "succeeded":
+            weights = f"; its weights are in {run.model_dir}" if run.model_dir.is_dir() else ""
+            raise JobControlError(f"{run.id} already finished{weights}")
+        target = _target(run)
+        presence = target.presence(run, status)
+        if presence.attach and state == "lost":
+            pid = supervisor.start(run, env=env, attach=True)
+            run.write_status(status.with_(supervisor=ProcRef.of(pid)))  # before the lock is released
+            return f"re-attached: {presence.reason}"
+        if presence.where == "running":
+            raise JobControlError(
+                f"{run.id} is {state} but {presence.reason}; resuming now would start a second copy. "
+                f"End it first: `gaudi-tui jobs stop --force {run.id}` (k twice in Training)"
+            )
+        if presence.where == "unknown":
+            raise JobControlError(
+                f"{run.id} may still run ({presence.reason}); nothing was started, so that no second "
+                f"copy can run. Try again when it answers, or end it: `gaudi-tui jobs stop --force {run.id}`"
+            )
+        spec = run.spec()
+        kind = kinds.for_spec(spec)
+        if (refusal := kind.resume_refusal(run, spec)) is not None:
+            raise JobControlError(f"{run.id} cannot be resumed: {refusal}")
+        checkpoint = kind.newest_checkpoint(run, spec, target.newest_checkpoint(run))
+        if checkpoint is None:
+            raise JobControlError(
+                f"{run.id} has no complete checkpoint to resume from (stop a running job with s to save one)"
+            )
+        supervisor.requeue(run, status, checkpoint, env)
+        return f"resuming from {checkpoint.name}"
 
 
 @contextmanager
-def _resume_lock(run: RunFolder) -> Iterator[None]:
+def _run_lock(run: RunFolder, wait_s: float = 0.0) -> Iterator[None]:
+    """One command at a time on a run folder: an flock on `.resume.lock` (released on close, and by
+    the kernel if the process dies). Waits up to `wait_s`, then refuses."""
     path = run.path / RESUME_LOCK
     fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise JobControlError(f"{run.id} is being resumed by another command right now") from None
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise JobControlError(f"{run.id} is being resumed by another command right now") from None
+                time.sleep(0.1)
         yield
     finally:
         os.close(fd)  # closing releases the lock
 
 
-def _resume_locked(run: RunFolder, env: Mapping[str, str] | None) -> Path:
+def _target(run: RunFolder) -> Target:
+    try:
+        return targets.for_spec(run.spec())
+    except SpecError as exc:
+        raise JobControlError(f"{run.id}: {exc}") from None
+
+
+def _supervised(status: JobStatus) -> bool:
+    return status.supervisor is not None and status.supervisor.alive()
+
+
+def _require_active(run: RunFolder, action: str) -> JobStatus:
     status = run.status()
     if status is None:
         raise JobControlError(f"{run.id} has no readable status.json")
     state = effective_state(status, time.time())
     if state in ACTIVE:
-        raise JobControlError(f"{run.id} is still {state}: stop it first")
-    if state == "succeeded":
-        where = "" if run.spec().kind == "command" else f"; its weights are in {run.model_dir}"
-        raise JobControlError(f"{run.id} already finished{where}")
-    running = _alive_refs(status, until=(status.ended or 0.0) + ENDING_GRACE_S)
-    if running:
-        pids = ", ".join(str(r.pid) for r in running)
-        raise JobControlError(
-            f"{run.id} is {state} but its processes still run (PID {pids}); resuming now would start a "
-            f"second copy. End them first: `gaudi-tui jobs stop --force {run.id}` (k twice in Training), "
-            f"or `kill {pids.replace(', ', ' ')}`"
-        )
-    spec = run.spec()
-    if spec.kind == "command":
-        from gaudi_tui.core.jobs.kinds import command
-
-        if (why := command.resume_problem(run, spec)) is not None:
-            raise JobControlError(f"{run.id} cannot be resumed: {why}")
-        checkpoint = command.newest_checkpoint(run, spec)
-    else:
-        checkpoint = run.newest_complete_checkpoint()
-    if checkpoint is None:
-        raise JobControlError(
-            f"{run.id} has no complete checkpoint to resume from (stop a running job with s to save one)"
-        )
-    supervisor.requeue(run, status, checkpoint, env)
-    return checkpoint
-
-
-def resume_any(run: RunFolder, env: Mapping[str, str] | None = None) -> str:
-    """`r` for any target: what was done, in words (local jobs: `resume`; Ray jobs: `control_ray`).
-    Both hold the run folder's resume lock, so two resumes at once cannot both start."""
-    if is_ray(run):
-        from gaudi_tui.core.jobs import control_ray
-
-        with _resume_lock(run):
-            try:
-                return control_ray.resume(run, env)
-            except control_ray.RayControlError as exc:
-                raise JobControlError(str(exc)) from None
-    return f"resuming from {resume(run, env).name}"
-
-
-def is_ray(run: RunFolder) -> bool:
-    from gaudi_tui.core.jobs.spec import SpecError
-
-    try:
-        return run.spec().target == "ray"
-    except SpecError:
-        return False
-
-
-def _require_active(run: RunFolder, action: str):  # noqa: ANN202 - JobStatus
-    status = run.status()
-    if status is None:
-        raise JobControlError(f"{run.id} has no readable status.json")
-    state = effective_state(status, time.time())
-    orphan = state == "lost" and (_any_alive(status) or is_ray(run))
-    if state not in ACTIVE and not (action == "kill" and orphan):
-        raise JobControlError(f"{run.id} is {state}: nothing to {action}")
-    return status
-
-
-def _any_alive(status) -> bool:  # noqa: ANN001
-    return any(r.alive() for r in (status.launcher, *status.workers) if r is not None)
-
-
-def _alive_refs(status: JobStatus, until: float = 0.0) -> list[ProcRef]:
-    """Every recorded process of the job (supervisor, launcher, workers) that is still the same
-    process. Until the wall-clock time `until`, those still alive are given time to go: right after a
-    job ends, its supervisor (which wrote the final state) and its ranks are still exiting."""
-    refs = [r for r in (status.supervisor, status.launcher, *status.workers) if r is not None and r.alive()]
-    while refs and time.time() < until:
-        time.sleep(0.1)
-        refs = [r for r in refs if r.alive()]
-    return refs
+        return status
+    if action == "kill" and state == "lost":
+        presence = _target(run).presence(run, status)
+        if presence.where != "ended":
+            return status
+    raise JobControlError(f"{run.id} is {state}: nothing to {action}")

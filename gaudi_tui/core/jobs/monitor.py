@@ -280,9 +280,9 @@ class RunWatcher:
             stop_requested=status.stop_requested or self.run.stop_requested(),
             checkpoint=metrics.last_checkpoint,
             target=spec.target,
-            where=where(self.run) if spec.target == "ray" else "",
+            where=where(self.run, spec),
             kind=spec.kind,
-            metrics_found=self._metrics_found(status, state, now) if spec.kind == "command" else None,
+            metrics_found=self._metrics_found(status, state, now) if _reads_output(spec) else None,
         )
 
     def _metrics_found(self, status: JobStatus, state: State, now: float) -> bool | None:
@@ -292,17 +292,17 @@ class RunWatcher:
         return False if state not in ("queued",) and (ran_a_while or state not in ACTIVE) else None
 
 
-def where(run: RunFolder) -> str:
-    """Where a Ray job runs, from its cluster.json: address, ids, nodes of the ranks."""
-    from gaudi_tui.core.jobs.targets.ray import read_record
+def _reads_output(spec: JobSpec) -> bool:
+    from gaudi_tui.core.jobs import kinds
 
-    record = read_record(run)
-    if record is None:
-        return "Ray (not submitted yet)"
-    ranks = sorted(record.ranks.items(), key=lambda kv: int(kv[0]))
-    nodes = ", ".join(f"{r}@{v.get('node_ip', '?')}/{v.get('node_id', '')[:8]}" for r, v in ranks)
-    job = f" (Ray job {record.ray_job_id})" if record.ray_job_id else ""
-    return f"{record.address} · {record.submission_id}{job}" + (f" · ranks {nodes}" if nodes else "")
+    return kinds.for_spec(spec).metrics_from_output
+
+
+def where(run: RunFolder, spec: JobSpec) -> str:
+    """Where the job runs, as its target tells it ('' for this host)."""
+    from gaudi_tui.core.jobs import targets
+
+    return targets.for_spec(spec).where(run)
 
 
 @dataclass

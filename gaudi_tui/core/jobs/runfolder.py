@@ -1,4 +1,4 @@
-"""A job's run folder under `paths.runs_dir()` (mode 0700), as laid out in docs/architecture.md.
+"""A job's run folder under `runs_dir()` (mode 0700), as laid out in docs/architecture.md.
 
 ```
 <run-id>/spec.toml  status.json  metrics.jsonl  stdout.log  checkpoints/  STOP  model/
@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from gaudi_tui.core import paths
+from gaudi_tui.core import paths, settings
 from gaudi_tui.core.jobs import spec as spec_mod
 from gaudi_tui.core.jobs import status as status_mod
 from gaudi_tui.core.jobs.spec import JobSpec
@@ -28,6 +28,15 @@ SHARDED_INDEX = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
 
 class RunNotFound(LookupError):
     pass
+
+
+def runs_dir() -> Path:
+    """Training run folders; private to the user (0700). `runs_dir` in config.toml (or
+    $GAUDI_TUI_RUNS_DIR) moves them; the default is `<state>/runs`."""
+    path = settings.runs_dir_setting() or paths.state_dir() / "runs"
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(path, 0o700)
+    return path
 
 
 @dataclass(frozen=True)
@@ -128,7 +137,7 @@ def create(spec: JobSpec, accelerator: str, now: float | None = None) -> RunFold
     """A new run folder holding the spec and a queued status."""
     now = time.time() if now is None else now
     stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
-    root = paths.runs_dir()
+    root = runs_dir()
     while True:
         path = root / f"{stamp}-{_slug(spec.name)}-{secrets.token_hex(2)}"
         try:
@@ -145,7 +154,7 @@ def create(spec: JobSpec, accelerator: str, now: float | None = None) -> RunFold
 
 def all_runs() -> list[RunFolder]:
     """Every run folder that has a status, oldest first."""
-    root = paths.runs_dir()
+    root = runs_dir()
     runs = [RunFolder(p) for p in root.iterdir() if p.is_dir() and (p / "status.json").exists()]
     return sorted(runs, key=lambda r: r.id)
 

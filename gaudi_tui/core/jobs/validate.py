@@ -41,6 +41,12 @@ def validate(spec: JobSpec, accel: Accelerator, env: Mapping[str, str] | None = 
     return [*numbers(spec), *hardware(spec, accel, job_env), *sources(spec)]
 
 
+def shared(spec: JobSpec, own: list[Problem]) -> list[Problem]:
+    """Every problem of a job whatever its target: the numbers, the target's `own` problems (its
+    `check`), then the sources (they read the disk), on the spec as the target prepared it."""
+    return [*numbers(spec), *own, *sources(spec)]
+
+
 def numbers(spec: JobSpec) -> list[Problem]:
     out: list[Problem] = []
 

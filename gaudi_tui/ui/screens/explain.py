@@ -16,7 +16,6 @@ from textual.message import Message
 from textual.widgets import Footer, OptionList, Static, TextArea
 from textual.widgets.option_list import Option
 
-from gaudi_tui.core import paths
 from gaudi_tui.core.doctor.knowledge import Match, explain, job_logs, read_log_tail
 from gaudi_tui.core.doctor.model import GLYPHS, CheckResult
 from gaudi_tui.ui.screens.dialog import Dialog
@@ -72,7 +71,9 @@ class ExplainScreen(Dialog[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.logs = job_logs(paths.runs_dir())
+        from gaudi_tui.core.jobs.runfolder import runs_dir  # psutil and the job modules load on use
+
+        self.logs = job_logs(runs_dir())
         options = self.query_one("#explain-logs", OptionList)
         if self.logs:
             options.add_options(Option(f"{log.parent.name}/stdout.log") for log in self.logs)

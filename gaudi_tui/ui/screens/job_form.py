@@ -128,11 +128,11 @@ class JobFormScreen(Dialog[str | None]):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="job-nodes", description="cluster nodes")
     def fetch_nodes(self, address: str) -> None:
-        from gaudi_tui.core.jobs.targets import ray as ray_target
+        from gaudi_tui.core.jobs.targets.ray import nodes
 
         try:
-            text = ray_target.format_nodes(ray_target.list_nodes(address))
-        except ray_target.ClusterError as exc:
+            text = nodes.format_nodes(nodes.list_nodes(address))
+        except nodes.ClusterError as exc:
             text = str(exc)
         self.app.call_from_thread(self.query_one("#form-cluster", Static).update, text)
 

@@ -20,7 +20,7 @@ from textual.message import Message
 from textual.widgets import DataTable, Log, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
-from gaudi_tui.core.jobs import control, runfolder
+from gaudi_tui.core.jobs import control, kinds, runfolder
 from gaudi_tui.core.jobs import spec as spec_mod
 from gaudi_tui.core.jobs.monitor import JobView, LogPoint, LogTail, Monitor, format_duration
 from gaudi_tui.ui.screens.base import PanelScreen
@@ -79,28 +79,30 @@ def details_text(
         lines.append(f"error    {view.error}")
     if view.checkpoint:
         lines.append(f"saved    {view.checkpoint}")
-    if spec is not None and spec.kind == "command":
-        from gaudi_tui.core.jobs.kinds import command
-
-        lines.append(f"stop     {command.stop_mode(run, spec)}")
-        if view.metrics_found is False:
-            lines.append(
-                "metrics  none found in its output: its log is in Log (l); try metrics_source json/pattern"
-            )
+    if spec is not None:
+        lines.append(f"stop     {kinds.for_spec(spec).stop_words(run, spec)}")
+    if view.metrics_found is False:
+        lines.append(
+            "metrics  none found in its output: its log is in Log (l); try metrics_source json/pattern"
+        )
     if spec is not None:
         lines.append("")
         lines += [
-            f"{name:<20} {spec_mod.display(name, getattr(spec, name))}" for name in spec_mod.field_names()
+            f"{name:<20} {spec_mod.display(name, getattr(spec, name))}"
+            for name in spec_mod.field_names()
+            if spec_mod.applies(name, spec.kind)
         ]
     return "\n".join(lines)
 
 
 def cluster_nodes(run: runfolder.RunFolder) -> str:
-    """The nodes of a Ray job's cluster as a small table, or why they cannot be shown."""
-    from gaudi_tui.core.jobs.targets import ray as ray_target
+    """More about where the job runs (a cluster's nodes), as its target tells it; may ask the cluster."""
+    from gaudi_tui.core.jobs import targets
 
-    record = ray_target.read_record(run)
-    return ray_target.nodes_text(record) if record is not None else ""
+    try:
+        return targets.for_spec(run.spec()).details(run)
+    except (spec_mod.SpecError, targets.TargetError) as exc:
+        return str(exc)
 
 
 def stop_words(run: runfolder.RunFolder) -> str:
@@ -109,11 +111,9 @@ def stop_words(run: runfolder.RunFolder) -> str:
         spec = run.spec()
     except spec_mod.SpecError:
         spec = None
-    if spec is not None and spec.kind == "command":
-        from gaudi_tui.core.jobs.kinds import command
-
-        return "Stop requested: " + command.stop_mode(run, spec).removeprefix("s ") + "."
-    return "Stop requested: every rank stops at the same step and saves one checkpoint."
+    if spec is None:
+        return "Stop requested."
+    return "Stop requested: " + kinds.for_spec(spec).stop_words(run, spec).removeprefix("s ") + "."
 
 
 class TrainingScreen(PanelScreen):
@@ -339,22 +339,17 @@ class TrainingScreen(PanelScreen):
     @work(thread=True, exit_on_error=False, group="job-kill", description="kill job")
     def kill_in_background(self, run: runfolder.RunFolder) -> None:
         try:
-            control.kill(run, cancel=get_current_worker().cancelled_event)
+            done = control.kill(run, cancel=get_current_worker().cancelled_event)
         except control.JobControlError as exc:
             self.app.call_from_thread(self.notify, str(exc), severity="warning")
             return
-        self.app.call_from_thread(
-            self.notify, "Killing: SIGTERM to the launcher, SIGKILL after the grace period."
-        )
+        self.app.call_from_thread(self.notify, done[:1].upper() + done[1:] + ".")
 
     def action_resume_job(self) -> None:
         run = self._selected_run()
         if run is None:
             return
-        if control.is_ray(run):
-            self.resume_in_background(run)  # it asks the cluster first
-            return
-        self._resume(run, self.notify)
+        self.resume_in_background(run)  # it may ask a cluster, or wait for a job's processes to exit
 
     @work(thread=True, exit_on_error=False, group="job-resume", description="resume job")
     def resume_in_background(self, run: runfolder.RunFolder) -> None:
@@ -363,7 +358,7 @@ class TrainingScreen(PanelScreen):
     @staticmethod
     def _resume(run: runfolder.RunFolder, notify: Callable[..., object]) -> None:
         try:
-            done = control.resume_any(run)
+            done = control.resume(run)
         except control.JobControlError as exc:
             notify(str(exc), severity="warning")
             return

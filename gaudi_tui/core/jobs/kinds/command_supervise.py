@@ -18,7 +18,7 @@ from gaudi_tui.core.jobs.outcome import error_from_log
 from gaudi_tui.core.jobs.runfolder import checkpoint_step
 from gaudi_tui.core.jobs.status import ProcRef
 from gaudi_tui.core.jobs.targets import Attempt
-from gaudi_tui.core.jobs.targets.local import POLL_S, LocalTarget
+from gaudi_tui.core.jobs.targets.local import POLL_S, Supervision
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
 """A stop without the callback: each one `kill_grace_s` after the one before."""
@@ -32,7 +32,7 @@ def _default_signals() -> None:
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
-class CommandSupervision(LocalTarget):
+class CommandSupervision(Supervision):
     def __init__(self) -> None:
         super().__init__()
         self.stop_signal: signal.Signals | None = None

@@ -11,21 +11,99 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 import time
+from pathlib import Path
 
 import psutil
 
 from gaudi_tui.core import processes
-from gaudi_tui.core.jobs import launch
+from gaudi_tui.core.jobs import kinds, launch
 from gaudi_tui.core.jobs.outcome import error_from_log, last_end_event
-from gaudi_tui.core.jobs.status import ProcRef
-from gaudi_tui.core.jobs.targets import Attempt
+from gaudi_tui.core.jobs.runfolder import RunFolder
+from gaudi_tui.core.jobs.spec import JobSpec
+from gaudi_tui.core.jobs.status import JobStatus, ProcRef
+from gaudi_tui.core.jobs.targets import Attempt, Host, Presence
+from gaudi_tui.core.jobs.validate import Problem, hardware
 
 POLL_S = 0.2
 ORPHAN_GRACE_S = 5.0
+KILL_WAIT_S = 5.0
+"""After SIGKILL, how long `kill` waits for the job's processes to go."""
+ENDING_GRACE_S = 10.0
+"""How long after a job ended its processes may still be exiting before resume calls them stray."""
 
 
 class LocalTarget:
+    name = "local"
+    runs_here = True
+
+    def check(self, spec: JobSpec, host: Host) -> tuple[JobSpec, list[Problem]]:
+        prepared = launch.prepare(spec, host.accel, host.selected_cards, host.env_fixes)
+        job_env = dict(os.environ if host.env is None else host.env)
+        job_env.update(prepared.env)
+        return prepared, hardware(prepared, host.accel, job_env)
+
+    def label(self, spec: JobSpec) -> str:
+        return spec.device
+
+    def summary(self, spec: JobSpec) -> str:
+        return f"{spec.device} ({spec.processes} process(es), {kinds.for_spec(spec).launcher_words(spec)})"
+
+    def supervise(self, attempt: Attempt) -> int:
+        return kinds.for_spec(attempt.spec).supervise_here(attempt)  # the kind's processes, here
+
+    def request_stop(self, run: RunFolder) -> None:
+        run.request_stop()  # read by the training processes themselves
+
+    def kill(self, run: RunFolder, status: JobStatus, cancel: threading.Event | None) -> str:
+        """SIGTERM to the launcher's group, SIGKILL to every recorded process after the spec's grace
+        (`cancel` cuts the wait short)."""
+        grace = run.spec().kill_grace_s
+        if status.launcher is not None and (proc := status.launcher.process()) is not None:
+            _signal_group(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        refs = [r for r in (status.launcher, *status.workers) if r is not None]
+        waiter = cancel or threading.Event()
+        while time.monotonic() < deadline and any(r.alive() for r in refs):
+            if waiter.wait(0.2):
+                break
+        still = [p for p in (ref.process() for ref in refs) if p is not None]
+        stuck = processes.end_processes(still, f"{run.id} process", term_wait=None, kill_wait=KILL_WAIT_S)
+        error = "killed (no supervisor)"
+        if stuck:
+            pids = ", ".join(str(p.pid) for p in stuck)
+            error += f"; PID {pids} survived SIGKILL and was left behind (check dmesg)"
+        return error
+
+    def presence(self, run: RunFolder, status: JobStatus) -> Presence:
+        """Running while a recorded process (supervisor, launcher, workers) is still the same
+        process; right after a job ended they get ENDING_GRACE_S to exit."""
+        until = (status.ended or 0.0) + ENDING_GRACE_S
+        refs = [
+            r for r in (status.supervisor, status.launcher, *status.workers) if r is not None and r.alive()
+        ]
+        while refs and time.time() < until:
+            time.sleep(0.1)
+            refs = [r for r in refs if r.alive()]
+        if refs:
+            pids = ", ".join(str(r.pid) for r in refs)
+            return Presence("running", f"its processes still run (PID {pids})")
+        return Presence("ended", "no process of it runs on this host")
+
+    def newest_checkpoint(self, run: RunFolder) -> Path | None:
+        return run.newest_complete_checkpoint()
+
+    def where(self, run: RunFolder) -> str:
+        return ""
+
+    def details(self, run: RunFolder) -> str:
+        return ""
+
+
+class Supervision:
+    """One attempt in the supervisor: the launcher as its child, its process tree recorded."""
+
     def __init__(self) -> None:
         self.known: dict[int, ProcRef] = {}
 
@@ -130,3 +208,6 @@ def _signal_group(pid: int, sig: signal.Signals) -> None:
         os.killpg(pid, sig)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+TARGET = LocalTarget()

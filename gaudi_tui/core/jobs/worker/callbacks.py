@@ -26,7 +26,7 @@ from transformers import TrainerCallback
 
 from gaudi_tui.core.jobs.runfolder import COMPLETE_MARKER, RunFolder
 from gaudi_tui.core.jobs.worker import hpu_metrics
-from gaudi_tui.core.jobs.worker.ray_train import METRIC_PREFIX
+from gaudi_tui.core.jobs.worker.logstream import METRIC_PREFIX
 
 CHECK_EVERY_S = 0.5
 """How often (in training time) the stop flag is checked; steps between checks are free."""

@@ -26,12 +26,9 @@ from gaudi_tui.core.jobs import spec as spec_mod
 from gaudi_tui.core.jobs.outcome import ERROR_PREFIX
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec, SpecError
+from gaudi_tui.core.jobs.worker.logstream import RANK_PREFIX
 
 STOP_NAMESPACE = "gaudi-tui"
-RANK_PREFIX = "GAUDI_TUI_RANK "
-"""Each rank prints where it runs (node id and IP) once, on a line with this prefix."""
-METRIC_PREFIX = "GAUDI_TUI_METRIC "
-"""Rank 0 prints each metrics event as one line with this prefix (the supervisor mirrors them)."""
 
 
 def set_stop(key: str) -> int:
