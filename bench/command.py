@@ -21,6 +21,7 @@ Target: median < 100 ms. Skipped without tmux.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shlex
 import shutil
@@ -74,8 +75,10 @@ def trainer_run(folder: Path, wrapped: bool) -> float:
     done = subprocess.run(argv, cwd=folder, capture_output=True, text=True, env=env, timeout=600)
     if done.returncode != 0:
         raise RuntimeError(done.stdout[-2000:] + done.stderr[-2000:])
-    if wrapped and not (run / "metrics.jsonl").is_file():
-        raise RuntimeError("the wrapper did not write metrics.jsonl")
+    if wrapped:
+        ends = [e for e in map(json.loads, (run / "metrics.jsonl").read_text().splitlines()) if e["event"] == "end"]
+        if [(e["step"], e["stopped"]) for e in ends] != [(STEPS, False)]:
+            raise RuntimeError(f"the wrapped run did not train {STEPS} steps: {ends}")
     for line in reversed(done.stdout.splitlines()):
         if "train_steps_per_second" in line:
             return float(line.split("'train_steps_per_second': '")[1].split("'")[0])
