@@ -120,8 +120,9 @@ def resume(run: RunFolder, env: Mapping[str, str] | None = None) -> str:
         if state in ACTIVE:
             raise JobControlError(f"{run.id} is still {state}: stop it first")
         if state == "succeeded":
-            weights = f"; its weights are in {run.model_dir}" if run.model_dir.is_dir() else ""
-            raise JobControlError(f"{run.id} already finished{weights}")
+            raise JobControlError(
+                f"{run.id} already finished{kinds.for_spec(run.spec()).finished_words(run)}"
+            )
         target = _target(run)
         presence = target.presence(run, status)
         if presence.attach and state == "lost":

@@ -56,6 +56,10 @@ class Kind(Protocol):
         """What a stop does to this job now, for the screen before the key is pressed."""
         ...
 
+    def finished_words(self, run: RunFolder) -> str:
+        """Where a finished job left its result, after 'already finished' ('' when nothing to add)."""
+        ...
+
     def launcher_words(self, spec: JobSpec) -> str:
         """How its processes start, for the job summary: 'single', 'torchrun', 'direct'."""
         ...

@@ -332,6 +332,9 @@ class CommandKind:
     def stop_words(self, run: RunFolder, spec: JobSpec) -> str:
         return stop_mode(run, spec)
 
+    def finished_words(self, run: RunFolder) -> str:
+        return ""  # its results are wherever the command wrote them
+
     def launcher_words(self, spec: JobSpec) -> str:
         return "started by hand" if is_attach(spec) else spec.command_launcher
 

@@ -36,6 +36,9 @@ class TrainerKind:
     def stop_words(self, run: RunFolder, spec: JobSpec) -> str:
         return "s stops gracefully: every rank stops at the same step and saves one checkpoint"
 
+    def finished_words(self, run: RunFolder) -> str:
+        return f"; its weights are in {run.model_dir}"
+
     def launcher_words(self, spec: JobSpec) -> str:
         return spec.launcher
 
