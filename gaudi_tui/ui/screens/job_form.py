@@ -92,12 +92,15 @@ class JobFormScreen(Dialog[str | None]):
                 widget.value = value
             elif isinstance(widget, Input):
                 widget.value = spec_mod.display(name, value)
+        self.show_kind(spec.kind)
 
     @on(Select.Changed, "#f-kind")
     def kind_chosen(self, event: Select.Changed) -> None:
         """Only the settings of this kind of job are shown (your command: its arguments, launcher,
         metrics source, resume flag; the built-in job: model, data, LoRA...)."""
-        kind = str(event.value)
+        self.show_kind(str(event.value))
+
+    def show_kind(self, kind: str) -> None:
         for name in spec_mod.field_names():
             shown = spec_mod.applies(name, kind)
             self.query_one(f"#l-{name}").display = shown
