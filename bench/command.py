@@ -76,7 +76,11 @@ def trainer_run(folder: Path, wrapped: bool) -> float:
     if done.returncode != 0:
         raise RuntimeError(done.stdout[-2000:] + done.stderr[-2000:])
     if wrapped:
-        ends = [e for e in map(json.loads, (run / "metrics.jsonl").read_text().splitlines()) if e["event"] == "end"]
+        ends = [
+            e
+            for e in map(json.loads, (run / "metrics.jsonl").read_text().splitlines())
+            if e["event"] == "end"
+        ]
         if [(e["step"], e["stopped"]) for e in ends] != [(STEPS, False)]:
             raise RuntimeError(f"the wrapped run did not train {STEPS} steps: {ends}")
     for line in reversed(done.stdout.splitlines()):
