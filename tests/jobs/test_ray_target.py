@@ -29,7 +29,7 @@ def test_the_mirror_splits_metrics_ranks_and_log_across_chunk_boundaries(tmp_pat
         "last line without newline"
     )
     for i in range(0, len(stream), 7):  # chunks cut anywhere, as a websocket delivers them
-        mirror.feed(stream[i : i + 7])
+        mirror.feed_at(i, stream[i : i + 7])
     assert run.metrics_path.read_text().splitlines() == [event]
     assert run.log_path.read_text() == "(RayTrainWorker pid=7) hello\n"
     mirror.feed_from(stream + "\nmore\n")  # the full log (get_job_logs) adds only what is new
@@ -70,3 +70,24 @@ def test_a_cluster_without_hpus_runs_on_cpus() -> None:
     assert "2 workers need 2 free CPUs; free CPUs per node: 10.0.0.1 (aaaaaaaa) 1/4" in "\n".join(
         str(p) for p in layout_problems(tiny(target="ray", workers=2), cpus)
     )
+
+
+def test_a_blip_loses_no_line_and_the_supervisors_notes_stay_apart(tmp_path: Path) -> None:
+    """The stream stops mid-line; the supervisor notes the blip; the whole log is fetched again and
+    a new stream replays it from the start: every line once, the note on its own line."""
+    run = RunFolder(tmp_path)
+    mirror = LogMirror(run, ClusterRecord("http://h:8265", "sid", 1))
+    events = [json.dumps({"event": "log", "step": s}) for s in range(1, 5)]
+    log = "".join(f"{METRIC_PREFIX}{e}\n" for e in events) + "rank 0 says bye\n"
+    cut = log.index('step": 3') + 4
+    mirror.feed_at(0, log[:cut])  # the stream, until the tunnel dropped
+    mirror.note("the Ray cluster does not answer; trying again")
+    mirror.feed_from(log[: cut + 10])  # the whole log, fetched once it answered
+    mirror.feed_at(0, log)  # a new stream: from the start of the log
+    mirror.feed_at(cut, log[cut:])  # the old stream, unfrozen
+    mirror.flush_partial()
+    assert run.metrics_path.read_text().splitlines() == events
+    assert run.log_path.read_text().splitlines() == [
+        "[gaudi-tui] the Ray cluster does not answer; trying again",
+        "rank 0 says bye",
+    ]

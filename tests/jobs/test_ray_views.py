@@ -54,7 +54,7 @@ async def test_training_details_show_where_a_ray_job_runs() -> None:
             await pilot.pause(0.1)
         record = ray_record.read_record(run)
         assert record is not None
-        assert f"cluster  {record.address} · {record.submission_id}" in details
+        assert f"where    {record.address} · {record.submission_id}" in details
         # The recorded cluster is gone: the nodes as they were when the job ended, said so.
         assert "nodes when the job ended (the cluster does not answer now)" in details
         for node in record.nodes_seen:

@@ -30,6 +30,9 @@ LOG_ROTATE_BYTES = 2_000_000
 POLL_S = 0.05
 SHUTDOWN_WAIT_S = 3.0
 ENGINE_EXIT_WAIT_S = 10.0
+STOP_WAIT_S = 10.0
+"""After a stop is sent, how long an answer waits for the engine to end it; then the engine is ended
+(it would hold the card) and the answer fails saying so."""
 """After the engine closes its output, how long it may take to exit before it is ended."""
 
 
@@ -63,6 +66,7 @@ class EngineClient:
         self._events: queue.Queue[tuple[float, dict[str, Any]]] = queue.Queue()
         self._send_lock = threading.Lock()
         self._busy = threading.Lock()
+        self._stop_at: float | None = None
         self._closing = False
         self._log_offset = 0
         self._exit: tuple[float, dict[str, Any]] | None = None
@@ -189,6 +193,7 @@ class EngineClient:
         """Stream one answer. Setting `cancel` (or calling `stop()`) ends it after the current
         token; the partial answer is returned with `stopped=True` and the model stays loaded."""
         with self._busy:
+            self._stop_at = None
             sent = time.perf_counter()
             self._send(
                 {"op": "generate", "messages": [dict(m) for m in messages], "params": params.to_dict()}
@@ -201,6 +206,14 @@ class EngineClient:
                 if cancel is not None and cancel.is_set() and not stop_sent:
                     self.stop()
                     stop_sent = True
+                stop_at = self._stop_at
+                if stop_at is not None and time.monotonic() - stop_at > STOP_WAIT_S:
+                    self.kill()
+                    raise EngineDied(
+                        f"the engine did not stop within {STOP_WAIT_S:g} s of Esc and was ended to free "
+                        "the card; l loads the model again",
+                        "".join(parts),
+                    )
                 item = self._next(POLL_S)
                 if item is None:
                     continue
@@ -238,6 +251,8 @@ class EngineClient:
     def stop(self) -> None:
         """Ask the engine to end the current answer (safe from any thread; no-op when idle)."""
         if self.alive:
+            if self._stop_at is None:
+                self._stop_at = time.monotonic()
             self._send({"op": "stop"})
 
     def stats(self, timeout: float = 5.0) -> MemoryReport | None:

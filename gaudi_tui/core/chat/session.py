@@ -11,6 +11,7 @@ draws what that returns.
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -169,6 +170,8 @@ class ChatSession:
         self.last_metrics: AnswerMetrics | None = None
         self.pending: int | None = None
         """The conversation whose question waits for the model to load."""
+        self.answering: EngineClient | None = None
+        """The engine the live answer comes from."""
 
     @property
     def uses_demo_model(self) -> bool:
@@ -182,9 +185,12 @@ class ChatSession:
         Returns the stored question and the answer that started, if one did."""
         if self.live is not None:
             raise ChatError("busy", "An answer is still streaming: wait for it, or press Esc to stop it.")
-        stored = self.store.add_message(conversation_id, "user", text)
-        if self.state is EngineState.READY:
-            return stored, self._start_answer(conversation_id)
+        try:
+            stored = self.store.add_message(conversation_id, "user", text)
+            if self.state is EngineState.READY:
+                return stored, self._start_answer(conversation_id)
+        except sqlite3.Error as exc:  # a full disk, a locked or damaged file: say so, keep the panel
+            raise ChatError("store", f"Cannot save the message in {self.store.path}: {exc}") from None
         self.pending = conversation_id
         if self.state is not EngineState.LOADING:
             self.load(self.options)
@@ -199,6 +205,7 @@ class ChatSession:
             conversation_id, "assistant", "", status="partial", model=report.label
         )
         live = self.live = LiveAnswer(conversation_id, stored.id, report.label)
+        self.answering = client
         self.state = EngineState.GENERATING
         params = conversation.params
         self.run(lambda cancel: self._generate(client, messages, params, stored.id, cancel), "generate")
@@ -237,6 +244,9 @@ class ChatSession:
     def finish(self, answer: Answer | None, error: ChatError | None) -> AnswerEnd | None:
         """Store how the live answer ended (its text, status, metrics or the failure)."""
         live, self.live = self.live, None
+        # `m` during the answer started another engine: its state is the new engine's, not this one's
+        current = self.answering is self.client
+        self.answering = None
         if live is None:
             return None
         if answer is not None:
@@ -244,15 +254,16 @@ class ChatSession:
             note = " ".join(live.warnings) or None
             self.store.update_message(live.message_id, answer.text, status, answer.metrics, note)
             self.last_metrics = answer.metrics
-            self.state = EngineState.READY
+            if current:
+                self.state = EngineState.READY
             return AnswerEnd(live, status, answer.metrics, note, None)
         assert error is not None
         text = error.partial or live.text
         status = "partial" if text else "error"
         self.store.update_message(live.message_id, text, status, None, error.message)
-        if error.kind == "engine_died":
+        if current and error.kind == "engine_died":
             self._dead(error.message)
-        else:
+        elif current:
             self.state = EngineState.READY
         return AnswerEnd(live, status, None, error.message, error)
 

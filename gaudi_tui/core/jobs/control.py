@@ -48,7 +48,10 @@ def check(
     prepared, own = target.check(spec, host)
     kind = kinds.for_spec(prepared)
     prepared = kind.prepare(prepared)
-    return prepared, kind.validate(prepared, own, dict(os.environ if env is None else env))
+    if target.runs_here:  # the job starts with this host's environment and cards
+        job_env = {**(os.environ if env is None else env), **prepared.env}
+        return prepared, kind.validate(prepared, own, job_env, accel.device_name, here=True)
+    return prepared, kind.validate(prepared, own, prepared.env, None, here=False)
 
 
 def submit(
@@ -126,8 +129,11 @@ def resume(run: RunFolder, env: Mapping[str, str] | None = None) -> str:
         target = _target(run)
         presence = target.presence(run, status)
         if presence.attach and state == "lost":
-            pid = supervisor.start(run, env=env, attach=True)
-            run.write_status(status.with_(supervisor=ProcRef.of(pid)))  # before the lock is released
+            try:
+                pid = supervisor.start(run, env=env, attach=True)
+                run.write_status(status.with_(supervisor=ProcRef.of(pid)))  # before the lock is released
+            except OSError as exc:
+                raise JobControlError(f"cannot start a supervisor for {run.id}: {exc}") from None
             return f"re-attached: {presence.reason}"
         if presence.where == "running":
             raise JobControlError(
@@ -148,7 +154,10 @@ def resume(run: RunFolder, env: Mapping[str, str] | None = None) -> str:
             raise JobControlError(
                 f"{run.id} has no complete checkpoint to resume from (stop a running job with s to save one)"
             )
-        supervisor.requeue(run, status, checkpoint, env)
+        try:
+            supervisor.requeue(run, status, checkpoint, env)
+        except OSError as exc:  # a full disk, a folder made read-only: say so, keep the panel
+            raise JobControlError(f"cannot resume {run.id}: {exc}") from None
         return f"resuming from {checkpoint.name}"
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import re
 import shlex
 import sys
 import typing
@@ -33,6 +34,21 @@ Target = Literal["local", "ray"]
 Kind = Literal["trainer", "command"]
 CommandLauncher = Literal["direct", "torchrun", "accelerate", "deepspeed"]
 MetricsSource = Literal["auto", "trainer", "json", "pattern"]
+
+
+SECRET_NAME = re.compile(
+    r"TOKEN|SECRET|PASSW(OR)?D|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL|AUTH", re.IGNORECASE
+)
+"""Environment variable names whose values are secrets: never shown, never sent where others read them."""
+
+
+def is_secret(name: str) -> bool:
+    return SECRET_NAME.search(name) is not None
+
+
+def masked_env(env: Mapping[str, str]) -> dict[str, str]:
+    """`env` to show: secret values replaced by ***."""
+    return {k: "***" if is_secret(k) else v for k, v in env.items()}
 
 
 class SpecError(ValueError):

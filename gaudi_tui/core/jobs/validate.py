@@ -35,16 +35,62 @@ class InvalidSpec(ValueError):
 
 
 def validate(spec: JobSpec, accel: Accelerator, env: Mapping[str, str] | None = None) -> list[Problem]:
-    """Every problem with this spec on this accelerator; `env` is the job's environment."""
+    """Every problem with this spec (prepared for this host) on this accelerator; `env` is the
+    environment the job starts with (None: this process's)."""
     job_env = dict(os.environ if env is None else env)
     job_env.update(spec.env)
-    return [*numbers(spec), *hardware(spec, accel, job_env), *sources(spec)]
+    own = hardware(spec, accel, job_env)
+    return shared(spec, own, job_env, accel.device_name, sources_here=True)
 
 
-def shared(spec: JobSpec, own: list[Problem]) -> list[Problem]:
-    """Every problem of a job whatever its target: the numbers, the target's `own` problems (its
-    `check`), then the sources (they read the disk), on the spec as the target prepared it."""
-    return [*numbers(spec), *own, *sources(spec)]
+def shared(
+    spec: JobSpec, own: list[Problem], env: Mapping[str, str], device_name: str | None, sources_here: bool
+) -> list[Problem]:
+    """Every problem of a job whatever its target, on the spec as the target prepared it: the
+    numbers, the target's `own` problems (its `check`), the hardware rules (`env` is the job's
+    environment, `device_name` the card generation when known), then the sources (they read the
+    disk: only where the job runs, `sources_here`; a cluster job checks them on the cluster)."""
+    return [
+        *numbers(spec),
+        *own,
+        *gaudi_rules(spec, device_name, env),
+        *(sources(spec) if sources_here else []),
+    ]
+
+
+def gaudi_rules(spec: JobSpec, device_name: str | None, env: Mapping[str, str]) -> list[Problem]:
+    """Intel's rules for a job on Gaudi cards, wherever they are."""
+    if spec.device != "hpu":
+        return []
+    out: list[Problem] = []
+    if spec.torch_compile and env.get("PT_HPU_LAZY_MODE", "1").strip() != "0":
+        out.append(
+            Problem(
+                "torch_compile",
+                f"torch.compile (hpu_backend) needs eager mode, but PT_HPU_LAZY_MODE="
+                f"{env.get('PT_HPU_LAZY_MODE', '1 (unset means lazy)')}: set PT_HPU_LAZY_MODE=0 "
+                "or turn torch_compile off",
+            )
+        )
+    if spec.quantization == "int8":
+        out.append(
+            Problem(
+                "quantization",
+                "bitsandbytes has no 8-bit kernels for Gaudi (only NF4 4-bit): use nf4 or none",
+            )
+        )
+    return out + generation_rules(spec, device_name)
+
+
+def generation_rules(spec: JobSpec, device_name: str | None) -> list[Problem]:
+    """The rules that depend on the card generation (`device_name`: GAUDI, GAUDI2, …; None: unknown)."""
+    if spec.device == "hpu" and spec.quantization == "nf4" and is_gaudi1(device_name):
+        return [
+            Problem(
+                "quantization", "QLoRA (NF4) needs Gaudi 2 or 3; this is a first-generation Gaudi: use LoRA"
+            )
+        ]
+    return []
 
 
 def numbers(spec: JobSpec) -> list[Problem]:
@@ -103,12 +149,13 @@ def numbers(spec: JobSpec) -> list[Problem]:
     return out
 
 
-def is_gaudi1(accel: Accelerator) -> bool:
-    name = (accel.device_name or "").upper().replace(" ", "").replace("-", "")
+def is_gaudi1(device_name: str | None) -> bool:
+    name = (device_name or "").upper().replace(" ", "").replace("-", "").removeprefix("INTEL")
     return name in ("GAUDI", "GAUDI1") or "HL205" in name
 
 
 def hardware(spec: JobSpec, accel: Accelerator, env: Mapping[str, str]) -> list[Problem]:
+    """The spec against this host's accelerator (the rules for every Gaudi job are in `shared`)."""
     out: list[Problem] = []
     device = accel.kind if spec.device == "auto" else spec.device
     if device != accel.kind:
@@ -120,7 +167,7 @@ def hardware(spec: JobSpec, accel: Accelerator, env: Mapping[str, str]) -> list[
     if spec.cards and device != "hpu":
         out.append(Problem("cards", f"cards are Gaudi module IDs, but this job runs on {device}"))
     if device == "hpu":
-        out.extend(_gaudi(spec, accel, env, processes))
+        out.extend(_gaudi_cards(spec, accel, processes))
     elif device == "cuda" and accel.device_count and processes > accel.device_count:
         out.append(Problem("processes", f"{processes} processes but only {accel.device_count} GPU(s)"))
     elif device == "cpu":
@@ -139,7 +186,8 @@ def hardware(spec: JobSpec, accel: Accelerator, env: Mapping[str, str]) -> list[
     return out
 
 
-def _gaudi(spec: JobSpec, accel: Accelerator, env: Mapping[str, str], processes: int) -> list[Problem]:
+def _gaudi_cards(spec: JobSpec, accel: Accelerator, processes: int) -> list[Problem]:
+    """This host's cards: supported sets, what is visible, the launcher."""
     out: list[Problem] = []
     if spec.cards:
         check = check_modules(spec.cards)
@@ -149,28 +197,6 @@ def _gaudi(spec: JobSpec, accel: Accelerator, env: Mapping[str, str], processes:
         out.append(Problem("processes", f"{processes} cards is not a supported set size (1, 2, 4 or 8)"))
     if accel.device_count and processes > accel.device_count:
         out.append(Problem("processes", f"{processes} cards asked for but {accel.device_count} are visible"))
-    if spec.torch_compile and env.get("PT_HPU_LAZY_MODE", "1").strip() != "0":
-        out.append(
-            Problem(
-                "torch_compile",
-                f"torch.compile (hpu_backend) needs eager mode, but PT_HPU_LAZY_MODE="
-                f"{env.get('PT_HPU_LAZY_MODE', '1 (unset means lazy)')}: set PT_HPU_LAZY_MODE=0 "
-                "or turn torch_compile off",
-            )
-        )
-    if spec.quantization == "int8":
-        out.append(
-            Problem(
-                "quantization",
-                "bitsandbytes has no 8-bit kernels for Gaudi (only NF4 4-bit): use nf4 or none",
-            )
-        )
-    if spec.quantization == "nf4" and is_gaudi1(accel):
-        out.append(
-            Problem(
-                "quantization", "QLoRA (NF4) needs Gaudi 2 or 3; this is a first-generation Gaudi: use LoRA"
-            )
-        )
     if spec.launcher == "torchrun" and processes > 1:
         out.append(Problem("launcher", "on Gaudi use accelerate (one process per card); torchrun is for CPU"))
     return out

@@ -334,7 +334,11 @@ class ChatScreen(PanelScreen):
 
     def action_export(self) -> None:
         conversation = self.current()
-        written = export.export(conversation, self._store().messages(conversation.id))
+        try:
+            written = export.export(conversation, self._store().messages(conversation.id))
+        except OSError as exc:  # a full disk, a read-only folder: say so, keep the panel
+            self.notify(f"Cannot export: {exc}", title="Export", severity="error")
+            return
         self.notify("Exported to " + " and ".join(str(p) for p in written), title="Export")
 
     def action_copy_answer(self) -> None:

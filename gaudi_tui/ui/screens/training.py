@@ -61,6 +61,11 @@ def job_label(view: JobView) -> str:
     return f"{view.name} · {view.id[-4:]}"
 
 
+def shown(spec: spec_mod.JobSpec, name: str) -> object:
+    """A spec value for the details pane: secrets in `env` are masked."""
+    return spec_mod.masked_env(spec.env) if name == "env" else getattr(spec, name)
+
+
 def details_text(
     view: JobView, run: runfolder.RunFolder, spec: spec_mod.JobSpec | None, nodes: str = ""
 ) -> str:
@@ -71,8 +76,8 @@ def details_text(
         f"folder   {run.path}",
         f"attempt  {view.attempt}",
     ]
-    if view.target == "ray":
-        lines.append(f"cluster  {view.where}")
+    if view.where:
+        lines.append(f"where    {view.where}")
         if nodes:
             lines += ["", *nodes.splitlines()]
     if view.error:
@@ -88,7 +93,7 @@ def details_text(
     if spec is not None:
         lines.append("")
         lines += [
-            f"{name:<20} {spec_mod.display(name, getattr(spec, name))}"
+            f"{name:<20} {spec_mod.display(name, shown(spec, name))}"
             for name in spec_mod.field_names()
             if spec_mod.applies(name, spec.kind)
         ]
@@ -207,9 +212,7 @@ class TrainingScreen(PanelScreen):
                 key = (selected, len(points), points[-1].step if points else -1, len(evals))
                 changed = key != sent_points
                 view = next(v for v in views if v.id == selected)
-                if view.target == "ray" and (
-                    nodes[0] != selected or time.monotonic() - nodes[1] > NODES_EVERY_S
-                ):
+                if view.where and (nodes[0] != selected or time.monotonic() - nodes[1] > NODES_EVERY_S):
                     nodes = (selected, time.monotonic(), cluster_nodes(watcher.run))
                 detail = Detail(
                     run_id=selected,

@@ -36,8 +36,12 @@ class Kind(Protocol):
         """The spec after the target's preparation: the kind's own values resolved."""
         ...
 
-    def validate(self, spec: JobSpec, own: list[Problem], env: Mapping[str, str]) -> list[Problem]:
-        """Every problem: the target's `own`, then the kind's (the built-in job: numbers, sources)."""
+    def validate(
+        self, spec: JobSpec, own: list[Problem], env: Mapping[str, str], device_name: str | None, here: bool
+    ) -> list[Problem]:
+        """Every problem: the target's `own`, then the kind's (the built-in job: `validate.shared`).
+        `env` is the job's environment, `device_name` the card generation when known, `here` whether
+        the job runs on this host (so files can be checked)."""
         ...
 
     def supervise_here(self, attempt: Attempt) -> int:

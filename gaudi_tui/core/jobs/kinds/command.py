@@ -310,11 +310,11 @@ class CommandKind:
     def prepare(self, spec: JobSpec) -> JobSpec:
         return prepare(spec)
 
-    def validate(self, spec: JobSpec, own: list[Problem], env: Mapping[str, str]) -> list[Problem]:
-        from gaudi_tui.core.jobs import targets
-
+    def validate(
+        self, spec: JobSpec, own: list[Problem], env: Mapping[str, str], device_name: str | None, here: bool
+    ) -> list[Problem]:
         out = [*own, *check(spec, {**env, **spec.env})]
-        if not targets.get(spec.target).runs_here:
+        if not here:
             out.append(Problem("target", f"your own command runs on this host for now, not on {spec.target}"))
         return out
 

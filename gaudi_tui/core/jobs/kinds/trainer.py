@@ -19,8 +19,10 @@ class TrainerKind:
     def prepare(self, spec: JobSpec) -> JobSpec:
         return spec
 
-    def validate(self, spec: JobSpec, own: list[Problem], env: Mapping[str, str]) -> list[Problem]:
-        return shared(spec, own)
+    def validate(
+        self, spec: JobSpec, own: list[Problem], env: Mapping[str, str], device_name: str | None, here: bool
+    ) -> list[Problem]:
+        return shared(spec, own, env, device_name, sources_here=here)
 
     def supervise_here(self, attempt: Attempt) -> int:
         from gaudi_tui.core.jobs.targets.local import Supervision

@@ -29,6 +29,8 @@ from gaudi_tui.core.jobs.validate import Problem, hardware
 POLL_S = 0.2
 ORPHAN_GRACE_S = 5.0
 KILL_WAIT_S = 5.0
+STUCK_S = 10.0
+"""How long the supervisor sends SIGKILL to a launcher that does not exit before it gives up on it."""
 """After SIGKILL, how long `kill` waits for the job's processes to go."""
 ENDING_GRACE_S = 10.0
 """How long after a job ended its processes may still be exiting before resume calls them stray."""
@@ -130,11 +132,15 @@ class Supervision:
                 return 1
         attempt.save(launcher=ProcRef.of(child.pid))
         code = self.watch(attempt, child)
+        if code is None:
+            self.finish_stuck(attempt, child.pid)
+            return 1
         self.finish(attempt, code)
         return 0
 
-    def watch(self, attempt: Attempt, child: subprocess.Popen[bytes]) -> int:
-        """Poll until the launcher exits, recording workers and acting on STOP and kill."""
+    def watch(self, attempt: Attempt, child: subprocess.Popen[bytes]) -> int | None:
+        """Poll until the launcher exits, recording workers and acting on STOP and kill; None when
+        it outlives SIGKILL by STUCK_S (stuck in the kernel)."""
         kill_deadline: float | None = None
         run = attempt.run
         while True:
@@ -153,7 +159,20 @@ class Supervision:
             if kill_deadline is not None and time.monotonic() >= kill_deadline:
                 self.kill_all(signal.SIGKILL)
                 child.kill()
+                if time.monotonic() >= kill_deadline + STUCK_S:
+                    return None
             time.sleep(POLL_S)
+
+    def finish_stuck(self, attempt: Attempt, launcher: int) -> None:
+        """The launcher survived SIGKILL: it can never run job code again (a pending SIGKILL ends it
+        on its way back from the kernel), so the attempt is over; the process is left behind, named,
+        and resume refuses while it exists."""
+        stuck = sorted({launcher, *(p.pid for p in self.kill_all(signal.SIGKILL))})
+        error = (
+            f"killed, but PID {', '.join(map(str, stuck))} survived SIGKILL for {STUCK_S:g} s (stuck in the "
+            "kernel or the driver: check dmesg); it was left behind"
+        )
+        attempt.save(state="cancelled", ended=time.time(), error=error)
 
     def record_tree(self, attempt: Attempt, pid: int) -> None:
         try:

@@ -16,6 +16,7 @@ import argparse
 import json
 import logging
 import os
+import socket
 import sys
 import traceback
 from collections.abc import Callable
@@ -92,8 +93,17 @@ def run_job(run_id: str, storage: Path, resume: str | None) -> int:
     from ray.train import FailureConfig, RunConfig, ScalingConfig
     from ray.train.torch import TorchConfig, TorchTrainer
 
+    from gaudi_tui.core.jobs.validate import sources
+
     text = os.environ.get("GAUDI_TUI_SPEC", "")
     spec = spec_mod.from_toml(text)
+    problems = sources(spec)  # here, where the job runs, not on the panel's host
+    if problems:
+        for problem in problems:
+            print(
+                f"{ERROR_PREFIX}{problem} (checked on the cluster's node {socket.gethostname()})", flush=True
+            )
+        return 2
     run = RunFolder(storage.expanduser() / run_id)
     run.path.mkdir(mode=0o700, parents=True, exist_ok=True)
     if not run.spec_path.exists():

@@ -27,15 +27,13 @@ from gaudi_tui.core.jobs.targets import Attempt, Host, Presence
 from gaudi_tui.core.jobs.targets.ray import checks, cluster, nodes, record
 from gaudi_tui.core.jobs.validate import Problem
 
-LIVE = ("PENDING", "RUNNING")
-
 
 class RayTarget:
     name = "ray"
     runs_here = False
 
     def check(self, spec: JobSpec, host: Host) -> tuple[JobSpec, list[Problem]]:
-        return checks.check(spec)
+        return checks.check(spec, host.env_fixes)
 
     def label(self, spec: JobSpec) -> str:
         return f"ray:{spec.device}"
@@ -46,7 +44,7 @@ class RayTarget:
     def supervise(self, attempt: Attempt) -> int:
         from gaudi_tui.core.jobs.targets.ray.supervise import Supervision
 
-        return Supervision().supervise(attempt)
+        return Supervision(attempt).supervise()
 
     def request_stop(self, run: RunFolder) -> None:
         run.request_stop()  # the supervisor raises the cluster's stop flag when it sees STOP
@@ -55,12 +53,24 @@ class RayTarget:
         return cluster.kill_orphan(run)
 
     def presence(self, run: RunFolder, status: JobStatus) -> Presence:
+        """Asks the cluster (bounded): a job it runs can be re-attached, and so can one that ended
+        while no supervisor watched (its end is mirrored); no answer is `unknown`."""
         rec = record.read_record(run)
-        state = cluster.job_state(run)
-        name = f"Ray job {rec.submission_id}" if rec else "the Ray job"
-        if state in LIVE:
-            return Presence("running", f"{name} is {state} on the cluster", attach=True)
-        return Presence("ended", f"{name} is {state or 'not known to the cluster'}")
+        if rec is None:
+            return Presence("ended", "it was never submitted to the cluster")
+        try:
+            info = cluster.Jobs(rec.address).info(rec.submission_id)
+        except cluster.JobGone as exc:
+            return Presence("ended", str(exc))
+        except nodes.ClusterError as exc:
+            return Presence("unknown", str(exc))
+        if info.state in cluster.LIVE:
+            return Presence(
+                "running", f"Ray job {rec.submission_id} is {info.state} on the cluster", attach=True
+            )
+        return Presence(
+            "ended", f"Ray job {rec.submission_id} ended {info.state} on the cluster", attach=True
+        )
 
     def newest_checkpoint(self, run: RunFolder) -> Path | None:
         """From the mirrored `save` events: the checkpoints live in storage_path on the cluster."""

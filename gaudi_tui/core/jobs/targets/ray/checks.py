@@ -3,24 +3,37 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from dataclasses import replace
 
+from gaudi_tui.core.accelerator import Accelerator
 from gaudi_tui.core.devices.cardsets import SUPPORTED_SETS
 from gaudi_tui.core.jobs import runfolder
 from gaudi_tui.core.jobs import spec as spec_mod
 from gaudi_tui.core.jobs.spec import JobSpec
 from gaudi_tui.core.jobs.targets.ray.nodes import ClusterError, Node, list_nodes, normalize_address
-from gaudi_tui.core.jobs.validate import Problem
+from gaudi_tui.core.jobs.validate import Problem, generation_rules
 
 HOST_CARDS = 8
 
 
-def prepare(spec: JobSpec, nodes: list[Node] | None = None) -> JobSpec:
-    """The spec as it will run on the cluster: address, device, storage and Python resolved."""
+def prepare(
+    spec: JobSpec, nodes: list[Node] | None = None, env_fixes: Mapping[str, str] | None = None
+) -> JobSpec:
+    """The spec as it will run on the cluster: address, device, storage and Python resolved; the
+    job's environment as a local job's (Gaudi's own settings, then the Checklist's fixes, then the
+    spec's, last wins)."""
     address = normalize_address(spec.ray_address or spec_mod.default_ray_address())
     device = spec.device
     if device == "auto":
         device = "hpu" if any(n.alive and n.hpu_total > 0 for n in nodes or ()) else "cpu"
+    env = (
+        Accelerator("hpu", "the Ray cluster").child_env((), compile=spec.torch_compile)
+        if device == "hpu"
+        else {}
+    )
+    env.update(env_fixes or {})
+    env.update(spec.env)
     return replace(
         spec,
         ray_address=address,
@@ -29,10 +42,32 @@ def prepare(spec: JobSpec, nodes: list[Node] | None = None) -> JobSpec:
         ray_python=spec.ray_python or sys.executable,
         processes=spec.workers,
         cards=(),
+        env=env,
     )
 
 
-def check(spec: JobSpec) -> tuple[JobSpec, list[Problem]]:
+def secrets_problems(spec: JobSpec) -> list[Problem]:
+    """Ray shows a job's runtime_env (its environment) on the dashboard: secrets are refused."""
+    names = sorted(k for k in spec.env if spec_mod.is_secret(k))
+    if not names:
+        return []
+    return [
+        Problem(
+            "env",
+            f"{', '.join(names)} look like secrets, and Ray shows a job's environment on its dashboard "
+            "to anyone who reaches it, so they are not sent: set them on the cluster's nodes (in the "
+            "environment `ray start` runs with) or in a file the job reads",
+        )
+    ]
+
+
+def generation(nodes: list[Node]) -> str | None:
+    """The Gaudi generation the cluster's live HPU nodes report (Ray's accelerator_type), if one."""
+    kinds = {n.accelerator for n in nodes if n.alive and n.hpu_total > 0 and n.accelerator}
+    return next(iter(kinds)) if len(kinds) == 1 else None
+
+
+def check(spec: JobSpec, env_fixes: Mapping[str, str] | None = None) -> tuple[JobSpec, list[Problem]]:
     """Prepare the spec against the live cluster and list every reason it cannot run there."""
     if not (spec.ray_address or spec_mod.default_ray_address()):
         return spec, [
@@ -45,9 +80,11 @@ def check(spec: JobSpec) -> tuple[JobSpec, list[Problem]]:
     try:
         nodes = list_nodes(spec.ray_address or spec_mod.default_ray_address())
     except ClusterError as exc:
-        return prepare(spec), [Problem("ray_address", str(exc))]
-    prepared = prepare(spec, nodes)
-    return prepared, layout_problems(prepared, nodes)
+        prepared = prepare(spec, env_fixes=env_fixes)
+        return prepared, [Problem("ray_address", str(exc)), *secrets_problems(prepared)]
+    prepared = prepare(spec, nodes, env_fixes)
+    own = [*layout_problems(prepared, nodes), *secrets_problems(prepared)]
+    return prepared, own + generation_rules(prepared, generation(nodes))
 
 
 def layout_problems(spec: JobSpec, nodes: list[Node]) -> list[Problem]:

@@ -1,34 +1,140 @@
-"""The Jobs SDK and the state API: a client, a job's state, the stop flag, what is left of a job."""
+"""The Jobs SDK and the state API, each request bounded: a job's state, submit, stop, logs, the
+stop flag, and what is left of a job after a kill.
+
+`Jobs` wraps Ray's `JobSubmissionClient` so that every request has a timeout (the SDK sets none: a
+frozen SSH tunnel would hang the caller for ever) and every failure is a `ClusterError` whose
+message names the cause; `JobGone` when the cluster answers but does not know the job.
+"""
 
 from __future__ import annotations
 
 import shlex
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gaudi_tui.core.jobs import launch
 from gaudi_tui.core.jobs import spec as spec_mod
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec
-from gaudi_tui.core.jobs.targets.ray.nodes import ClusterError, get_json, normalize_address
+from gaudi_tui.core.jobs.targets.ray.nodes import ClusterError, get_json, normalize_address, request_timeout
 from gaudi_tui.core.jobs.targets.ray.record import read_record
 
 ENTRY_MODULE = "gaudi_tui.core.jobs.worker.ray_train"
 KILL_VERIFY_S = 60.0
+"""After a stop, how long a kill waits for the job to end and for its actors to be gone."""
+TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
+LIVE = ("PENDING", "RUNNING")
 
 
-def client(address: str) -> Any:
-    """A Jobs SDK client (imports ray: only in the supervisor or a worker thread)."""
+class JobGone(ClusterError):
+    """The cluster answers but does not know the job: its head restarted, or it was deleted."""
+
+
+class NoAnswer(ClusterError):
+    """The cluster did not answer (refused, reset, timed out): whatever was asked may or may not
+    have happened there."""
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    state: str
+    job_id: str | None
+    message: str
+    driver_exit_code: int | None
+
+
+class Jobs:
+    """The Jobs API of the cluster at `address`, every request bounded by `request_timeout()`."""
+
+    def __init__(self, address: str) -> None:
+        self.address = normalize_address(address)
+        self._sdk: Any = None
+
+    def sdk(self) -> Any:
+        if self._sdk is None:
+            self._sdk = self._call("connect", lambda: _client(self.address))
+        return self._sdk
+
+    def info(self, sid: str) -> JobInfo:
+        raw = self._call(f"read the state of {sid}", lambda: self.sdk().get_job_info(sid), sid)
+        status = raw.status
+        return JobInfo(
+            state=str(status.value if hasattr(status, "value") else status),
+            job_id=raw.job_id,
+            message=str(raw.message or ""),
+            driver_exit_code=raw.driver_exit_code,
+        )
+
+    def submit(self, sid: str, entrypoint: str, env: dict[str, str], metadata: dict[str, str]) -> None:
+        """Submit once; a job already there under `sid` (submitted before a supervisor died) is fine."""
+        try:
+            self._call(
+                f"submit {sid}",
+                lambda: self.sdk().submit_job(
+                    entrypoint=entrypoint, submission_id=sid, runtime_env={"env_vars": env}, metadata=metadata
+                ),
+            )
+        except ClusterError as exc:
+            if "already exists" not in str(exc):
+                raise
+
+    def stop(self, sid: str) -> None:
+        self._call(f"stop {sid}", lambda: self.sdk().stop_job(sid), sid)
+
+    def logs(self, sid: str) -> str:
+        return str(self._call(f"read the log of {sid}", lambda: self.sdk().get_job_logs(sid), sid))
+
+    def _call(self, doing: str, request: Any, sid: str | None = None) -> Any:
+        try:
+            return request()
+        except ClusterError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the SDK raises RuntimeError, requests' and aiohttp's errors
+            text = " ".join(str(exc).split())
+            if sid is not None and "404" in text and "does not exist" in text:
+                raise JobGone(
+                    f"Ray job {sid} is not known to the cluster at {self.address} (its head restarted, "
+                    "or the job was deleted)"
+                ) from None
+            no_answer = _no_answer(exc)
+            if no_answer:
+                raise NoAnswer(f"cannot {doing} at {self.address}: {no_answer}") from None
+            text = f"{type(exc).__name__}: {text[:300]}" if text else type(exc).__name__
+            raise ClusterError(f"cannot {doing} at {self.address}: {text}") from None
+
+
+def _no_answer(exc: BaseException) -> str:
+    """A timeout or a failed connection in words ('' for any other failure)."""
+    import requests
+
+    if isinstance(exc, requests.exceptions.Timeout):
+        return f"the Ray dashboard did not answer in {request_timeout():g} s (a frozen tunnel?)"
+    if isinstance(exc, (requests.exceptions.ConnectionError, ConnectionError, OSError)):
+        return (
+            f"cannot connect ({type(exc).__name__}): is the head running, and for a remote cluster is the "
+            "dashboard port tunnelled (`ssh -L 8265:127.0.0.1:8265 HEAD`)?"
+        )
+    return ""
+
+
+def _client(address: str) -> Any:
+    """A `JobSubmissionClient` whose every request has a timeout (its constructor asks for the
+    version, so that request is bounded too). Imports ray: only in the supervisor or a worker thread."""
     try:
         from ray.job_submission import JobSubmissionClient
     except ImportError:
         raise ClusterError(
             "Ray is not installed here: pip install 'gaudi-tui[cluster]' (ray[default])"
         ) from None
-    try:
-        return JobSubmissionClient(normalize_address(address))
-    except (ConnectionError, RuntimeError, ValueError) as exc:
-        raise ClusterError(f"cannot reach the Ray Jobs API at {address}: {exc}") from None
+
+    class Bounded(JobSubmissionClient):
+        def _do_request(self, method: str, endpoint: str, **kwargs: Any) -> Any:
+            kwargs.setdefault("timeout", request_timeout())
+            return super()._do_request(method, endpoint, **kwargs)
+
+    return Bounded(address)
 
 
 def entrypoint(spec: JobSpec, run: RunFolder, resume: Path | None) -> list[str]:
@@ -38,9 +144,10 @@ def entrypoint(spec: JobSpec, run: RunFolder, resume: Path | None) -> list[str]:
     return argv
 
 
-def job_env(spec: JobSpec, stop_key: str) -> dict[str, str]:
-    """Environment of the job on the cluster: the spec's own, the spec itself, the stop flag's key."""
-    env = dict(spec.env)
+def job_env(spec: JobSpec, run: RunFolder, stop_key: str) -> dict[str, str]:
+    """Environment of the job on the cluster: a local job's (the spec's own and, on Gaudi, the
+    runtime's metrics file in the run folder under storage_path), the spec itself, the stop key."""
+    env = launch.job_env(RunFolder(Path(spec.storage_path).expanduser() / run.id), spec, {})
     env.update(
         {
             "GAUDI_TUI_SPEC": spec_mod.to_toml(spec),
@@ -53,14 +160,15 @@ def job_env(spec: JobSpec, stop_key: str) -> dict[str, str]:
     return env
 
 
-def request_stop(address: str, python: str, key: str) -> str:
+def raise_stop_flag(jobs: Jobs, python: str, key: str) -> None:
     """Raise the graceful-stop flag of job `key` (a tiny job that writes Ray's KV store)."""
     argv = [python, "-m", ENTRY_MODULE, "--set-stop", key]
-    return str(client(address).submit_job(entrypoint=shlex.join(argv), submission_id=f"{key}-stop"))
+    jobs.submit(f"{key}-stop", shlex.join(argv), {}, {"gaudi_tui_stop": key})
 
 
 def verify_ended(address: str, ray_job_id: str | None, timeout: float = KILL_VERIFY_S) -> str:
-    """Wait until no actor of the job is alive on any node; '' when so, else what still runs."""
+    """Wait until no actor of the job is alive on any node: '' when so, else what still runs or why
+    it could not be told (the state API failed)."""
     if not ray_job_id:
         return ""
     deadline = time.monotonic() + timeout
@@ -72,39 +180,59 @@ def verify_ended(address: str, ray_job_id: str | None, timeout: float = KILL_VER
                 f"/api/v0/actors?limit=1000&filter_keys=job_id&filter_predicates=%3D&filter_values={ray_job_id}",
             )
             rows = reply["data"]["result"]["result"]
-        except (ClusterError, KeyError, TypeError):
-            return ""
+        except ClusterError as exc:
+            return f"not verified that nothing is left ({exc})"
+        except (KeyError, TypeError) as exc:
+            return f"not verified that nothing is left (the state API answered without {exc})"
         alive = [r for r in rows if r.get("state") not in ("DEAD",)]
         if not alive:
             return ""
-        left = ", ".join(f"{r.get('class_name')} on {r.get('node_id', '')[:8]}" for r in alive[:5])
+        left = "still alive: " + ", ".join(
+            f"{r.get('class_name')} on {r.get('node_id', '')[:8]}" for r in alive[:5]
+        )
         time.sleep(1.0)
     return left
+
+
+def job_state_at(address: str, sid: str) -> str | None:
+    """The state of `sid` on the cluster at `address`, None when it cannot be told."""
+    try:
+        return Jobs(address).info(sid).state
+    except ClusterError:
+        return None
 
 
 def job_state(run: RunFolder) -> str | None:
     """The Ray job state of the run's latest attempt (PENDING, RUNNING, …), or None if unknown."""
     record = read_record(run)
-    if record is None:
-        return None
-    try:
-        status = client(record.address).get_job_status(record.submission_id)
-    except Exception:  # noqa: BLE001 - unknown id, cluster gone
-        return None
-    return str(status.value if hasattr(status, "value") else status)
+    return job_state_at(record.address, record.submission_id) if record else None
 
 
-def kill_orphan(run: RunFolder) -> str:
-    """`k` on a Ray job whose supervisor is gone: stop it on the cluster, verify; what was done."""
+def kill_orphan(run: RunFolder, deadline_s: float = KILL_VERIFY_S) -> str:
+    """`k` on a Ray job whose supervisor is gone: stop it on the cluster, wait for it to end and
+    verify nothing is left (bounded by `deadline_s`); what was done. ClusterError when the cluster
+    cannot be reached: nothing is recorded then, since the job may still run."""
     record = read_record(run)
     if record is None:
         return "killed before it reached the cluster (no supervisor)"
-    jobs = client(record.address)
-    jobs.stop_job(record.submission_id)
-    deadline = time.monotonic() + KILL_VERIFY_S
-    info = jobs.get_job_info(record.submission_id)
-    while not info.status.is_terminal() and time.monotonic() < deadline:
+    jobs = Jobs(record.address)
+    try:
+        jobs.stop(record.submission_id)
+    except JobGone as exc:
+        return f"nothing to kill on the cluster: {exc}"
+    except ClusterError as exc:
+        raise ClusterError(
+            f"{exc}. Nothing was recorded, since the job may still run: k again once it answers"
+        ) from None
+    deadline = time.monotonic() + deadline_s
+    info = jobs.info(record.submission_id)
+    while info.state not in TERMINAL and time.monotonic() < deadline:
         time.sleep(1.0)
-        info = jobs.get_job_info(record.submission_id)
-    left = verify_ended(record.address, info.job_id)
-    return "killed on the cluster (no supervisor)" + (f"; still alive: {left}" if left else "")
+        info = jobs.info(record.submission_id)
+    if info.state not in TERMINAL:
+        raise ClusterError(
+            f"stop sent to Ray job {record.submission_id}, but it is still {info.state} after {deadline_s:g} s; "
+            "nothing was recorded, since it still runs: k again, or `ray job stop` on the head"
+        )
+    left = verify_ended(record.address, info.job_id, max(1.0, deadline - time.monotonic()))
+    return "killed on the cluster (no supervisor)" + (f"; {left}" if left else "")

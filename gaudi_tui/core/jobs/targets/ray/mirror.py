@@ -16,9 +16,14 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
 class LogMirror:
-    """Splits the job's log stream: metrics lines → metrics.jsonl, rank lines → cluster.json,
-    the rest → stdout.log (without colour codes). Exact repeats of a metrics line are dropped
-    (Ray can forward a line twice when nodes share a host's log folder)."""
+    """Splits the job's log (Ray's, as the stream or `get_job_logs` deliver it): metrics lines →
+    metrics.jsonl, rank lines → cluster.json, the rest → stdout.log (without colour codes).
+
+    `consumed` is an offset into Ray's log only: every delivery says where in that log it starts
+    (`feed_at`), so a stream restarted after a blip, or the whole log fetched again, adds exactly
+    what is new. The supervisor's own lines go through `note`, straight into stdout.log, never
+    into the offset nor onto a half-read line. Exact repeats of a metrics line are dropped (Ray
+    can forward a line twice when nodes share a host's log folder)."""
 
     def __init__(self, run: RunFolder, record: ClusterRecord) -> None:
         self.run = run
@@ -30,19 +35,24 @@ class LogMirror:
         self.seen_set: set[str] = set()
         self.ranks: dict[str, dict[str, str]] = dict(record.ranks)
 
-    def feed(self, text: str) -> None:
+    def feed_at(self, offset: int, text: str) -> None:
+        """`text` starts at `offset` of Ray's log: write the part not mirrored yet."""
         with self.lock:
-            self.consumed += len(text)
-            data = self.partial + text
-            *lines, self.partial = data.split("\n")
+            new = text[max(0, self.consumed - offset) :]
+            if offset > self.consumed or not new:
+                return  # a gap cannot happen (every delivery starts at 0); nothing new
+            self.consumed += len(new)
+            *lines, self.partial = (self.partial + new).split("\n")
             self._write(lines)
 
     def feed_from(self, full: str) -> None:
-        """Feed whatever of the whole log (`get_job_logs`) the stream has not delivered yet."""
-        with self.lock:
-            missing = full[self.consumed :]
-        if missing:
-            self.feed(missing)
+        """The whole log (`get_job_logs`): whatever the stream has not delivered yet."""
+        self.feed_at(0, full)
+
+    def note(self, text: str) -> None:
+        """One line of the supervisor's own (`[gaudi-tui] …`) in stdout.log."""
+        with self.lock, self.run.log_path.open("a", encoding="utf-8") as fh:
+            fh.write(f"[gaudi-tui] {text}\n")
 
     def flush_partial(self) -> None:
         with self.lock:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import urllib.error
 import urllib.request
@@ -13,8 +14,18 @@ from typing import Any
 
 from gaudi_tui.core.jobs.targets import TargetError
 
-HTTP_TIMEOUT_S = 10.0
-"""Bound of one dashboard request (connect and read)."""
+TIMEOUT_ENV = "GAUDI_TUI_RAY_TIMEOUT_S"
+DEFAULT_TIMEOUT_S = 10.0
+
+
+def request_timeout() -> float:
+    """The bound of every request to a Ray cluster (dashboard REST API and Jobs API, connect and
+    each read): 10 s, or $GAUDI_TUI_RAY_TIMEOUT_S."""
+    try:
+        value = float(os.environ.get(TIMEOUT_ENV, "") or DEFAULT_TIMEOUT_S)
+    except ValueError:
+        return DEFAULT_TIMEOUT_S
+    return value if value > 0 else DEFAULT_TIMEOUT_S
 
 
 class ClusterError(TargetError):
@@ -37,6 +48,8 @@ class Node:
     memory_total: float = 0.0
     memory_free: float = 0.0
     message: str = ""
+    accelerator: str = ""
+    """Ray's accelerator type of the node's cards (GAUDI2 from `accelerator_type:Intel-GAUDI2`)."""
 
     @property
     def label(self) -> str:
@@ -54,10 +67,12 @@ def normalize_address(address: str) -> str:
 def get_json(address: str, path: str) -> Any:
     url = normalize_address(address) + path
     try:
-        with urllib.request.urlopen(url, timeout=HTTP_TIMEOUT_S) as reply:  # noqa: S310 - http(s) URL
+        with urllib.request.urlopen(url, timeout=request_timeout()) as reply:  # noqa: S310 - http(s) URL
             return json.loads(reply.read().decode("utf-8"))
     except (urllib.error.URLError, OSError, ValueError) as exc:
         reason = getattr(exc, "reason", exc)
+        if isinstance(reason, TimeoutError):
+            reason = f"it did not answer in {request_timeout():g} s"
         raise ClusterError(
             f"cannot reach the Ray cluster at {normalize_address(address)} ({reason}): is its head "
             "running with the dashboard (`ray start --head --dashboard-host 127.0.0.1`), and for a "
@@ -98,6 +113,14 @@ def list_nodes(address: str) -> list[Node]:
                 memory_total=float(total.get("memory", 0.0)),
                 memory_free=free("memory") if alive else 0.0,
                 message=str(row.get("state_message") or ""),
+                accelerator=next(
+                    (
+                        k.split(":", 1)[1].removeprefix("Intel-")
+                        for k in total
+                        if k.startswith("accelerator_type:")
+                    ),
+                    "",
+                ),
             )
         )
     return sorted(nodes, key=lambda n: (not n.head, not n.alive, n.ip, n.node_id))

@@ -1,110 +1,154 @@
-"""The supervisor's side of a Ray job: submit (or re-attach), mirror, act on STOP and kill, record
-the outcome."""
+"""The supervisor's side of a Ray job: submit (or re-attach), mirror its log, act on STOP and kill,
+record the outcome.
+
+Every request is bounded (`cluster.Jobs`). While the cluster does not answer, the loop still acts:
+STOP and kill are remembered and sent once it answers; for up to `unreachable_limit()` the
+supervisor keeps trying, then leaves the job as it is (it may still run: the run shows as lost,
+and `r` re-attaches once the cluster answers). A job the cluster no longer knows (head restarted,
+job deleted) ends the attempt as failed, resumable from the newest checkpoint.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import shlex
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Any
 
 from gaudi_tui.core.jobs.outcome import error_from_log, last_end_event
-from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.targets import Attempt
-from gaudi_tui.core.jobs.targets.ray.cluster import client, entrypoint, job_env, request_stop, verify_ended
+from gaudi_tui.core.jobs.targets.ray import cluster
+from gaudi_tui.core.jobs.targets.ray.cluster import JobGone, JobInfo, Jobs, NoAnswer
 from gaudi_tui.core.jobs.targets.ray.mirror import LogMirror
-from gaudi_tui.core.jobs.targets.ray.nodes import ClusterError, nodes_or_none
-from gaudi_tui.core.jobs.targets.ray.record import (
-    ClusterRecord,
-    read_record,
-    submission_id,
-    write_record,
-)
+from gaudi_tui.core.jobs.targets.ray.nodes import ClusterError, nodes_or_none, request_timeout
+from gaudi_tui.core.jobs.targets.ray.record import ClusterRecord, read_record, submission_id, write_record
 
 POLL_S = 1.0
+LOG_POLL_S = 5.0
+"""While the log stream is down, the whole log is fetched this often (and the stream restarted)."""
+RECORD_S = 5.0
 NODE_DEATH_WAIT_S = 30.0
 SUBMIT_RETRY_S = 60.0
+UNREACHABLE_ENV = "GAUDI_TUI_RAY_UNREACHABLE_S"
+DEFAULT_UNREACHABLE_S = 900.0
 _LOST_WORKER = re.compile(
     r"ActorDied|ActorUnavailable|RayActorError|WorkerGroup|node .*(died|dead|lost)|unexpected system error",
     re.IGNORECASE,
 )
 
 
+def unreachable_limit() -> float:
+    """How long the supervisor keeps trying a cluster that does not answer before it leaves the
+    job as it is: 15 min, or $GAUDI_TUI_RAY_UNREACHABLE_S."""
+    try:
+        value = float(os.environ.get(UNREACHABLE_ENV, "") or DEFAULT_UNREACHABLE_S)
+    except ValueError:
+        return DEFAULT_UNREACHABLE_S
+    return value if value > 0 else DEFAULT_UNREACHABLE_S
+
+
+class Left(Exception):
+    """The supervisor leaves the job without an outcome (the cluster did not answer for too long)."""
+
+
 class Supervision:
-    def supervise(self, attempt: Attempt) -> int:
-        run, spec = attempt.run, attempt.spec
-        number = attempt.status().attempt
-        try:
-            jobs = client(spec.ray_address)
-        except ClusterError as exc:
-            attempt.save(state="failed", ended=time.time(), error=str(exc))
-            return 1
+    def __init__(self, attempt: Attempt) -> None:
+        self.attempt = attempt
+        self.run, self.spec = attempt.run, attempt.spec
+        self.jobs = Jobs(self.spec.ray_address)
+        self.mirror: LogMirror | None = None
+        self.down_since: float | None = None
+        self.pending: set[str] = set()
+
+    def supervise(self) -> int:
+        attempt, run = self.attempt, self.run
         record = read_record(run) if attempt.attach else None
         if record is None:
-            record = self._submit(attempt, jobs, number)
+            try:
+                record = self._submit(attempt.status().attempt)
+            except Left:
+                return 1
             if record is None:
                 return 1
+            self.mirror = LogMirror(run, record)
         else:
-            _truncate(run.log_path, record.log_base)
+            self.jobs = Jobs(record.address)  # where it was submitted
+            _truncate(run.log_path, record.log_base)  # mirrored afresh from the job's own log
             _truncate(run.metrics_path, record.metrics_base)
-        mirror = LogMirror(run, record)
-        tail = threading.Thread(target=_tail, args=(jobs, record.submission_id, mirror), daemon=True)
-        tail.start()
-        info = self._watch(attempt, jobs, record, mirror, tail)
-        tail.join(timeout=15)
+            self.mirror = LogMirror(run, record)
+            self.note(f"re-attached to Ray job {record.submission_id}")
+            if attempt.status().kill_requested:  # the kill the last supervisor could not finish
+                attempt.kill_requested.set()
+        stream = LogStream(self.jobs, record.submission_id, self.mirror)
+        stream.start()
         try:
-            mirror.feed_from(jobs.get_job_logs(record.submission_id))
-        except Exception as exc:  # noqa: BLE001 - the cluster may be gone; what was mirrored stays
-            print(f"cannot read the job's final log: {exc}", file=sys.stderr, flush=True)
-        mirror.flush_partial()
+            info = self._watch(record, stream)
+        except Left:
+            return 1
+        stream.join(timeout=request_timeout() + 5)
+        try:
+            self.mirror.feed_from(self.jobs.logs(record.submission_id))
+        except ClusterError as exc:  # what was mirrored stays
+            self.note(f"cannot read the job's final log: {exc}")
+        self.mirror.flush_partial()
         record = replace(
             record,
-            ranks=mirror.ranks,
-            ray_job_id=getattr(info, "job_id", None) or record.ray_job_id,
+            ranks=self.mirror.ranks,
+            ray_job_id=(info.job_id if info else None) or record.ray_job_id,
             nodes_seen=[asdict(n) for n in nodes_or_none(record.address)],
         )
         write_record(run, record)
-        self._finish(attempt, jobs, record, info)
+        self._finish(record, info)
         return 0
 
-    def _submit(self, attempt: Attempt, jobs: Any, number: int) -> ClusterRecord | None:
-        run, spec = attempt.run, attempt.spec
+    def note(self, text: str) -> None:
+        if self.mirror is not None:
+            self.mirror.note(text)
+        else:
+            with self.run.log_path.open("a", encoding="utf-8") as fh:
+                fh.write(f"[gaudi-tui] {text}\n")
+
+    def _submit(self, number: int) -> ClusterRecord | None:
+        attempt, run, spec = self.attempt, self.run, self.spec
         sid = submission_id(run, number)
-        argv = entrypoint(spec, run, attempt.resume)
+        argv = cluster.entrypoint(spec, run, attempt.resume)
         record = ClusterRecord(
             address=spec.ray_address,
             submission_id=sid,
             attempt=number,
-            log_base=_size(run.log_path),
             metrics_base=_size(run.metrics_path),
             entrypoint=shlex.join(argv),
         )
-        write_record(run, record)
-        with run.log_path.open("a", encoding="utf-8") as fh:
-            fh.write(
-                f"[gaudi-tui] attempt {number}: Ray job {sid} on {spec.ray_address}: {record.entrypoint}\n"
-            )
+        self.note(f"attempt {number}: Ray job {sid} on {spec.ray_address}: {record.entrypoint}")
         record = replace(record, log_base=_size(run.log_path))
-        write_record(run, record)
+        write_record(run, record)  # before submitting: a new supervisor finds the job by its id
         attempt.save(state="queued", command=tuple(argv))
         deadline = time.monotonic() + SUBMIT_RETRY_S
         while True:
             try:
-                jobs.submit_job(
-                    entrypoint=record.entrypoint,
-                    submission_id=sid,
-                    runtime_env={"env_vars": job_env(spec, sid)},
-                    metadata={"gaudi_tui_run": run.id, "name": spec.name},
+                self.jobs.submit(
+                    sid,
+                    record.entrypoint,
+                    cluster.job_env(spec, run, sid),
+                    {"gaudi_tui_run": run.id, "name": spec.name},
                 )
                 return record
-            except Exception as exc:  # noqa: BLE001 - the SDK raises plain RuntimeError/ConnectionError
-                if "already exists" in str(exc):  # submitted before this supervisor died
+            except NoAnswer as exc:  # it may have arrived: ask before trying again
+                self._down(exc)
+                try:
+                    self.jobs.info(sid)
                     return record
+                except JobGone:
+                    pass
+                except NoAnswer as again:
+                    self._down(again)
+            except ClusterError as exc:
                 # A head that just started has no job agent yet: "please try again later".
                 retry = "try again later" in str(exc) and not attempt.kill_requested.is_set()
                 if not retry or time.monotonic() > deadline:
@@ -112,81 +156,129 @@ class Supervision:
                     return None
             time.sleep(2.0)
 
-    def _watch(
-        self, attempt: Attempt, jobs: Any, record: ClusterRecord, mirror: LogMirror, tail: threading.Thread
-    ) -> Any:
-        """Follow the job until it is terminal; act on STOP and kill. Returns the last JobInfo."""
-        run, spec = attempt.run, attempt.spec
-        info: Any = None
-        flagged = killed = False
-        unreachable_since: float | None = None
-        last_record = time.monotonic()
+    def _watch(self, record: ClusterRecord, stream: LogStream) -> JobInfo | None:
+        """Follow the job until it is terminal (its last JobInfo), or None when the cluster no longer
+        knows it. STOP and kill are acted on in every round, whether the cluster answers or not."""
+        attempt, run, spec, sid = self.attempt, self.run, self.spec, record.submission_id
+        flagged = stopped = False
+        last_logs = last_record = time.monotonic()
         while True:
+            if not run.path.is_dir():
+                attempt.kill_requested.set()  # the run folder was deleted: nothing may run on without it
+            if attempt.kill_requested.is_set() and not attempt.status().kill_requested:
+                attempt.save(state="stopping", kill_requested=True)
+            if attempt.kill_requested.is_set() and not stopped:
+                stopped = self._try(lambda: self.jobs.stop(sid), "stop the job")
+            if run.stop_requested() and not attempt.status().stop_requested:
+                attempt.save(state="stopping", stop_requested=True)
+            if run.stop_requested() and not flagged:
+                flagged = self._try(
+                    lambda: cluster.raise_stop_flag(self.jobs, spec.ray_python, sid), "raise the stop flag"
+                )
             try:
-                info = jobs.get_job_info(record.submission_id)
-                unreachable_since = None
-            except Exception as exc:  # noqa: BLE001 - connection lost: keep trying, say so in the log
-                if unreachable_since is None:
-                    unreachable_since = time.monotonic()
-                    mirror.feed(f"[gaudi-tui] the cluster does not answer ({exc}); retrying\n")
+                info = self.jobs.info(sid)
+            except JobGone as exc:
+                self.note(str(exc))
+                return None
+            except ClusterError as exc:
+                self._down(exc)
                 time.sleep(POLL_S)
                 continue
-            state = str(info.status.value if hasattr(info.status, "value") else info.status)
-            if state in ("SUCCEEDED", "FAILED", "STOPPED"):
+            self._up()
+            if info.state in cluster.TERMINAL:
                 return info
-            current = attempt.status()
-            if state == "RUNNING" and current.state == "queued":
+            if info.state == "RUNNING" and attempt.status().state == "queued":
                 attempt.save(state="running")
-            if run.stop_requested() and not flagged:
-                flagged = True
-                attempt.save(state="stopping", stop_requested=True)
-                try:
-                    request_stop(spec.ray_address, spec.ray_python, record.submission_id)
-                except Exception as exc:  # noqa: BLE001
-                    mirror.feed(f"[gaudi-tui] could not raise the stop flag: {exc}\n")
-            if (attempt.kill_requested.is_set() or not run.path.is_dir()) and not killed:
-                killed = True
-                attempt.kill_requested.set()
-                attempt.save(state="stopping", kill_requested=True)
-                jobs.stop_job(record.submission_id)
-            if not tail.is_alive() and time.monotonic() - last_record > 5:
-                mirror.feed_from(jobs.get_job_logs(record.submission_id))  # the stream broke: poll
-            if time.monotonic() - last_record > 5:
-                last_record = time.monotonic()
-                if mirror.ranks != record.ranks:
-                    record = replace(record, ranks=dict(mirror.ranks), ray_job_id=info.job_id)
+            now = time.monotonic()
+            if not stream.is_alive() and now - last_logs > LOG_POLL_S:
+                last_logs = now
+                if self._try(lambda: stream.mirror.feed_from(self.jobs.logs(sid)), "read the log"):  # noqa: B023 - called at once
+                    stream = stream.again()
+            if now - last_record > RECORD_S:
+                last_record = now
+                ranks = dict(self.mirror.ranks) if self.mirror else {}
+                if ranks != record.ranks or info.job_id != record.ray_job_id:
+                    record = replace(record, ranks=ranks, ray_job_id=info.job_id)
                     write_record(run, record)
             time.sleep(POLL_S)
 
-    def _finish(self, attempt: Attempt, jobs: Any, record: ClusterRecord, info: Any) -> None:
-        run = attempt.run
-        state = str(info.status.value if hasattr(info.status, "value") else info.status)
+    def _try(self, action: Callable[[], object], doing: str) -> bool:
+        """Do `action` now if the cluster answers; False (said once) to try again next round."""
+        try:
+            action()
+        except JobGone:
+            return True  # nothing left to act on; the watch sees it next
+        except ClusterError as exc:
+            if doing not in self.pending:
+                self.pending.add(doing)
+                self.note(f"cannot {doing} yet ({exc}); trying again every {POLL_S:g} s")
+            self._down(exc)
+            return False
+        if doing in self.pending:
+            self.pending.discard(doing)
+            self.note(f"done: {doing}")
+        return True
+
+    def _down(self, exc: ClusterError) -> None:
+        now = time.monotonic()
+        limit = unreachable_limit()
+        if self.down_since is None:
+            self.down_since = now
+            self.note(f"the Ray cluster does not answer ({exc}); trying again for up to {limit:g} s")
+        if now - self.down_since > limit:
+            kill = "; the kill was not delivered: k again" if self.attempt.kill_requested.is_set() else ""
+            error = (
+                f"the Ray cluster at {self.jobs.address} has not answered for {limit:g} s ({exc}): the job "
+                f"may still run there; r re-attaches once it answers{kill}"
+            )
+            self.note(f"leaving the job: {error}")
+            self.attempt.save(error=error)
+            raise Left
+
+    def _up(self) -> None:
+        if self.down_since is not None:
+            self.note(f"the Ray cluster answers again after {time.monotonic() - self.down_since:.0f} s")
+            self.down_since = None
+
+    def _finish(self, record: ClusterRecord, info: JobInfo | None) -> None:
+        attempt, run = self.attempt, self.run
         end = last_end_event(run.metrics_path)
+        now = time.time()
+        if info is None:
+            attempt.save(
+                state="failed",
+                ended=now,
+                error=(
+                    f"Ray job {record.submission_id} is no longer known to the cluster at {record.address} "
+                    "(its head restarted, or the job was deleted); resumable from the newest complete checkpoint"
+                ),
+            )
+            return
         code = info.driver_exit_code
         if attempt.kill_requested.is_set():
-            left = verify_ended(record.address, info.job_id)
-            error = "killed on the cluster" + (f"; still alive: {left}" if left else "")
-            attempt.save(state="cancelled", ended=time.time(), exit_code=code, error=error)
-        elif state == "SUCCEEDED" and end is not None and end.get("stopped"):
-            attempt.save(state="cancelled", ended=time.time(), exit_code=code, error=None)
-        elif state == "SUCCEEDED":
-            attempt.save(state="succeeded", ended=time.time(), exit_code=code, error=None)
-        elif state == "STOPPED":
-            attempt.save(state="cancelled", ended=time.time(), exit_code=code, error="stopped on the cluster")
+            left = cluster.verify_ended(record.address, info.job_id)
+            error = "killed on the cluster" + (f"; {left}" if left else "")
+            attempt.save(state="cancelled", ended=now, exit_code=code, error=error)
+        elif info.state == "SUCCEEDED" and end is not None and end.get("stopped"):
+            attempt.save(state="cancelled", ended=now, exit_code=code, error=None)
+        elif info.state == "SUCCEEDED":
+            attempt.save(state="succeeded", ended=now, exit_code=code, error=None)
+        elif info.state == "STOPPED":
+            attempt.save(state="cancelled", ended=now, exit_code=code, error="stopped on the cluster")
         else:
-            attempt.save(state="failed", ended=time.time(), exit_code=code, error=failure(record, info, run))
+            attempt.save(state="failed", ended=now, exit_code=code, error=failure(record, info, run.log_path))
 
 
-def failure(record: ClusterRecord, info: Any, run: RunFolder) -> str:
+def failure(record: ClusterRecord, info: JobInfo, log: Path) -> str:
     """Why a Ray job failed: a dead node of its ranks first, then the job's own error line.
 
     A worker's death can reach the job before the cluster has declared its node dead (health
     checks take seconds), so when the error reads like a lost worker the nodes are asked again
     for up to NODE_DEATH_WAIT_S.
     """
-    own = error_from_log(run.log_path) or (str(info.message or "").strip().splitlines() or [""])[-1]
+    own = error_from_log(log) or (info.message.strip().splitlines() or [""])[-1]
     mine = set(record.nodes())
-    lost_worker = _LOST_WORKER.search(f"{own}\n{info.message or ''}") is not None
+    lost_worker = _LOST_WORKER.search(f"{own}\n{info.message}") is not None
     deadline = time.monotonic() + (NODE_DEATH_WAIT_S if lost_worker else 0.0)
     while True:
         dead = [n for n in nodes_or_none(record.address) if not n.alive and n.node_id in mine]
@@ -199,15 +291,49 @@ def failure(record: ClusterRecord, info: Any, run: RunFolder) -> str:
     return own[:600] or f"the Ray job failed (exit {info.driver_exit_code})"
 
 
-def _tail(jobs: Any, sid: str, mirror: LogMirror) -> None:
-    async def follow() -> None:
-        async for chunk in jobs.tail_job_logs(sid):
-            mirror.feed(chunk)
+HEARTBEAT_S = 10.0
+"""The log stream pings the dashboard this often; no answer within half of it ends the stream (a
+frozen tunnel), and the supervisor fetches the log and starts a new stream."""
 
-    try:
-        asyncio.run(follow())
-    except Exception as exc:  # noqa: BLE001 - the supervisor falls back to polling get_job_logs
-        print(f"log stream of {sid} ended: {exc}", file=sys.stderr, flush=True)
+
+class LogStream(threading.Thread):
+    """Follows the job's log over the dashboard's websocket (the SDK's `tail_job_logs` endpoint),
+    from the start of the log, with a heartbeat and a connect timeout the SDK does not set."""
+
+    def __init__(self, jobs: Jobs, sid: str, mirror: LogMirror) -> None:
+        super().__init__(name=f"log-{sid}", daemon=True)
+        self.jobs, self.sid, self.mirror = jobs, sid, mirror
+
+    def again(self) -> LogStream:
+        stream = LogStream(self.jobs, self.sid, self.mirror)
+        stream.start()
+        return stream
+
+    def run(self) -> None:
+        try:
+            asyncio.run(self._follow())
+        except Exception as exc:  # noqa: BLE001 - the supervisor falls back to fetching the log
+            print(f"log stream of {self.sid} ended: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+
+    async def _follow(self) -> None:
+        import aiohttp
+
+        sdk = self.jobs.sdk()
+        timeout = aiohttp.ClientTimeout(total=None, connect=request_timeout(), sock_connect=request_timeout())
+        offset = 0
+        async with (
+            aiohttp.ClientSession(cookies=sdk._cookies, headers=sdk._headers, timeout=timeout) as session,
+            session.ws_connect(
+                f"{self.jobs.address}/api/jobs/{self.sid}/logs/tail",
+                heartbeat=HEARTBEAT_S,
+                ssl=sdk._ssl_context,
+            ) as ws,
+        ):
+            async for msg in ws:
+                if msg.type != aiohttp.WSMsgType.TEXT:
+                    break
+                self.mirror.feed_at(offset, msg.data)
+                offset += len(msg.data)
 
 
 def _size(path: Path) -> int:
