@@ -48,6 +48,15 @@ class Kind(Protocol):
         """Run the attempt on this host, in the supervisor (the local target)."""
         ...
 
+    def rank_argv(self, run: RunFolder, spec: JobSpec, resume: Path | None) -> list[str]:
+        """What each rank runs when the target starts the ranks itself (one task per card, e.g.
+        srun), without a launcher in front; never a shell string."""
+        ...
+
+    def rank_env(self, run: RunFolder, spec: JobSpec, base: Mapping[str, str]) -> dict[str, str]:
+        """Each rank's environment: `base` plus the kind's (cards, run folder, the wrapper)."""
+        ...
+
     def newest_checkpoint(self, run: RunFolder, spec: JobSpec, target_says: Path | None) -> Path | None:
         """The checkpoint a new attempt continues from; `target_says` is where the target looked."""
         ...

@@ -200,6 +200,17 @@ def argv(spec: JobSpec, resume: Path | None = None, python: str | None = None) -
     return words
 
 
+def rank_argv(spec: JobSpec, resume: Path | None = None, python: str | None = None) -> list[str]:
+    """One rank's command when the target starts every rank itself: the command as given (`direct`),
+    or, for a launcher, what the launcher would start on each rank (`python script …`, `python -m …`)."""
+    words = list(spec.command)
+    if resume is not None:
+        words = resume_args(words, spec.resume_flag, str(resume))
+    if spec.command_launcher == "direct":
+        return words
+    return [python or sys.executable, *words]  # `-m module …` and `script.py …` alike
+
+
 def resume_args(words: list[str], flag: str, value: str) -> list[str]:
     """`words` with `flag value` (replacing a value the user already gave)."""
     out: list[str] = []
@@ -322,6 +333,12 @@ class CommandKind:
         from gaudi_tui.core.jobs.kinds.command_supervise import CommandSupervision
 
         return CommandSupervision().supervise(attempt)
+
+    def rank_argv(self, run: RunFolder, spec: JobSpec, resume: Path | None) -> list[str]:
+        return rank_argv(spec, resume)
+
+    def rank_env(self, run: RunFolder, spec: JobSpec, base: Mapping[str, str]) -> dict[str, str]:
+        return job_env(run, spec, base)
 
     def newest_checkpoint(self, run: RunFolder, spec: JobSpec, target_says: Path | None) -> Path | None:
         return newest_checkpoint(run, spec)

@@ -4,8 +4,10 @@ settings, metrics from its callback, the graceful stop, resume from the run fold
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
+from gaudi_tui.core.jobs import launch
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec
 from gaudi_tui.core.jobs.targets import Attempt
@@ -28,6 +30,12 @@ class TrainerKind:
         from gaudi_tui.core.jobs.targets.local import Supervision
 
         return Supervision().supervise(attempt)
+
+    def rank_argv(self, run: RunFolder, spec: JobSpec, resume: Path | None) -> list[str]:
+        return launch.command(run, replace(spec, launcher="single"), resume)
+
+    def rank_env(self, run: RunFolder, spec: JobSpec, base: Mapping[str, str]) -> dict[str, str]:
+        return launch.job_env(run, spec, base)
 
     def newest_checkpoint(self, run: RunFolder, spec: JobSpec, target_says: Path | None) -> Path | None:
         return target_says
