@@ -19,5 +19,6 @@ def project(tmp_path: Path) -> Path:
     scripts.write(folder, "loop.py", scripts.JSON_LOOP)
     scripts.write(folder, "crash.py", scripts.CRASHING)
     scripts.write(folder, "ranks.py", scripts.TORCHRUN_LOOP)
+    scripts.write(folder, "acc.py", scripts.ACCELERATE_LOOP)
     scripts.train_file(folder)
     return folder

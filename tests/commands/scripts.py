@@ -113,6 +113,30 @@ dist.destroy_process_group()
 '''
 
 
+ACCELERATE_LOOP = '''\
+"""An accelerate-style loop (no Trainer): Accelerator.prepare, accelerator.backward, and the main
+process prints its metrics as JSON."""
+import json
+
+import torch
+from accelerate import Accelerator
+
+accelerator = Accelerator(cpu=True)
+torch.manual_seed(0)
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+model, opt = accelerator.prepare(model, opt)
+x = torch.randn(32, 4)
+y = x.sum(1, keepdim=True)
+for step in range(1, 9):
+    loss = ((model(x) - y) ** 2).mean()
+    opt.zero_grad()
+    accelerator.backward(loss)
+    opt.step()
+    accelerator.print(json.dumps({"step": step, "loss": loss.item(), "lr": 0.05}))
+'''
+
+
 def write(folder: Path, name: str, text: str) -> Path:
     path = folder / name
     path.write_text(text, encoding="utf-8")

@@ -116,6 +116,15 @@ def test_two_process_torchrun_script_without_trainer(project: Path) -> None:
     assert "--nproc-per-node=2" in run.status().command
 
 
+def test_accelerate_style_loop_under_accelerate_launch(project: Path) -> None:
+    run = submit(spec_for(project, ["acc.py"], command_launcher="accelerate"))
+    assert wait_done(run, 120) == "succeeded", log_tail(run)
+    printed = [json.loads(line) for line in run.log_path.read_text().splitlines() if line.startswith("{")]
+    assert [(e["step"], e["loss"]) for e in events(run, "log")] == [(p["step"], p["loss"]) for p in printed]
+    assert len(printed) == 8 and printed[-1]["loss"] < printed[0]["loss"]
+    assert "accelerate.commands.launch" in " ".join(run.status().command)
+
+
 def test_crashing_script_gets_its_error_line_and_the_explainer_answers(project: Path) -> None:
     (project / "crash.py").write_text("print('starting', flush=True)\nimport habana_frameworks.torch.core\n")
     run = submit(spec_for(project, [PYTHON, "crash.py"]))
