@@ -128,6 +128,15 @@ def _program_problems(program: str, workdir: Path, env: Mapping[str, str]) -> li
             return [Problem("command", f"{program} is not executable: chmod +x it, or run `{hint}`")]
         return []
     if shutil.which(program, path=env.get("PATH", os.defpath)) is None:
+        if program.endswith(SCRIPT_SUFFIXES):
+            runner = "python" if program.endswith(".py") else "bash"
+            return [
+                Problem(
+                    "command",
+                    f"{program!r} is not a program on PATH: run a script as `{runner} {program}`, or "
+                    f"choose a launcher (torchrun, accelerate, deepspeed) for it",
+                )
+            ]
         return [
             Problem(
                 "command",
