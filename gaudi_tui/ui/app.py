@@ -11,9 +11,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from textual import work
-from textual.app import App, SystemCommand
+from textual.app import SystemCommand
 from textual.binding import Binding
-from textual.reactive import reactive
 from textual.screen import Screen
 from textual.theme import Theme
 from textual.worker import get_current_worker
@@ -21,6 +20,7 @@ from textual.worker import get_current_worker
 from gaudi_tui.core import settings as settings_mod
 from gaudi_tui.core.devices.feed import MonitorConfig
 from gaudi_tui.core.settings import Loaded, Settings
+from gaudi_tui.ui.panel_app import PanelApp
 from gaudi_tui.ui.screens.devices import DevicesScreen
 
 if TYPE_CHECKING:  # the probe's and the replay's modules load on use, after the first frame
@@ -48,7 +48,7 @@ def _on_first_use(module: str, name: str) -> Callable[[], Screen]:
     return make
 
 
-class GaudiApp(App[int]):
+class GaudiApp(PanelApp):
     """The control panel. Pass `accelerator` to skip the probe (tests, screenshots)."""
 
     TITLE = "gaudi-tui"
@@ -71,12 +71,6 @@ class GaudiApp(App[int]):
         Binding("q", "quit", "Quit", id="app.quit"),
         Binding("ctrl+q", "quit", "Quit", id="app.quit_ctrl", show=False, priority=True),
     ]
-
-    accelerator: reactive[Accelerator | None] = reactive(None)
-    selected_cards: reactive[tuple[int, ...]] = reactive(tuple)
-    """Module IDs of the cards chosen for jobs (Devices sets it, Training reads it)."""
-    env_fixes: reactive[dict[str, str]] = reactive(dict)
-    """Environment fixes the Checklist applies to jobs launched from the panel (empty = off)."""
 
     def __init__(
         self,
@@ -110,11 +104,6 @@ class GaudiApp(App[int]):
             self._modes["devices"] = self._devices_screen
         self.set_keymap(dict(self.settings.keys))
         self._use_theme(self.settings.theme)
-
-    @property
-    def replay_label(self) -> str | None:
-        """The header's replay mark: the replay's name and that it is recorded."""
-        return f"{self.replay.name} (recorded hl-smi, not this host)" if self.replay else None
 
     def _devices_screen(self) -> DevicesScreen:
         config = MonitorConfig(interval=self.settings.refresh_interval)

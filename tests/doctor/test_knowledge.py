@@ -134,6 +134,19 @@ REAL_ERRORS: dict[str, list[str]] = {
     "ray-hpu-without-torch-hpu": [
         "(TrainController pid=10647) RuntimeError: Using HPUTorchDeviceManager but torch hpu is not available."
     ],
+    # Ray 2.60, the same job: the line Ray prints above the cause (tests/jobs/data/logs)
+    "ray-controller-error": ["ray.train.ControllerError: Training failed due to controller error:"],
+    # gaudi-tui's own words for a dashboard that refuses or never answers (tests/ray/test_ray_faults.py)
+    "ray-dashboard-unreachable": [
+        "may still run (cannot read the state of gaudi-tui-x-a1 at http://127.0.0.1:8265: the Ray dashboard "
+        "did not answer in 10 s (a frozen tunnel?))",
+        "cannot reach the Ray cluster at http://127.0.0.1:8265 (Connection refused)",
+    ],
+    # Ray 2.60 get_job_info for a submission the cluster does not have, in gaudi-tui's words
+    "ray-job-not-known": [
+        "Ray job gaudi-tui-x-a1 is no longer known to the cluster at http://127.0.0.1:8265 (its head "
+        "restarted, or the job was deleted)"
+    ],
     # reproduced on a CPU machine
     "bf16-without-hpu": [
         "ValueError: Your setup doesn't support bf16/gpu. You need to assign use_cpu if you want to train the model on CPU."

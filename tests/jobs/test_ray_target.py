@@ -6,13 +6,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from gaudi_tui.core.jobs.outcome import cause_line, error_from_log
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.targets.ray.checks import layout_problems
 from gaudi_tui.core.jobs.targets.ray.mirror import LogMirror
 from gaudi_tui.core.jobs.targets.ray.nodes import Node
 from gaudi_tui.core.jobs.targets.ray.record import ClusterRecord
 from gaudi_tui.core.jobs.worker.logstream import METRIC_PREFIX, RANK_PREFIX
-from tests.jobs.conftest import tiny
+from tests.jobs.conftest import DATA, tiny
 
 
 def test_the_mirror_splits_metrics_ranks_and_log_across_chunk_boundaries(tmp_path: Path) -> None:
@@ -91,3 +92,12 @@ def test_a_blip_loses_no_line_and_the_supervisors_notes_stay_apart(tmp_path: Pat
         "[gaudi-tui] the Ray cluster does not answer; trying again",
         "rank 0 says bye",
     ]
+
+
+def test_a_failed_jobs_error_is_the_cause_under_rays_wrapper(tmp_path: Path) -> None:
+    log = DATA / "logs" / "ray-hpu-unavailable.log"
+    assert "ControllerError: Training failed due to controller error:" in log.read_text()
+    cause = "RuntimeError: Using HPUTorchDeviceManager but torch hpu is not available."
+    assert error_from_log(log) == cause
+    assert cause_line(log.read_text().split("ray.train.", 1)[1]) == cause
+    assert cause_line("ValueError: bad value\nmore") == "ValueError: bad value"

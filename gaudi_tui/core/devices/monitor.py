@@ -79,8 +79,11 @@ class DeviceMonitor:
         self.faults, self.retry_in = (), None
 
     def _fault(self, fault: Fault, retry_in: float | None) -> None:
+        """The source failed: its cards are no longer known (the snapshot drops them, so Devices,
+        `devices --watch` and the exporter never show a last reading as if it were current)."""
         fault = faults.most_specific(fault, self.config.sys_root, self.config.dev_root)
         self.faults, self.retry_in = (fault,), retry_in
+        self.snapshot = replace(self.snapshot, devices=(), processes=())
 
     def _tick_wait(self) -> bool:
         """Wait one interval; True if cancelled."""

@@ -18,7 +18,12 @@ from gaudi_tui.core.fleet.prometheus import PrometheusClient, PrometheusError, S
 from gaudi_tui.core.fleet.samples import Sample
 
 UP_QUERY = "up"
-USUAL_QUERY = f"count by (instance, job) (max_over_time({m.DEVICE_CONFIG.name}[1h]))"
+USUAL_QUERY = (
+    f"count by (instance, job) (count by (instance, job, id) "
+    f'(max_over_time({m.DEVICE_CONFIG.name}{{UUID!="na"}}[1h])))'
+)
+"""Cards per instance in the last hour: distinct card ids, so a pod's labels on a card or the
+exporter's first snapshot (UUID="na", before it read the cards) never count as more cards."""
 HISTORY_S = 300
 HISTORY_STEP_S = 10
 

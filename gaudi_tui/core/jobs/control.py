@@ -204,4 +204,6 @@ def _require_active(run: RunFolder, action: str) -> JobStatus:
         presence = _target(run).presence(run, status)
         if presence.where != "ended":
             return status
+        follow = "; r records how it ended" if presence.attach else ""
+        raise JobControlError(f"{run.id} is lost and {presence.reason}: nothing to kill{follow}")
     raise JobControlError(f"{run.id} is {state}: nothing to {action}")

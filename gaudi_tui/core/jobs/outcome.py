@@ -12,6 +12,26 @@ from pathlib import Path
 
 ERROR_PREFIX = "gaudi-tui job error: "
 _EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Interrupt)\b:?.*")
+_WRAPPER = re.compile(
+    r"^(?:[\w.]*\.)?(?:ControllerError|TrainingFailedError|WorkerGroupError|RayTaskError\w*|RayActorError)\b"
+    r"|:\s*$"
+)
+"""Ray's exceptions that wrap the real one (its text comes further down), or any line that ends
+with a colon (what follows it is the cause)."""
+
+
+def cause_line(text: str) -> str:
+    """The first line of an error, or, when that line only wraps another error (Ray's
+    `ControllerError: Training failed due to controller error:`), the innermost error line below."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        return ""
+    if not _WRAPPER.search(lines[0]):
+        return lines[0]
+    for line in reversed(lines[1:]):
+        if _EXCEPTION_LINE.match(line) and ":" in line and not _WRAPPER.search(line):
+            return line
+    return lines[0]
 
 
 def last_end_event(path: Path) -> dict | None:
@@ -40,11 +60,13 @@ def error_from_log(path: Path, tail_bytes: int = 65536) -> str | None:
             lines = fh.read().decode("utf-8", "replace").splitlines()
     except OSError:
         return None
+    exceptions = [t for t in (line.strip() for line in lines) if _EXCEPTION_LINE.match(t) and ":" in t]
+    causes = [t for t in exceptions if not _WRAPPER.search(t)]
     for line in reversed(lines):
         if ERROR_PREFIX in line:
-            return line.split(ERROR_PREFIX, 1)[1].strip()
-    for line in reversed(lines):
-        text = line.strip()
-        if _EXCEPTION_LINE.match(text) and ":" in text:
-            return text[:500]
-    return None
+            own = line.split(ERROR_PREFIX, 1)[1].strip()
+            # a job that printed only Ray's wrapper: its cause is the last real error of the log
+            return causes[-1][:500] if _WRAPPER.search(own) and causes else own
+    if causes:
+        return causes[-1][:500]
+    return exceptions[-1][:500] if exceptions else None

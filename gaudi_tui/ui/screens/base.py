@@ -11,16 +11,14 @@ from textual.message_pump import MessagePump
 from textual.screen import Screen
 from textual.widgets import Footer
 
+from gaudi_tui.ui.panel_app import PanelApp
 from gaudi_tui.ui.widgets.app_header import AppHeader
 
-if TYPE_CHECKING:
-    from gaudi_tui.ui.app import GaudiApp
 
-
-def gaudi_app(node: MessagePump) -> GaudiApp:
+def gaudi_app(node: MessagePump) -> PanelApp:
     """`node.app` as the GaudiApp it always is in this program (posting's `cast` pattern), so its
     shared state (accelerator, selected_cards, env_fixes, settings) is type-checked."""
-    return cast("GaudiApp", node.app)
+    return cast("PanelApp", node.app)
 
 
 class PanelScreen(Screen):
@@ -30,7 +28,7 @@ class PanelScreen(Screen):
     HELP = ""
 
     if TYPE_CHECKING:  # Textual's typed accessor; at run time `app` stays MessagePump's property
-        app = getters.app(GaudiApp)
+        app = getters.app(PanelApp)
 
     def compose(self) -> ComposeResult:
         yield AppHeader(self.TITLE, self.app.hostname, self.app.replay_label)

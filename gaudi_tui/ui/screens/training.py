@@ -111,14 +111,12 @@ def cluster_nodes(run: runfolder.RunFolder) -> str:
 
 
 def stop_words(run: runfolder.RunFolder) -> str:
-    """What the stop just asked for does, for the notification."""
+    """What the stop just asked for does, for the notification (without the final full stop)."""
     try:
         spec = run.spec()
     except spec_mod.SpecError:
-        spec = None
-    if spec is None:
-        return "Stop requested."
-    return "Stop requested: " + kinds.for_spec(spec).stop_words(run, spec).removeprefix("s ") + "."
+        return "stop requested"
+    return "stop requested: " + kinds.for_spec(spec).stop_words(run, spec).removeprefix("s ")
 
 
 class TrainingScreen(PanelScreen):
@@ -154,6 +152,8 @@ class TrainingScreen(PanelScreen):
         self.views: dict[str, JobView] = {}
         self.selected: str | None = None
         self._kill_armed: tuple[str, float] | None = None
+        self._last_action = threading.Event()
+        self._last_action.set()
         self._awake = threading.Event()
         self._awake.set()
 
@@ -317,14 +317,13 @@ class TrainingScreen(PanelScreen):
 
     def action_stop_job(self) -> None:
         run = self._selected_run()
-        if run is None:
-            return
-        try:
-            control.stop(run)
-        except control.JobControlError as exc:
-            self.notify(str(exc), severity="warning")
-            return
-        self.notify(stop_words(run))
+        if run is not None:
+            self.in_order(run, lambda r, cancel: self._stopped(r), "stop job")
+
+    @staticmethod
+    def _stopped(run: runfolder.RunFolder) -> str:
+        control.stop(run)
+        return stop_words(run)
 
     def action_kill_job(self) -> None:
         run = self._selected_run()
@@ -337,35 +336,47 @@ class TrainingScreen(PanelScreen):
             self.notify("Press k again to kill this job (no checkpoint is saved).", severity="warning")
             return
         self._kill_armed = None
-        self.kill_in_background(run)
-
-    @work(thread=True, exit_on_error=False, group="job-kill", description="kill job")
-    def kill_in_background(self, run: runfolder.RunFolder) -> None:
-        try:
-            done = control.kill(run, cancel=get_current_worker().cancelled_event)
-        except control.JobControlError as exc:
-            self.app.call_from_thread(self.notify, str(exc), severity="warning")
-            return
-        self.app.call_from_thread(self.notify, done[:1].upper() + done[1:] + ".")
+        self.in_order(run, lambda r, cancel: control.kill(r, cancel=cancel), "kill job")
 
     def action_resume_job(self) -> None:
         run = self._selected_run()
-        if run is None:
-            return
-        self.resume_in_background(run)  # it may ask a cluster, or wait for a job's processes to exit
+        if run is not None:  # it may ask a cluster, or wait for a job's processes to exit
+            self.in_order(run, lambda r, cancel: control.resume(r), "resume job")
 
-    @work(thread=True, exit_on_error=False, group="job-resume", description="resume job")
-    def resume_in_background(self, run: runfolder.RunFolder) -> None:
-        self._resume(run, lambda *a, **kw: self.app.call_from_thread(self.notify, *a, **kw))
+    def in_order(
+        self,
+        run: runfolder.RunFolder,
+        action: Callable[[runfolder.RunFolder, threading.Event], str],
+        description: str,
+    ) -> None:
+        """Run a job action off the UI thread, after the actions pressed before it (r then k k:
+        the kill sees what the resume did); its answer or refusal is the notification."""
+        before, done = self._last_action, threading.Event()
+        self._last_action = done
+        self._act(run, action, before, done, description)
 
-    @staticmethod
-    def _resume(run: runfolder.RunFolder, notify: Callable[..., object]) -> None:
+    @work(thread=True, exit_on_error=False, group="job-action", description="job action")
+    def _act(
+        self,
+        run: runfolder.RunFolder,
+        action: Callable[[runfolder.RunFolder, threading.Event], str],
+        before: threading.Event,
+        done: threading.Event,
+        description: str,
+    ) -> None:
+        cancel = get_current_worker().cancelled_event
         try:
-            done = control.resume(run)
+            while not before.wait(0.2):
+                if cancel.is_set():
+                    return
+            said, severity = action(run, cancel), "information"
         except control.JobControlError as exc:
-            notify(str(exc), severity="warning")
-            return
-        notify(done[:1].upper() + done[1:] + ".")
+            said, severity = str(exc), "warning"
+        except OSError as exc:  # the run folder cannot be read or written: say so, keep the panel
+            said, severity = f"cannot {description}: {exc}", "error"
+        finally:
+            done.set()
+        self.app.call_from_thread(self.notify, said[:1].upper() + said[1:] + ".", severity=severity)
 
     def action_pane(self, pane: str) -> None:
         self.query_one(TabbedContent).active = pane

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gaudi_tui.core.accelerator import Accelerator
-from gaudi_tui.core.jobs.outcome import ERROR_PREFIX
+from gaudi_tui.core.jobs.outcome import ERROR_PREFIX, cause_line
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec, SpecError
 from gaudi_tui.core.jobs.worker import data
@@ -195,7 +195,7 @@ def _load_model(spec: JobSpec, accel: Accelerator, model_path: str, torch: Any) 
 
 def explain(exc: BaseException) -> str:
     """One line for status.json: what happened and, where known, what to do."""
-    text = f"{type(exc).__name__}: {exc}".splitlines()[0][:400]
+    text = cause_line(f"{type(exc).__name__}: {exc}")[:400]
     if "PT_DEVMEM" in str(exc) or type(exc).__name__ == "OutOfMemoryError":
         text += " — out of device memory: lower batch_size or max_seq_len, or use LoRA/QLoRA"
     return text

@@ -21,9 +21,9 @@ from collections.abc import Callable
 from dataclasses import asdict, replace
 from pathlib import Path
 
+import gaudi_tui.core.jobs.targets.ray.cluster as cluster
 from gaudi_tui.core.jobs.outcome import error_from_log, last_end_event
 from gaudi_tui.core.jobs.targets import Attempt
-from gaudi_tui.core.jobs.targets.ray import cluster
 from gaudi_tui.core.jobs.targets.ray.cluster import JobGone, JobInfo, Jobs, NoAnswer
 from gaudi_tui.core.jobs.targets.ray.mirror import LogMirror
 from gaudi_tui.core.jobs.targets.ray.nodes import ClusterError, nodes_or_none, request_timeout
