@@ -3,7 +3,7 @@
 A job is a kind × a target (`targets/`): the target decides where it runs and how it is watched;
 the kind decides what runs there, how it is checked, how metrics are read, how it stops and how it
 resumes. `trainer` is the panel's own fine-tune (`worker/train.py`); `command` is the user's own
-command (`command.py`). Nothing outside this package names a kind; each module has `KIND`, an
+command (`command.py`, registered by `command_kind.py`). Nothing outside this package names a kind; each module has `KIND`, an
 object implementing `Kind`.
 """
 
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 KINDS: dict[str, str] = {
     "trainer": "gaudi_tui.core.jobs.kinds.trainer",
-    "command": "gaudi_tui.core.jobs.kinds.command",
+    "command": "gaudi_tui.core.jobs.kinds.command_kind",
 }
 
 

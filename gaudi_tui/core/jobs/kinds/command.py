@@ -27,16 +27,12 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from gaudi_tui.core.jobs import readers
 from gaudi_tui.core.jobs.runfolder import COMPLETE_MARKER, SHARDED_INDEX, WEIGHT_FILES, RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec
 from gaudi_tui.core.jobs.status import ProcRef
 from gaudi_tui.core.jobs.validate import Problem
-
-if TYPE_CHECKING:
-    from gaudi_tui.core.jobs.targets import Attempt
 
 SITE_DIR = Path(__file__).resolve().parent.parent / "worker" / "site"
 """Holds the wrapper's `sitecustomize.py`."""
@@ -321,48 +317,3 @@ def resume_problem(run: RunFolder, spec: JobSpec) -> str | None:
     if newest_checkpoint(run, spec) is None:
         return f"{folder} holds no complete checkpoint-N folder to resume from"
     return None
-
-
-class CommandKind:
-    name = "command"
-    metrics_from_output = True
-
-    def prepare(self, spec: JobSpec) -> JobSpec:
-        return prepare(spec)
-
-    def validate(
-        self, spec: JobSpec, own: list[Problem], env: Mapping[str, str], device_name: str | None, here: bool
-    ) -> list[Problem]:
-        out = [*own, *check(spec, {**env, **spec.env})]
-        if not here:
-            out.append(Problem("target", f"your own command runs on this host for now, not on {spec.target}"))
-        return out
-
-    def supervise_here(self, attempt: Attempt) -> int:
-        from gaudi_tui.core.jobs.kinds.command_supervise import CommandSupervision
-
-        return CommandSupervision().supervise(attempt)
-
-    def rank_argv(self, run: RunFolder, spec: JobSpec, resume: Path | None) -> list[str]:
-        return rank_argv(spec, resume)
-
-    def rank_env(self, run: RunFolder, spec: JobSpec, base: Mapping[str, str]) -> dict[str, str]:
-        return job_env(run, spec, base)
-
-    def newest_checkpoint(self, run: RunFolder, spec: JobSpec, target_says: Path | None) -> Path | None:
-        return newest_checkpoint(run, spec)
-
-    def resume_refusal(self, run: RunFolder, spec: JobSpec) -> str | None:
-        return resume_problem(run, spec)
-
-    def stop_words(self, run: RunFolder, spec: JobSpec) -> str:
-        return stop_mode(run, spec)
-
-    def finished_words(self, run: RunFolder) -> str:
-        return ""  # its results are wherever the command wrote them
-
-    def launcher_words(self, spec: JobSpec) -> str:
-        return "started by hand" if is_attach(spec) else spec.command_launcher
-
-
-KIND = CommandKind()
