@@ -149,6 +149,21 @@ async def slurm_recorded(pilot) -> None:
         await pilot.pause(0.1)
 
 
+async def command_job(pilot) -> None:
+    """Training with a recorded command job selected (tests/commands/data/runs: a user's Trainer
+    script on 2 torchrun ranks, stopped gracefully at step 90), on its Charts pane."""
+    run_id = replay_run("runs", tests="commands")
+    screen = pilot.app.screen
+    deadline = time.monotonic() + 10
+    while run_id not in screen.views:
+        if time.monotonic() > deadline:
+            raise RuntimeError("the recorded command job did not show up")
+        await pilot.pause(0.1)
+    screen.selected = run_id
+    await pilot.press("c")
+    await pilot.pause(1.5)
+
+
 @dataclass(frozen=True)
 class Shot:
     name: str
@@ -174,15 +189,16 @@ SHOTS = [
     Shot("fleet.svg", [], setup=fleet_recorded),
     Shot("ray.svg", ["4"], setup=ray_job_details),
     Shot("slurm.svg", [], setup=slurm_recorded, hostname="login-1"),
+    Shot("command.svg", ["4"], setup=command_job),
     Shot("help.svg", ["question_mark"]),
 ]
 
 
-def replay_run(recorded: str = "runs") -> str:
-    """Copy a recorded real run of the demo fine-tune (tests/jobs/data/RECORDED) into the runs folder."""
+def replay_run(recorded: str = "runs", tests: str = "jobs") -> str:
+    """Copy a recorded real run (tests/TESTS/data/RECORDED) into the runs folder."""
     from gaudi_tui.core.jobs import runfolder
 
-    source = sorted((ROOT / "tests" / "jobs" / "data" / recorded).iterdir())[-1]
+    source = sorted((ROOT / "tests" / tests / "data" / recorded).iterdir())[-1]
     target = runfolder.runs_dir() / source.name
     if not target.exists():
         shutil.copytree(source, target)

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from gaudi_tui.core.jobs.runfolder import RunFolder
 
 FOLLOW_POLL_S = 0.5
+NO_METRICS = "no metrics found in its output (see its log; --metrics json/pattern)"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -109,7 +110,7 @@ def format_table(views: list[JobView]) -> str:
                 step,
                 format_duration(v.eta_s),
                 loss,
-                v.error or v.where,
+                v.error or v.where or (NO_METRICS if v.metrics_found is False else ""),
             )
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(header) - 1)]

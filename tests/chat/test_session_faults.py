@@ -83,3 +83,22 @@ def test_a_store_that_cannot_be_written_is_a_chat_error(tmp_path: Path) -> None:
     with pytest.raises(ChatError, match="Cannot save the message in .*chat.sqlite3: attempt to write"):
         session.ask(conversation.id, "Hello?")
     assert session.state is EngineState.NONE and session.live is None
+
+
+async def test_an_export_that_cannot_be_written_is_a_message_not_a_crash(gaudi_home: Path) -> None:
+    from gaudi_tui.ui.app import GaudiApp
+    from gaudi_tui.ui.screens.chat import ChatScreen
+    from tests.chat.seed import seed_conversations
+    from tests.conftest import CPU
+
+    seed_conversations()
+    (gaudi_home / "data").mkdir(parents=True, exist_ok=True)
+    (gaudi_home / "data" / "exports").write_text("a file where the exports folder should be")
+    app = GaudiApp(accelerator=CPU, hostname="h")
+    async with app.run_test(size=(100, 30), notifications=True) as pilot:
+        await pilot.press("3")
+        assert isinstance(app.screen, ChatScreen)
+        await pilot.press("e")
+        await pilot.pause()
+        assert app.is_running and isinstance(app.screen, ChatScreen)
+        assert any(n.message.startswith("Cannot export: ") for n in app._notifications)  # noqa: SLF001

@@ -27,6 +27,7 @@ async def test_job_survives_a_killed_panel_and_a_new_panel_shows_its_newer_metri
         await _scenario(tmp_path)
     finally:
         for run in runfolder.all_runs():
+            assert run.path.is_relative_to(tmp_path), run.path  # only what this test made
             try:
                 control.kill(run)
             except control.JobControlError:

@@ -12,8 +12,9 @@ from gaudi_tui.core.jobs import spec as spec_mod
 from gaudi_tui.core.jobs.spec import PRESETS, JobSpec, SpecError
 
 
-def test_presets_are_demo_lora_and_qlora() -> None:
-    assert list(PRESETS) == ["demo fine-tune", "LoRA", "QLoRA"]
+def test_presets_are_demo_lora_qlora_and_your_command() -> None:
+    assert list(PRESETS) == ["demo fine-tune", "LoRA", "QLoRA", "your command"]
+    assert PRESETS["your command"].kind == "command" and PRESETS["demo fine-tune"].kind == "trainer"
     assert not PRESETS["demo fine-tune"].uses_lora
     assert PRESETS["LoRA"].lora and PRESETS["LoRA"].quantization == "none"
     assert PRESETS["QLoRA"].lora and PRESETS["QLoRA"].quantization == "nf4"
@@ -102,3 +103,14 @@ def test_a_broken_toml_file_names_the_file(tmp_path: Path) -> None:
 
 def test_every_field_has_help_for_the_form() -> None:
     assert all(spec_mod.field_help(name) for name in spec_mod.field_names())
+
+
+def test_a_command_is_typed_as_in_a_shell_and_kept_as_a_list() -> None:
+    spec = spec_mod.with_overrides(JobSpec(), ["kind=command", "command=torchrun train.py --note 'a b,c'"])
+    assert spec.command == ("torchrun", "train.py", "--note", "a b,c")
+    assert spec_mod.display("command", spec.command) == "torchrun train.py --note 'a b,c'"
+    assert spec_mod.from_toml(spec_mod.to_toml(spec)) == spec
+    with pytest.raises(SpecError, match="close the quote"):
+        spec_mod.with_overrides(JobSpec(), ["command=train.py 'open"])
+    assert spec_mod.applies("command", "command") and not spec_mod.applies("command", "trainer")
+    assert not spec_mod.applies("lora", "command") and spec_mod.applies("cards", "command")

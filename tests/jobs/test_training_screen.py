@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import subprocess
+import time
 from pathlib import Path
 
 import psutil
 from textual.widgets import Checkbox, DataTable, Input, Log, Select, Static
 
 from gaudi_tui.core.jobs import control, runfolder, supervisor
+from gaudi_tui.core.jobs.status import ProcRef
 from gaudi_tui.ui.app import GaudiApp
 from gaudi_tui.ui.screens.job_form import JobFormScreen
 from gaudi_tui.ui.screens.training import TrainingScreen
-from tests.conftest import CPU
+from tests.conftest import CPU, PYTHON
 from tests.jobs.conftest import replay, tiny, wait_done, wait_for
 
 
@@ -98,11 +101,40 @@ async def test_keys_on_a_finished_job_explain_why_nothing_happens() -> None:
         await pilot.press("4")
         await settle(pilot, lambda: rows(app))
         await pilot.press("s", "r", "k", "k")
-        assert notes[0].endswith("is succeeded: nothing to stop")
-        assert "already finished; its weights are in" in notes[1]
-        assert notes[2] == "Press k again to kill this job (no checkpoint is saved)."
         await settle(pilot, lambda: len(notes) > 3)
-        assert notes[3].endswith("is succeeded: nothing to kill")
+        armed = "Press k again to kill this job (no checkpoint is saved)."
+        assert armed in notes
+        done = [n for n in notes if n != armed]  # off the UI thread, in the order the keys came
+        assert done[0].endswith("is succeeded: nothing to stop.")
+        assert "already finished; its weights are in" in done[1]
+        assert done[2].endswith("is succeeded: nothing to kill.")
+
+
+async def test_r_waits_for_a_jobs_exiting_processes_off_the_ui_thread() -> None:
+    """r on a job that just ended waits for its processes to exit (up to 10 s): the panel answers
+    keys meanwhile, and r's answer comes before that of a key pressed after it."""
+    run = replay()
+    exiting = subprocess.Popen([PYTHON, "-c", "import time; time.sleep(3)"])  # noqa: ASYNC220 - its supervisor
+    try:
+        status = run.status()
+        ref = ProcRef.of(exiting.pid)
+        assert status is not None and ref is not None
+        run.write_status(status.with_(state="cancelled", ended=time.time(), supervisor=ref))
+        app = make_app()
+        notes: list[str] = []
+        async with app.run_test(size=(80, 24), notifications=True) as pilot:
+            app.notify = lambda message, **kw: notes.append(str(message))  # type: ignore[method-assign]
+            await pilot.press("4")
+            await settle(pilot, lambda: rows(app))
+            start = time.monotonic()
+            await pilot.press("r", "s")
+            assert time.monotonic() - start < 1.5 and notes == []  # the keys returned at once
+            await settle(pilot, lambda: len(notes) > 1)
+            assert "no complete checkpoint" in notes[0] and notes[1].endswith("nothing to stop.")
+            assert exiting.poll() is not None  # r waited for it
+    finally:
+        exiting.kill()
+        exiting.wait(5)
 
 
 async def test_a_job_that_fails_at_run_time_shows_its_error(tmp_path: Path) -> None:

@@ -59,6 +59,7 @@ def supervisors_end(gaudi_home: Path) -> Iterator[None]:
     described = [f"{p.pid} {' '.join(p.cmdline())[:100]}" for p in left]
     if left:
         for run in runfolder.all_runs():
+            assert run.path.is_relative_to(gaudi_home), run.path  # only what this test made
             try:
                 control.kill(run)
             except control.JobControlError:

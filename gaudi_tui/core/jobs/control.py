@@ -18,12 +18,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 from gaudi_tui.core.accelerator import Accelerator
-from gaudi_tui.core.jobs import runfolder, supervisor, targets
+from gaudi_tui.core.jobs import kinds, runfolder, supervisor, targets
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec, SpecError
 from gaudi_tui.core.jobs.status import ACTIVE, JobStatus, ProcRef, effective_state
 from gaudi_tui.core.jobs.targets import Host, Target, TargetError
-from gaudi_tui.core.jobs.validate import InvalidSpec, Problem, shared
+from gaudi_tui.core.jobs.validate import InvalidSpec, Problem
 
 log = logging.getLogger(__name__)
 
@@ -46,10 +46,12 @@ def check(
     target = targets.for_spec(spec)
     host = Host(accel, tuple(selected_cards), dict(env_fixes or {}), env)
     prepared, own = target.check(spec, host)
+    kind = kinds.for_spec(prepared)
+    prepared = kind.prepare(prepared)
     if target.runs_here:  # the job starts with this host's environment and cards
         job_env = {**(os.environ if env is None else env), **prepared.env}
-        return prepared, shared(prepared, own, job_env, accel.device_name, sources_here=True)
-    return prepared, shared(prepared, own, prepared.env, None, sources_here=False)
+        return prepared, kind.validate(prepared, own, job_env, accel.device_name, here=True)
+    return prepared, kind.validate(prepared, own, prepared.env, None, here=False)
 
 
 def submit(
@@ -121,7 +123,9 @@ def resume(run: RunFolder, env: Mapping[str, str] | None = None) -> str:
         if state in ACTIVE:
             raise JobControlError(f"{run.id} is still {state}: stop it first")
         if state == "succeeded":
-            raise JobControlError(f"{run.id} already finished; its weights are in {run.model_dir}")
+            raise JobControlError(
+                f"{run.id} already finished{kinds.for_spec(run.spec()).finished_words(run)}"
+            )
         target = _target(run)
         presence = target.presence(run, status)
         if presence.attach and state == "lost":
@@ -141,7 +145,11 @@ def resume(run: RunFolder, env: Mapping[str, str] | None = None) -> str:
                 f"{run.id} may still run ({presence.reason}); nothing was started, so that no second "
                 f"copy can run. Try again when it answers, or end it: `gaudi-tui jobs stop --force {run.id}`"
             )
-        checkpoint = target.newest_checkpoint(run)
+        spec = run.spec()
+        kind = kinds.for_spec(spec)
+        if (refusal := kind.resume_refusal(run, spec)) is not None:
+            raise JobControlError(f"{run.id} cannot be resumed: {refusal}")
+        checkpoint = kind.newest_checkpoint(run, spec, target.newest_checkpoint(run))
         if checkpoint is None:
             raise JobControlError(
                 f"{run.id} has no complete checkpoint to resume from (stop a running job with s to save one)"
@@ -196,4 +204,6 @@ def _require_active(run: RunFolder, action: str) -> JobStatus:
         presence = _target(run).presence(run, status)
         if presence.where != "ended":
             return status
+        follow = "; r records how it ended" if presence.attach else ""
+        raise JobControlError(f"{run.id} is lost and {presence.reason}: nothing to kill{follow}")
     raise JobControlError(f"{run.id} is {state}: nothing to {action}")

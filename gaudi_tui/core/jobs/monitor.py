@@ -19,9 +19,11 @@ from pathlib import Path
 from gaudi_tui.core.jobs import runfolder
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec, SpecError
-from gaudi_tui.core.jobs.status import JobStatus, State, effective_state
+from gaudi_tui.core.jobs.status import ACTIVE, JobStatus, State, effective_state
 
 ETA_WINDOW = 10
+NO_METRICS_AFTER_S = 30.0
+"""A command running this long with no metric found is listed as 'no metrics found'."""
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,8 @@ class MetricsReader:
         self.ended: dict | None = None
         self.summary: dict | None = None
         self.last_checkpoint: str | None = None
+        self.events = 0
+        """Events read so far (a command whose output matched nothing has none)."""
 
     def poll(self) -> bool:
         lines, _ = self._reader.read_lines()
@@ -112,6 +116,7 @@ class MetricsReader:
         return changed
 
     def _apply(self, event: dict) -> None:
+        self.events += 1
         kind = event.get("event")
         step = int(event.get("step") or 0)
         if isinstance(event.get("max_steps"), int):
@@ -202,6 +207,9 @@ class JobView:
     target: str = "local"
     where: str = ""
     """Ray jobs: cluster address, submission and Ray job id, nodes of the ranks."""
+    kind: str = "trainer"
+    metrics_found: bool | None = None
+    """Commands: False once it has run a while (or ended) and no metric was found in its output."""
 
     def to_dict(self) -> dict[str, object]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -273,7 +281,21 @@ class RunWatcher:
             checkpoint=metrics.last_checkpoint,
             target=spec.target,
             where=where(self.run, spec),
+            kind=spec.kind,
+            metrics_found=self._metrics_found(status, state, now) if _reads_output(spec) else None,
         )
+
+    def _metrics_found(self, status: JobStatus, state: State, now: float) -> bool | None:
+        if self.metrics.events:
+            return True
+        ran_a_while = status.started is not None and now - status.started >= NO_METRICS_AFTER_S
+        return False if state not in ("queued",) and (ran_a_while or state not in ACTIVE) else None
+
+
+def _reads_output(spec: JobSpec) -> bool:
+    from gaudi_tui.core.jobs import kinds
+
+    return kinds.for_spec(spec).metrics_from_output
 
 
 def where(run: RunFolder, spec: JobSpec) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import functools
 import re
+import shlex
 import sys
 import typing
 from collections.abc import Mapping
@@ -31,6 +32,9 @@ Launcher = Literal["auto", "single", "torchrun", "accelerate"]
 Device = Literal["auto", "hpu", "cuda", "cpu"]
 Target = Literal["local", "ray", "slurm"]
 SlurmGres = Literal["gpu", "hpu", "none"]
+Kind = Literal["trainer", "command"]
+CommandLauncher = Literal["direct", "torchrun", "accelerate", "deepspeed"]
+MetricsSource = Literal["auto", "trainer", "json", "pattern"]
 
 
 SECRET_NAME = re.compile(
@@ -135,6 +139,51 @@ class JobSpec:
         default=10.0, metadata={"help": "seconds between SIGTERM and SIGKILL on kill"}
     )
     trust_remote_code: bool = field(default=False, metadata={"help": "run the model repo's own code"})
+    kind: Kind = field(
+        default="trainer", metadata={"help": "trainer (the panel's fine-tune) or command (your own command)"}
+    )
+    command: tuple[str, ...] = field(
+        default=(),
+        metadata={
+            "help": "command: its arguments, typed as in a shell (run without one), e.g. train.py --lr 1e-4"
+        },
+    )
+    workdir: str = field(
+        default="", metadata={"help": "command: its working folder ('' = where it was started)"}
+    )
+    command_launcher: CommandLauncher = field(
+        default="direct",
+        metadata={
+            "help": "command: direct (as given), or torchrun/accelerate/deepspeed, one process per card"
+        },
+    )
+    wrap_trainer: bool = field(
+        default=True,
+        metadata={
+            "help": "command: add the panel's callback to every Trainer it builds (metrics, graceful stop)"
+        },
+    )
+    metrics_source: MetricsSource = field(
+        default="auto",
+        metadata={"help": "command: read metrics from its output: auto, trainer, json, pattern"},
+    )
+    metrics_pattern: str = field(
+        default="", metadata={"help": "command: a regex with named groups, e.g. loss=(?P<loss>[0-9.]+)"}
+    )
+    resume_flag: str = field(
+        default="--resume_from_checkpoint", metadata={"help": "command: the flag that passes the checkpoint"}
+    )
+    output_dir: str = field(
+        default="",
+        metadata={"help": "command: where its checkpoint-N folders appear ('' = its --output_dir)"},
+    )
+    log_file: str = field(
+        default="", metadata={"help": "attach: the log of a run started by hand (kind=command, no command)"}
+    )
+    pid: int = field(default=0, metadata={"help": "attach: that run's process ID (0 = only follow its log)"})
+    pid_started: float = field(
+        default=0.0, metadata={"help": "attach: that process's start time (filled in when attaching)"}
+    )
     env: Mapping[str, str] = field(default_factory=dict, metadata={"help": "extra environment variables"})
 
     @property
@@ -148,7 +197,29 @@ PRESETS: dict[str, JobSpec] = {
     "QLoRA": JobSpec(
         name="QLoRA", lora=True, quantization="nf4", learning_rate=5e-3, max_steps=30, batch_size=8
     ),
+    "your command": JobSpec(name="my command", kind="command", max_steps=0),
 }
+
+
+COMMAND_FIELDS = (
+    "command", "workdir", "command_launcher", "wrap_trainer", "metrics_source", "metrics_pattern",
+    "resume_flag", "output_dir", "log_file", "pid", "pid_started",
+)  # fmt: skip
+"""Settings of a command job (`kind = "command"`) only."""
+TRAINER_FIELDS = (
+    "model", "dataset", "text_field", "max_seq_len", "epochs", "max_steps", "batch_size", "grad_accum",
+    "learning_rate", "lr_scheduler", "warmup_steps", "bf16", "torch_compile", "lora", "lora_r",
+    "lora_alpha", "lora_dropout", "lora_target_modules", "quantization", "eval_split", "eval_steps",
+    "save_steps", "logging_steps", "seed", "launcher", "trust_remote_code",
+)  # fmt: skip
+"""Settings of the built-in Trainer job only."""
+
+
+def applies(name: str, kind: str) -> bool:
+    """Whether a setting means something for a job of this kind (the form shows only those)."""
+    if name in COMMAND_FIELDS:
+        return kind == "command"
+    return kind != "command" or name not in TRAINER_FIELDS
 
 
 def default_ray_address() -> str:
@@ -202,6 +273,11 @@ def coerce(name: str, value: object) -> object:
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise SpecError(f"unknown setting {name!r}{hint}")
     hint = field_type(name)
+    if name == "command" and isinstance(value, str):
+        try:
+            return tuple(shlex.split(value))  # words as a shell splits them; nothing runs a shell
+        except ValueError as exc:
+            raise SpecError(f"command: {exc} (close the quote)") from None
     try:
         return _coerce_to(hint, value)
     except (TypeError, ValueError) as exc:
@@ -298,6 +374,8 @@ def display(name: str, value: object) -> str:
     """A value as typed in the form or after `--set` (the inverse of `coerce` for strings)."""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if name == "command" and isinstance(value, tuple):
+        return shlex.join(value)
     if isinstance(value, tuple):
         return ",".join(str(v) for v in value)
     if isinstance(value, Mapping):

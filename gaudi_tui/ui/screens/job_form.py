@@ -51,7 +51,7 @@ class JobFormScreen(Dialog[str | None]):
             with VerticalScroll():
                 with Grid():
                     for name in spec_mod.field_names():
-                        yield Label(name, markup=False)
+                        yield Label(name, markup=False, id=f"l-{name}")
                         yield self._editor(name)
             yield Static("", id="form-cluster", markup=False)
             yield Static("", id="form-problems", markup=False)
@@ -92,6 +92,19 @@ class JobFormScreen(Dialog[str | None]):
                 widget.value = value
             elif isinstance(widget, Input):
                 widget.value = spec_mod.display(name, value)
+        self.show_kind(spec.kind)
+
+    @on(Select.Changed, "#f-kind")
+    def kind_chosen(self, event: Select.Changed) -> None:
+        """Only the settings of this kind of job are shown (your command: its arguments, launcher,
+        metrics source, resume flag; the built-in job: model, data, LoRA...)."""
+        self.show_kind(str(event.value))
+
+    def show_kind(self, kind: str) -> None:
+        for name in spec_mod.field_names():
+            shown = spec_mod.applies(name, kind)
+            self.query_one(f"#l-{name}").display = shown
+            self.query_one(f"#f-{name}").display = shown
 
     @on(Select.Changed, "#preset")
     def preset_chosen(self, event: Select.Changed) -> None:

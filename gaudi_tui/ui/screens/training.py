@@ -20,7 +20,7 @@ from textual.message import Message
 from textual.widgets import DataTable, Log, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
-from gaudi_tui.core.jobs import control, runfolder
+from gaudi_tui.core.jobs import control, kinds, runfolder
 from gaudi_tui.core.jobs import spec as spec_mod
 from gaudi_tui.core.jobs.monitor import JobView, LogPoint, LogTail, Monitor, format_duration
 from gaudi_tui.ui.screens.base import PanelScreen
@@ -85,9 +85,17 @@ def details_text(
     if view.checkpoint:
         lines.append(f"saved    {view.checkpoint}")
     if spec is not None:
+        lines.append(f"stop     {kinds.for_spec(spec).stop_words(run, spec)}")
+    if view.metrics_found is False:
+        lines.append(
+            "metrics  none found in its output: its log is in Log (l); try metrics_source json/pattern"
+        )
+    if spec is not None:
         lines.append("")
         lines += [
-            f"{name:<20} {spec_mod.display(name, shown(spec, name))}" for name in spec_mod.field_names()
+            f"{name:<20} {spec_mod.display(name, shown(spec, name))}"
+            for name in spec_mod.field_names()
+            if spec_mod.applies(name, spec.kind)
         ]
     return "\n".join(lines)
 
@@ -100,6 +108,15 @@ def cluster_nodes(run: runfolder.RunFolder) -> str:
         return targets.for_spec(run.spec()).details(run)
     except (spec_mod.SpecError, targets.TargetError) as exc:
         return str(exc)
+
+
+def stop_words(run: runfolder.RunFolder) -> str:
+    """What the stop just asked for does, for the notification (without the final full stop)."""
+    try:
+        spec = run.spec()
+    except spec_mod.SpecError:
+        return "stop requested"
+    return "stop requested: " + kinds.for_spec(spec).stop_words(run, spec).removeprefix("s ")
 
 
 class TrainingScreen(PanelScreen):
@@ -136,6 +153,8 @@ class TrainingScreen(PanelScreen):
         self.views: dict[str, JobView] = {}
         self.selected: str | None = None
         self._kill_armed: tuple[str, float] | None = None
+        self._last_action = threading.Event()
+        self._last_action.set()
         self._awake = threading.Event()
         self._awake.set()
 
@@ -259,6 +278,8 @@ class TrainingScreen(PanelScreen):
         step = f"{view.step}/{view.max_steps}" if view.max_steps else str(view.step)
         state = "stopping" if view.stop_requested and view.state == "running" else view.state
         loss = f"{view.loss:.4f}" if view.loss is not None else "—"
+        if view.metrics_found is False:
+            loss = "no metrics"
         return (
             job_label(view),
             state,
@@ -297,14 +318,13 @@ class TrainingScreen(PanelScreen):
 
     def action_stop_job(self) -> None:
         run = self._selected_run()
-        if run is None:
-            return
-        try:
-            control.stop(run)
-        except control.JobControlError as exc:
-            self.notify(str(exc), severity="warning")
-            return
-        self.notify("Stop requested: every rank stops at the same step and saves one checkpoint.")
+        if run is not None:
+            self.in_order(run, lambda r, cancel: self._stopped(r), "stop job")
+
+    @staticmethod
+    def _stopped(run: runfolder.RunFolder) -> str:
+        control.stop(run)
+        return stop_words(run)
 
     def action_kill_job(self) -> None:
         run = self._selected_run()
@@ -317,35 +337,47 @@ class TrainingScreen(PanelScreen):
             self.notify("Press k again to kill this job (no checkpoint is saved).", severity="warning")
             return
         self._kill_armed = None
-        self.kill_in_background(run)
-
-    @work(thread=True, exit_on_error=False, group="job-kill", description="kill job")
-    def kill_in_background(self, run: runfolder.RunFolder) -> None:
-        try:
-            done = control.kill(run, cancel=get_current_worker().cancelled_event)
-        except control.JobControlError as exc:
-            self.app.call_from_thread(self.notify, str(exc), severity="warning")
-            return
-        self.app.call_from_thread(self.notify, done[:1].upper() + done[1:] + ".")
+        self.in_order(run, lambda r, cancel: control.kill(r, cancel=cancel), "kill job")
 
     def action_resume_job(self) -> None:
         run = self._selected_run()
-        if run is None:
-            return
-        self.resume_in_background(run)  # it may ask a cluster, or wait for a job's processes to exit
+        if run is not None:  # it may ask a cluster, or wait for a job's processes to exit
+            self.in_order(run, lambda r, cancel: control.resume(r), "resume job")
 
-    @work(thread=True, exit_on_error=False, group="job-resume", description="resume job")
-    def resume_in_background(self, run: runfolder.RunFolder) -> None:
-        self._resume(run, lambda *a, **kw: self.app.call_from_thread(self.notify, *a, **kw))
+    def in_order(
+        self,
+        run: runfolder.RunFolder,
+        action: Callable[[runfolder.RunFolder, threading.Event], str],
+        description: str,
+    ) -> None:
+        """Run a job action off the UI thread, after the actions pressed before it (r then k k:
+        the kill sees what the resume did); its answer or refusal is the notification."""
+        before, done = self._last_action, threading.Event()
+        self._last_action = done
+        self._act(run, action, before, done, description)
 
-    @staticmethod
-    def _resume(run: runfolder.RunFolder, notify: Callable[..., object]) -> None:
+    @work(thread=True, exit_on_error=False, group="job-action", description="job action")
+    def _act(
+        self,
+        run: runfolder.RunFolder,
+        action: Callable[[runfolder.RunFolder, threading.Event], str],
+        before: threading.Event,
+        done: threading.Event,
+        description: str,
+    ) -> None:
+        cancel = get_current_worker().cancelled_event
         try:
-            done = control.resume(run)
+            while not before.wait(0.2):
+                if cancel.is_set():
+                    return
+            said, severity = action(run, cancel), "information"
         except control.JobControlError as exc:
-            notify(str(exc), severity="warning")
-            return
-        notify(done[:1].upper() + done[1:] + ".")
+            said, severity = str(exc), "warning"
+        except OSError as exc:  # the run folder cannot be read or written: say so, keep the panel
+            said, severity = f"cannot {description}: {exc}", "error"
+        finally:
+            done.set()
+        self.app.call_from_thread(self.notify, said[:1].upper() + said[1:] + ".", severity=severity)
 
     async def action_try_in_chat(self) -> None:
         """Open the job's result (its model/, or a running job's newest complete checkpoint) in Chat,

@@ -18,7 +18,7 @@ from pathlib import Path
 import psutil
 
 from gaudi_tui.core import processes
-from gaudi_tui.core.jobs import launch
+from gaudi_tui.core.jobs import kinds, launch
 from gaudi_tui.core.jobs.outcome import error_from_log, last_end_event
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec
@@ -50,10 +50,10 @@ class LocalTarget:
         return spec.device
 
     def summary(self, spec: JobSpec) -> str:
-        return f"{spec.device} ({spec.processes} process(es), {spec.launcher})"
+        return f"{spec.device} ({spec.processes} process(es), {kinds.for_spec(spec).launcher_words(spec)})"
 
     def supervise(self, attempt: Attempt) -> int:
-        return Supervision().supervise(attempt)
+        return kinds.for_spec(attempt.spec).supervise_here(attempt)  # the kind's processes, here
 
     def request_stop(self, run: RunFolder) -> None:
         run.request_stop()  # read by the training processes themselves

@@ -1,0 +1,279 @@
+"""Command jobs: (1) a user's Trainer script under the panel's wrapper vs. the same script bare;
+(2) the output reader's throughput on 1 M Trainer log lines; (3) key-press-to-screen latency of the
+Training screen while a command prints 10,000 lines/s.
+
+(1) The script (tests/commands/scripts.py `HF_TRAINER`, the demo model, CPU) runs as a plain child,
+once bare and once with the wrapper on PYTHONPATH and GAUDI_TUI_RUN set (the callback adds the
+stop check and metrics.jsonl lines to every step). The figure is Trainer's own
+`train_steps_per_second` from the summary it prints. Runs alternate (RUNS pairs, the order
+swapped every pair); the ratio of each pair, its median with min–max. Target: ≥ 0.98. The
+callback's own cost per step is then timed in this process (not moved by the machine's load).
+
+(2) `OutputMetrics.feed` on a recorded Trainer output (transformers 5.24, tests/commands/data)
+repeated to 1,000,000 lines (bar redraws and log dicts as Trainer writes them), in 64 KiB chunks as
+the follower reads them; lines/s and MB/s, best of 3 and the median.
+
+(3) The panel runs in tmux at 100×30 with a real command job selected whose script prints
+10,000 lines/s (one JSON metric every 100 lines, so the follower and the charts work too). Each
+sample sends `l` or `c` (Log / Charts tab) and polls `tmux capture-pane` until the tab is shown.
+Target: median < 100 ms. Skipped without tmux.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNS = 3
+STEPS = 60
+LINES = 1_000_000
+KEY_SAMPLES = 30
+FLOOD = """\
+import json, os, sys, time
+print("waiting for the go file", flush=True)
+while not os.path.exists("go"):
+    time.sleep(0.05)
+rate, start, n = int(sys.argv[1]), time.monotonic(), 0
+while True:
+    for _ in range(100):
+        n += 1
+        sys.stdout.write(f"[rank0] iteration {n:>9} data loader says all is well, nothing to see\\n")
+    sys.stdout.write(json.dumps({"step": n // 100, "loss": 10 / (1 + n / 1e5)}) + "\\n")
+    sys.stdout.flush()
+    ahead = n / rate - (time.monotonic() - start)
+    if ahead > 0:
+        time.sleep(ahead)
+"""
+
+
+def load() -> str:
+    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def spread(values: list[float], fmt: str = "{:.3f}") -> str:
+    return f"{fmt.format(statistics.median(values))} (min {fmt.format(min(values))}, max {fmt.format(max(values))})"
+
+
+def trainer_run(folder: Path, wrapped: bool) -> float:
+    from gaudi_tui.core.demo import model_dir
+    from gaudi_tui.core.jobs.kinds.command import SITE_DIR
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
+    run = folder / "run"
+    if wrapped:
+        shutil.rmtree(run, ignore_errors=True)
+        run.mkdir()
+        env.update(GAUDI_TUI_RUN=str(run), PYTHONPATH=f"{SITE_DIR}{os.pathsep}{ROOT}")
+    argv = [sys.executable, "train.py", "--model_name_or_path", str(model_dir()), "--train_file", "train.txt",
+            "--output_dir", "out", "--max_steps", str(STEPS), "--logging_steps", "5", "--disable_tqdm"]  # fmt: skip
+    done = subprocess.run(argv, cwd=folder, capture_output=True, text=True, env=env, timeout=600)
+    if done.returncode != 0:
+        raise RuntimeError(done.stdout[-2000:] + done.stderr[-2000:])
+    if wrapped:
+        ends = [
+            e
+            for e in map(json.loads, (run / "metrics.jsonl").read_text().splitlines())
+            if e["event"] == "end"
+        ]
+        if [(e["step"], e["stopped"]) for e in ends] != [(STEPS, False)]:
+            raise RuntimeError(f"the wrapped run did not train {STEPS} steps: {ends}")
+    for line in reversed(done.stdout.splitlines()):
+        if "train_steps_per_second" in line:
+            return float(line.split("'train_steps_per_second': '")[1].split("'")[0])
+    raise RuntimeError("no train_steps_per_second in the output")
+
+
+def wrapper_overhead() -> None:
+    from tests.commands import scripts
+
+    folder = Path(tempfile.mkdtemp(prefix="gaudi-tui-bench-cmd-"))
+    scripts.write(folder, "train.py", scripts.HF_TRAINER)
+    scripts.train_file(folder, lines=256)
+    bare: list[float] = []
+    wrapped: list[float] = []
+    ratios: list[float] = []
+    for i in range(RUNS):
+        order = (False, True) if i % 2 == 0 else (True, False)
+        pair = {w: trainer_run(folder, w) for w in order}
+        bare.append(pair[False])
+        wrapped.append(pair[True])
+        ratios.append(pair[True] / pair[False])
+        print(f"  pair {i + 1}: bare {pair[False]:.2f} steps/s, wrapped {pair[True]:.2f} steps/s ({load()})")
+    shutil.rmtree(folder, ignore_errors=True)
+    print(
+        f"Trainer script, {STEPS} steps, CPU: bare {spread(bare, '{:.2f}')} steps/s, wrapped {spread(wrapped, '{:.2f}')}"
+    )
+    print(f"  ratio wrapped/bare {spread(ratios)} over {RUNS} interleaved pairs (target >= 0.98)")
+    callback_cost(1 / statistics.median(bare))
+
+
+def callback_cost(seconds_per_step: float, steps: int = 3000) -> None:
+    """The wrapper's callback alone, per step, in this process: every step's stop check (the
+    adaptive interval) and a metrics line every 5 steps, as in the runs above; load hardly moves it."""
+    from transformers import TrainerControl, TrainerState, TrainingArguments
+
+    folder = Path(tempfile.mkdtemp(prefix="gaudi-tui-bench-cb-"))
+    os.environ["GAUDI_TUI_RUN"] = str(folder)
+    from gaudi_tui.core.jobs.worker.wrapped import PanelCallback
+
+    args = TrainingArguments(output_dir=str(folder / "out"), use_cpu=True, report_to="none", max_steps=steps)
+    per_step = []
+    for _ in range(3):
+        state, control = TrainerState(max_steps=steps), TrainerControl()
+        callback = PanelCallback()
+        callback.on_train_begin(args, state, control)
+        began = time.perf_counter()
+        for step in range(1, steps + 1):
+            state.global_step = step
+            callback.on_step_end(args, state, control)
+            if step % 5 == 0:
+                callback.on_log(
+                    args, state, control, logs={"loss": 1.0, "grad_norm": 0.5, "learning_rate": 1e-4}
+                )
+        per_step.append((time.perf_counter() - began) / steps)
+        callback.on_train_end(args, state, control)
+    del os.environ["GAUDI_TUI_RUN"]
+    shutil.rmtree(folder, ignore_errors=True)
+    median = statistics.median(per_step)
+    print(f"  the callback alone: {spread([x * 1e6 for x in per_step], '{:.1f}')} µs per step = "
+          f"{median / seconds_per_step * 100:.3f} % of the bare run's {seconds_per_step * 1000:.0f} ms per step "
+          f"(an expected ratio of {1 / (1 + median / seconds_per_step):.4f})")  # fmt: skip
+
+
+def reader_throughput() -> None:
+    from gaudi_tui.core.jobs.readers import OutputMetrics
+
+    recorded = (ROOT / "tests" / "commands" / "data" / "trainer-5.24-tqdm.log").read_bytes().decode()
+    start = recorded.index("\r  0%|")  # the training part: bars and dicts
+    body = recorded[start : recorded.index("{'train_runtime'")]
+    per_copy = body.count("\r") + body.count("\n")
+    text = body * (LINES // per_copy + 1)
+    chunks = [text[i : i + 65536] for i in range(0, len(text), 65536)]
+    lines = per_copy * (LINES // per_copy + 1)
+    times = []
+    found = 0
+    for _ in range(3):
+        reader = OutputMetrics()
+        began = time.perf_counter()
+        for chunk in chunks:
+            reader.feed(chunk)
+        times.append(time.perf_counter() - began)
+        found = reader.found
+    megabytes = len(text.encode()) / 1e6
+    best, median = min(times), statistics.median(times)
+    print(f"output reader: {lines:,} Trainer log lines ({megabytes:.0f} MB, {found:,} metrics) in "
+          f"{median:.2f} s median (best {best:.2f} s): {lines / median:,.0f} lines/s, {megabytes / median:.0f} MB/s ({load()})")  # fmt: skip
+
+
+class Panel:
+    def __init__(self, socket: str) -> None:
+        self.socket = socket
+
+    def tmux(self, *args: str) -> str:
+        return subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True).stdout
+
+    def wait(self, test, timeout: float = 60.0) -> float:  # noqa: ANN001 - str -> bool
+        start = time.perf_counter()
+        while time.perf_counter() - start < timeout:
+            if test(self.tmux("capture-pane", "-p", "-t", "panel")):
+                return time.perf_counter() - start
+        raise RuntimeError(
+            "the panel did not show the expected screen:\n" + self.tmux("capture-pane", "-p", "-t", "panel")
+        )
+
+
+def key_latency() -> None:
+    if shutil.which("tmux") is None:
+        print("key latency: skipped (tmux is not installed)")
+        return
+    from gaudi_tui.core.accelerator import Accelerator
+    from gaudi_tui.core.jobs import control
+    from gaudi_tui.core.jobs.spec import from_mapping
+    from gaudi_tui.core.jobs.status import TERMINAL
+
+    folder = Path(tempfile.mkdtemp(prefix="gaudi-tui-bench-flood-"))
+    (folder / "flood.py").write_text(FLOOD, encoding="utf-8")
+    spec = from_mapping({"kind": "command", "command": [sys.executable, "flood.py", "10000"],
+                         "workdir": str(folder), "device": "cpu", "name": "flood"})  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    run = control.submit(spec, Accelerator("cpu", "bench"), env=env)
+    panel = Panel(f"gaudi-tui-bench-cmd-{os.getpid()}")
+    panel.tmux(
+        "new-session",
+        "-d",
+        "-s",
+        "panel",
+        "-x",
+        "100",
+        "-y",
+        "30",
+        f"exec {shlex.quote(sys.executable)} -m gaudi_tui",
+    )
+    on_charts = lambda s: "learning rate" in s  # noqa: E731 - the charts' titles
+    on_log = lambda s: "Details" in s and not on_charts(s)  # noqa: E731
+    samples: list[float] = []
+    quiet: list[float] = []
+    try:
+        panel.wait(lambda s: "cpu: " in s)
+        panel.tmux("send-keys", "-t", "panel", "4")
+        panel.wait(lambda s: "running" in s, timeout=120)
+        quiet = presses(panel, on_log, on_charts)
+        (folder / "go").touch()
+        time.sleep(1.0)
+        size, began = run.log_path.stat().st_size, time.monotonic()
+        samples = presses(panel, on_log, on_charts)
+        rate = (run.log_path.stat().st_size - size) / 72 / (time.monotonic() - began)
+        metrics = sum(1 for _ in run.metrics_path.open())
+    finally:
+        panel.tmux("kill-server")
+        control.kill(run)
+        while run.status().state not in TERMINAL:
+            time.sleep(0.5)
+        shutil.rmtree(folder, ignore_errors=True)
+    p90 = sorted(samples)[int(0.9 * len(samples))]
+    q, f = statistics.median(quiet), statistics.median(samples)
+    print(f"key-press-to-screen (tmux 100x30), a command job selected: quiet {q * 1000:.0f} ms; while it prints "
+          f"~{rate:,.0f} lines/s ({metrics:,} metrics read from its output) {f * 1000:.0f} ms (p90 {p90 * 1000:.0f} ms); "
+          f"ratio {f / q:.2f}; {KEY_SAMPLES} presses each (target < 100 ms; {load()})")  # fmt: skip
+
+
+def presses(panel: Panel, on_log, on_charts) -> list[float]:  # noqa: ANN001 - str -> bool tests
+    """Time from sending a tab key (`l`, `c` in turn) to the new tab being on screen."""
+    out: list[float] = []
+    for i in range(KEY_SAMPLES):
+        key, shown = ("l", on_log) if i % 2 == 0 else ("c", on_charts)
+        panel.tmux("send-keys", "-t", "panel", key)
+        out.append(panel.wait(shown, timeout=10))
+        time.sleep(0.05)
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--part", choices=["all", "wrapper", "reader", "latency"], default="all")
+    part = parser.parse_args().part
+    os.environ["GAUDI_TUI_HOME"] = tempfile.mkdtemp(prefix="gaudi-tui-bench-command-")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    sys.path.insert(0, str(ROOT))
+    if part in ("all", "reader"):
+        reader_throughput()
+    if part in ("all", "wrapper"):
+        wrapper_overhead()
+    if part in ("all", "latency"):
+        key_latency()
+    shutil.rmtree(os.environ["GAUDI_TUI_HOME"], ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""What a job runs: one module per kind, named by the spec's `kind` field.
+
+A job is a kind × a target (`targets/`): the target decides where it runs and how it is watched;
+the kind decides what runs there, how it is checked, how metrics are read, how it stops and how it
+resumes. `trainer` is the panel's own fine-tune (`worker/train.py`); `command` is the user's own
+command (`command.py`, registered by `command_kind.py`). Nothing outside this package names a kind; each module has `KIND`, an
+object implementing `Kind`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from gaudi_tui.core.jobs.runfolder import RunFolder
+from gaudi_tui.core.jobs.spec import JobSpec
+
+if TYPE_CHECKING:
+    from gaudi_tui.core.jobs.targets import Attempt
+    from gaudi_tui.core.jobs.validate import Problem
+
+KINDS: dict[str, str] = {
+    "trainer": "gaudi_tui.core.jobs.kinds.trainer",
+    "command": "gaudi_tui.core.jobs.kinds.command_kind",
+}
+
+
+class Kind(Protocol):
+    name: str
+    metrics_from_output: bool
+    """Its metrics may be read from what it prints (so 'no metrics found' can be said)."""
+
+    def prepare(self, spec: JobSpec) -> JobSpec:
+        """The spec after the target's preparation: the kind's own values resolved."""
+        ...
+
+    def validate(
+        self, spec: JobSpec, own: list[Problem], env: Mapping[str, str], device_name: str | None, here: bool
+    ) -> list[Problem]:
+        """Every problem: the target's `own`, then the kind's (the built-in job: `validate.shared`).
+        `env` is the job's environment, `device_name` the card generation when known, `here` whether
+        the job runs on this host (so files can be checked)."""
+        ...
+
+    def supervise_here(self, attempt: Attempt) -> int:
+        """Run the attempt on this host, in the supervisor (the local target)."""
+        ...
+
+    def rank_argv(self, run: RunFolder, spec: JobSpec, resume: Path | None) -> list[str]:
+        """What each rank runs when the target starts the ranks itself (one task per card, e.g.
+        srun), without a launcher in front; never a shell string."""
+        ...
+
+    def rank_env(self, run: RunFolder, spec: JobSpec, base: Mapping[str, str]) -> dict[str, str]:
+        """Each rank's environment: `base` plus the kind's (cards, run folder, the wrapper)."""
+        ...
+
+    def newest_checkpoint(self, run: RunFolder, spec: JobSpec, target_says: Path | None) -> Path | None:
+        """The checkpoint a new attempt continues from; `target_says` is where the target looked."""
+        ...
+
+    def resume_refusal(self, run: RunFolder, spec: JobSpec) -> str | None:
+        """Why this job cannot be resumed at all (before any checkpoint is looked for), or None."""
+        ...
+
+    def stop_words(self, run: RunFolder, spec: JobSpec) -> str:
+        """What a stop does to this job now, for the screen before the key is pressed."""
+        ...
+
+    def finished_words(self, run: RunFolder) -> str:
+        """Where a finished job left its result, after 'already finished' ('' when nothing to add)."""
+        ...
+
+    def launcher_words(self, spec: JobSpec) -> str:
+        """How its processes start, for the job summary: 'single', 'torchrun', 'direct'."""
+        ...
+
+
+def get(name: str) -> Kind:
+    kind: Kind = importlib.import_module(KINDS[name]).KIND
+    return kind
+
+
+def for_spec(spec: JobSpec) -> Kind:
+    return get(spec.kind)

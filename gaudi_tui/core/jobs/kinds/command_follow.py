@@ -1,0 +1,111 @@
+"""Follows a command's log as it grows and appends the metrics found in it to `metrics.jsonl`.
+
+It runs in the supervisor (a thread) for commands, and for runs started by hand (`log_file`). Once
+the panel's Trainer callback runs in this attempt (`wrapper.json`), the callback writes the metrics
+with Trainer's own step and the follower writes nothing more. Reads are bounded (`MAX_READ` per
+poll); bytes are decoded incrementally, so a character split between two reads stays whole.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import threading
+from pathlib import Path
+
+from gaudi_tui.core.jobs.kinds.command import wrapper_active
+from gaudi_tui.core.jobs.readers import Event, OutputMetrics
+from gaudi_tui.core.jobs.runfolder import RunFolder
+from gaudi_tui.core.jobs.spec import JobSpec
+
+POLL_S = 0.25
+QUIET_S = 1.0
+"""Output quiet this long: read the progress bar being drawn (metrics wait for it)."""
+MAX_READ = 4 * 1024 * 1024
+
+
+class OutputFollower:
+    def __init__(
+        self,
+        run: RunFolder,
+        spec: JobSpec,
+        log: Path,
+        *,
+        from_start: bool,
+        begin_step: int = 0,
+        resumed_from: str | None = None,
+    ) -> None:
+        self.run = run
+        self.log = log
+        self.metrics = OutputMetrics(
+            spec.metrics_source,
+            spec.metrics_pattern,
+            world_size=spec.processes,
+            device=spec.device,
+            resumed_from=resumed_from,
+            begin_step=begin_step,
+        )
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        try:
+            self.offset = 0 if from_start else log.stat().st_size
+        except OSError:
+            self.offset = 0
+        self.muted = False
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._quiet = 0.0
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="command-output", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(POLL_S):
+            if self.poll():
+                self._quiet = 0.0
+            else:
+                self._quiet += POLL_S
+                if self._quiet >= QUIET_S:
+                    self._write(self.metrics.settle())
+
+    def poll(self) -> bool:
+        """Read what was appended (bounded); True when there was something."""
+        try:
+            with self.log.open("rb") as fh:
+                fh.seek(self.offset)
+                chunk = fh.read(MAX_READ)
+        except OSError:
+            return False
+        if not chunk:
+            return False
+        self.offset += len(chunk)
+        self._write(self.metrics.feed(self.decoder.decode(chunk)))
+        return True
+
+    def _write(self, events: list[Event]) -> None:
+        if not events:
+            return
+        if not self.muted and wrapper_active(self.run):
+            self.muted = True  # Trainer's callback writes the metrics from now on
+        if self.muted:
+            return
+        text = "".join(json.dumps(e, separators=(",", ":")) + "\n" for e in events)
+        with self.run.metrics_path.open("a", encoding="utf-8") as out:
+            out.write(text)
+
+    def close(self, stopped: bool) -> None:
+        """Read the rest, give out what waits, and end the attempt's metrics (when any were found)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5.0)
+        while self.poll():
+            pass
+        tail = self.decoder.decode(b"", final=True)
+        events = self.metrics.feed(tail) + self.metrics.flush()
+        if self.metrics.found or events:
+            events.append(self.metrics.end(stopped))
+        self._write(events)
+
+    @property
+    def found(self) -> int:
+        return self.metrics.found

@@ -1,0 +1,128 @@
+"""The panel's callback inside a user's Trainer script (added by `site/sitecustomize.py`).
+
+`PanelCallback` is the built-in job's graceful stop (`callbacks.StopCallback`: rank 0 reads the
+run folder's STOP file, one all-reduce shares it, every rank stops at the same step and Trainer
+saves one checkpoint, marked complete) plus its metrics: rank 0 writes `begin`, `log`, `eval`,
+`save`, `summary` and `end` events to the run's `metrics.jsonl`, each with Trainer's step. The
+run folder comes from `GAUDI_TUI_RUN`. Rank 0 also writes `wrapper.json` when training begins,
+which tells the output reader of the command that the metrics come from here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from transformers import TrainerCallback
+
+from gaudi_tui.core.jobs.readers.figures import GB_KEYS
+from gaudi_tui.core.jobs.runfolder import RunFolder
+from gaudi_tui.core.jobs.worker.callbacks import FileSink, StopCallback, memory_mib, stop_file_flag
+
+RUN_ENV = "GAUDI_TUI_RUN"
+MARKER = "wrapper.json"
+
+
+def install(trainer_module: Any) -> None:
+    """Add the callback to every Trainer `trainer_module` (transformers.trainer) will build."""
+    if PanelCallback not in trainer_module.DEFAULT_CALLBACKS:
+        trainer_module.DEFAULT_CALLBACKS.append(PanelCallback)
+
+
+class PanelCallback(StopCallback, TrainerCallback):
+    def __init__(self) -> None:
+        self.run = RunFolder(Path(os.environ[RUN_ENV]))
+        super().__init__(stop_file_flag(self.run))
+        self.out: FileSink | None = None
+        self.device = "cpu"
+        self.samples_per_step = 0
+        self._window = (0.0, 0)
+
+    def _write(self, event: dict[str, object]) -> None:
+        if self.out is not None:
+            self.out.write(event)
+
+    def on_train_begin(self, args, state, control, **kwargs):  # noqa: ANN001 - Trainer's signature
+        control = super().on_train_begin(args, state, control, **kwargs)
+        self.device = getattr(args.device, "type", "cpu")
+        self.samples_per_step = args.per_device_train_batch_size * args.gradient_accumulation_steps
+        self.samples_per_step *= args.world_size
+        self._window = (time.monotonic(), state.global_step)
+        if state.is_world_process_zero:
+            marker = {
+                "pid": os.getpid(),
+                "time": time.time(),
+                "output_dir": str(Path(args.output_dir).resolve()),
+            }
+            (self.run.path / MARKER).write_text(json.dumps(marker) + "\n", encoding="utf-8")
+            self.out = FileSink(self.run.metrics_path)
+            resumed = state.global_step or None
+            self._write(
+                {
+                    "event": "begin",
+                    "time": time.time(),
+                    "step": state.global_step,
+                    "max_steps": state.max_steps,
+                    "world_size": args.world_size,
+                    "device": self.device,
+                    "resumed_from": f"step {resumed}" if resumed else None,
+                    "source": "wrapper",
+                }
+            )
+        return control
+
+    def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: ANN001
+        if not state.is_world_process_zero or not logs:
+            return control
+        figures = {GB_KEYS.get(k, k): v * 1024 if k in GB_KEYS else v for k, v in logs.items()}
+        base = {"time": time.time(), "step": state.global_step, "max_steps": state.max_steps}
+        if "train_runtime" in figures:
+            self._write({"event": "summary", **base, **figures})
+        elif any(k.startswith("eval_") for k in figures):
+            self._write({"event": "eval", **base, **figures})
+        elif "loss" in figures:
+            self._write({"event": "log", **base, **self._rates(state.global_step), **figures})
+        return control
+
+    def _rates(self, step: int) -> dict[str, object]:
+        start, start_step = self._window
+        now = time.monotonic()
+        self._window = (now, step)
+        samples_per_s = (step - start_step) * self.samples_per_step / max(now - start, 1e-9)
+        return {"samples_per_s": samples_per_s, "memory_mib": memory_mib(self.device)}
+
+    def on_evaluate(self, args, state, control, **kwargs):  # noqa: ANN001
+        self._window = (time.monotonic(), state.global_step)  # evaluation time is not throughput
+        return control
+
+    def on_save(self, args, state, control, **kwargs):  # noqa: ANN001
+        control = super().on_save(args, state, control, **kwargs)  # the completion marker
+        if state.is_world_process_zero:
+            checkpoint = Path(args.output_dir).resolve() / f"checkpoint-{state.global_step}"
+            self._write(
+                {
+                    "event": "save",
+                    "time": time.time(),
+                    "step": state.global_step,
+                    "checkpoint": str(checkpoint),
+                }
+            )
+        return control
+
+    def on_train_end(self, args, state, control, **kwargs):  # noqa: ANN001
+        if state.is_world_process_zero and self.out is not None:
+            self._write(
+                {
+                    "event": "end",
+                    "time": time.time(),
+                    "step": state.global_step,
+                    "max_steps": state.max_steps,
+                    "stopped": self.stopped,
+                }
+            )
+            self.out.close()
+            self.out = None
+        return control
