@@ -7,8 +7,9 @@ headless — the prompt typed into its input, the answer streamed into its Markd
 ones the pane records with each answer: time to first token from the send, decode rate from token
 arrival times. Bare: `model.generate` in this process with a streamer that timestamps each
 token. All greedy with a fixed answer length; each measured run is followed at once by a bare
-run and the pairs are compared (median of N). Targets: decode ratio ≥ 0.95 on the pane's path and
-≥ 0.90 for the whole screen (Markdown rendering included), TTFT overhead ≤ 50 ms, stop ≤ 200 ms.
+run and the pairs are compared (median of N, with min–max, and the load average). Targets: decode
+ratio ≥ 0.98 on the pane's path and ≥ 0.95 for the whole screen (Markdown rendering included), TTFT
+overhead ≤ 50 ms, stop ≤ 200 ms. Exit 1 only when it could not measure.
 """
 
 from __future__ import annotations
@@ -132,9 +133,12 @@ async def pane(bare: Bare) -> dict[str, list[float]]:
         await wait(lambda: screen.engine_state == "ready" and screen.live is None)
 
         def answered() -> bool:
-            """The answer is stored (a fast engine can finish between two checks of `live`)."""
+            """The answer is stored (a fast engine can finish between two checks of `live`). The
+            store is read only once the answer has ended: the bench must not eat the pane's CPU."""
+            if screen.live is not None:
+                return False
             messages = store.messages(screen.current().id)
-            return screen.live is None and len(messages) == 2 and messages[-1].status == "complete"
+            return len(messages) == 2 and messages[-1].status == "complete"
 
         for _ in range(RUNS):
             await (await ask())
@@ -265,8 +269,9 @@ def main() -> int:
         f"demo model on {bare.device} ({bare.dtype}), greedy, {NEW_TOKENS} new tokens; "
         f"{RUNS} pairs (measured run, then bare), medians"
     )
-    report("engine + pipe + worker (the pane's path)", path, "stop request to stopped answer", 0.95)
-    report("whole Chat screen, headless (rendering included)", pane_results, "Esc to stopped answer", 0.90)
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    report("engine + pipe + worker (the pane's path)", path, "stop request to stopped answer", 0.98)
+    report("whole Chat screen, headless (rendering included)", pane_results, "Esc to stopped answer", 0.95)
     if not path["stop"] or not pane_results["stop"]:
         print("could not measure a stop: every answer finished before its stop arrived", file=sys.stderr)
         return 1

@@ -49,7 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run_tui(replay_name: str | None = None, prometheus: str | None = None) -> int:
-    from gaudi_tui.core import logsetup, settings
+    """The panel. Before its first frame only the theme and keymap are read (`core/appearance.py`);
+    the rest of config.toml and the log file are the app's, right after it."""
+    from gaudi_tui.core import appearance
 
     replay = None
     if replay_name is not None:
@@ -61,10 +63,10 @@ def run_tui(replay_name: str | None = None, prometheus: str | None = None) -> in
         except ReplayError as error:
             print(f"gaudi-tui --replay: {error}", file=sys.stderr)
             return 2
-    logsetup.configure()
     from gaudi_tui.ui.app import GaudiApp
 
-    return int(GaudiApp(settings=settings.load(), replay=replay, prometheus=prometheus).run() or 0)
+    app = GaudiApp(appearance=appearance.read(), replay=replay, prometheus=prometheus)
+    return int(app.run() or 0)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from gaudi_tui.core import paths
+from gaudi_tui.core.appearance import DEFAULT_THEME, FILE_NAME, config_path, key_list
 from gaudi_tui.core.chat.options import DTYPES, QUANTIZATIONS, Dtype, LoadOptions, Quantization
 
 if sys.version_info >= (3, 11):
@@ -29,8 +29,6 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 Origin = Literal["default", "file", "environment"]
-FILE_NAME = "config.toml"
-DEFAULT_THEME = "textual-dark"
 REFRESH_RANGE = (1.0, 60.0)
 """Seconds between device refreshes; whole seconds only matter to hl-smi (`-l` takes an integer)."""
 
@@ -180,10 +178,6 @@ SPECS: tuple[Spec, ...] = (
 TABLES = ("chat", "cluster", "keys")
 
 
-def config_path() -> Path:
-    return paths.config_dir() / FILE_NAME
-
-
 # -- reading -------------------------------------------------------------------------------------
 def _line_of(text: str, table: str | None, key: str) -> int | None:
     """The line where `key` is set inside `[table]` (top level when None); None if not found."""
@@ -262,8 +256,8 @@ def _keys(data: dict[str, Any], text: str, problems: list[Problem]) -> dict[str,
     if not isinstance(table, dict):
         return keys
     for binding_id, value in table.items():
-        if isinstance(value, str) and value.strip():
-            keys[binding_id] = ",".join(k.strip() for k in value.split(",") if k.strip())
+        if (found := key_list(value)) is not None:
+            keys[binding_id] = found
         else:
             line = _line_of(text, "keys", binding_id)
             problems.append(Problem(f'[keys] {binding_id!r} must be a key string like "ctrl+r"', line))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import logging
 import socket
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -17,17 +18,24 @@ from textual.screen import Screen
 from textual.theme import Theme
 from textual.worker import get_current_worker
 
-from gaudi_tui.core import settings as settings_mod
+from gaudi_tui.core.appearance import Appearance
 from gaudi_tui.core.devices.feed import MonitorConfig
-from gaudi_tui.core.settings import Loaded, Settings
 from gaudi_tui.ui.panel_app import PanelApp
 from gaudi_tui.ui.screens.devices import DevicesScreen
 
-if TYPE_CHECKING:  # the probe's and the replay's modules load on use, after the first frame
+if TYPE_CHECKING:  # these load on use, after the first frame: the probe, the replay, the settings
     from gaudi_tui.core.accelerator import Accelerator
     from gaudi_tui.core.devices.sources.replay import Replay
+    from gaudi_tui.core.settings import Loaded, Settings
 
 log = logging.getLogger(__name__)
+
+START_SWITCH_INTERVAL_S = 0.0005
+START_SWITCH_FOR_S = 1.0
+"""For the first second the GIL changes hands every 0.5 ms instead of every 5 ms: the first frames go
+to the terminal through Textual's output thread while this thread builds the rest (the settings, the
+Devices map), and each of that thread's writes would otherwise wait up to 5 ms for the GIL
+(bench/startup.py: ~15 ms later on the terminal)."""
 
 SCREENS_BY_KEY = (
     ("1", "devices", "Devices"),
@@ -82,53 +90,96 @@ class GaudiApp(PanelApp):
         settings: Loaded | None = None,
         replay: Replay | None = None,
         prometheus: str | None = None,
+        appearance: Appearance | None = None,
     ) -> None:
         """`settings`: what `core.settings.load()` read; None = the built-in defaults, and a theme
-        picked in the palette is not saved (tests). `autorun_checks`: the Checklist runs its checks
-        when first opened; by default the `checklist_on_open` setting when settings are given, else
-        off (so what tests see does not depend on the host). `replay`: feed the Devices screen from
-        recorded hl-smi outputs. `prometheus`: the URL the Fleet screen reads (`--prometheus`; None:
-        the `cluster.prometheus_url` setting)."""
+        picked in the palette is not saved (tests). `appearance`: the theme and keymap read before
+        the first frame (the CLI); then the whole of config.toml is read, and logging configured,
+        right after the first frame (`settings` must be None). `autorun_checks`: the Checklist runs
+        its checks when first opened; by default the `checklist_on_open` setting when the user's
+        settings are read, else off (so what tests see does not depend on the host). `replay`: feed
+        the Devices screen from recorded hl-smi outputs. `prometheus`: the URL the Fleet screen reads
+        (`--prometheus`; None: the `cluster.prometheus_url` setting)."""
         super().__init__()
         self.hostname = hostname or socket.gethostname()
         self.prometheus = prometheus
         self._given_accelerator = accelerator
-        self.loaded = settings
-        self.settings: Settings = settings.settings if settings else Settings()
-        if autorun_checks is None:
-            autorun_checks = settings is not None and self.settings.checklist_on_open
-        self.autorun_checks = autorun_checks
+        self._autorun_checks = autorun_checks
         self.replay = replay
+        self.loaded = settings
+        self._settings: Settings | None = settings.settings if settings else None
+        self._read_later = appearance is not None and settings is None
         self._problems = [str(p) for p in settings.problems] if settings else []
+        self._first_frame_shown = False
+        self._waiting_for_first_frame: list[Callable[[], object]] = []
         # The Devices mode is built from the settings (refresh, replay). Textual keeps the modes in
         # `_modes` (copied from MODES per app); subclasses (tests) that give their own screen keep it.
         if self._modes.get("devices") is DevicesScreen:
             self._modes["devices"] = self._devices_screen
-        self.set_keymap(dict(self.settings.keys))
-        self._use_theme(self.settings.theme)
+        if appearance is None:
+            appearance = Appearance(self.settings.theme, self.settings.keys)
+        self._keys = dict(appearance.keys)
+        self._early_theme = appearance.theme
+        self.set_keymap(self._keys)
+        self._use_theme(appearance.theme)
 
     @property
-    def replay_label(self) -> str | None:
-        """The header's replay mark: the replay's name and that it is recorded."""
-        return self.replay.label() if self.replay else None
+    def settings(self) -> Settings:
+        """The user's settings. Read from config.toml at the first use after the first frame when
+        the CLI started the panel; the built-in defaults in tests that give none."""
+        if self._settings is None:
+            if self._read_later:
+                self._read_settings()
+            else:
+                from gaudi_tui.core.settings import Settings
+
+                self._settings = Settings()
+        assert self._settings is not None
+        return self._settings
+
+    @property
+    def autorun_checks(self) -> bool:
+        if self._autorun_checks is None:
+            return (self.loaded is not None or self._read_later) and self.settings.checklist_on_open
+        return self._autorun_checks
+
+    def _read_settings(self) -> None:
+        """After the first frame: logging to its file, the rest of config.toml, and what is wrong
+        in it shown (a theme or keymap that differs from the early read is applied now)."""
+        from gaudi_tui.core import logsetup
+        from gaudi_tui.core import settings as settings_mod
+
+        self._read_later = False
+        logsetup.configure()
+        self.loaded = settings_mod.load()
+        self._settings = self.loaded.settings
+        self._problems += [str(p) for p in self.loaded.problems]
+        if dict(self._settings.keys) != self._keys:
+            self._keys = dict(self._settings.keys)
+            self.set_keymap(self._keys)
+        if self._settings.theme != self._early_theme:
+            self._use_theme(self._settings.theme)
 
     def _devices_screen(self) -> DevicesScreen:
-        config = MonitorConfig(interval=self.settings.refresh_interval)
+        """The Devices mode; its refresh interval is read when its feed starts, after the first frame."""
         if self.replay is None:
-            return DevicesScreen(config)
+            return DevicesScreen(self._monitor_config)
         from gaudi_tui.core.devices.sources.replay import ReplayFeed, snapshots
 
         frames = snapshots(self.replay)  # already read once by the CLI, which reported any error
         return DevicesScreen(
-            config,
+            self._monitor_config,
             lambda on_update, cancel: ReplayFeed(
                 frames,
-                config.interval,
+                self.settings.refresh_interval,
                 on_update,
                 cancel,
                 hold_last=self.replay is not None and self.replay.hold_last,
             ),
         )
+
+    def _monitor_config(self) -> MonitorConfig:
+        return MonitorConfig(interval=self.settings.refresh_interval)
 
     def _use_theme(self, name: str) -> None:
         if name in self.available_themes:
@@ -139,20 +190,43 @@ class GaudiApp(PanelApp):
             )
 
     def on_mount(self) -> None:
+        usual = sys.getswitchinterval()
+        sys.setswitchinterval(min(usual, START_SWITCH_INTERVAL_S))
+        self.set_timer(START_SWITCH_FOR_S, lambda: sys.setswitchinterval(usual))
         if self._given_accelerator is not None:
             self.accelerator = self._given_accelerator
-        else:
-            self.call_after_refresh(self.detect_accelerator)
         self.theme_changed_signal.subscribe(self, self._save_theme)
+
+    def after_first_frame(self, callback: Callable[[], object]) -> None:
+        """Run `callback` once the first frame is on the terminal. (`call_after_refresh` alone is
+        not enough at start-up: Textual runs those callbacks during its start-up batch, before any
+        frame is drawn.)"""
+        if self._first_frame_shown:
+            self.call_after_refresh(callback)
+        else:
+            self._waiting_for_first_frame.append(callback)
+
+    def on_ready(self) -> None:
+        """Textual's Ready: the first frame is out. Now the rest of start-up: the accelerator probe,
+        the settings, and what screens asked for (the Devices feed and map)."""
+        self._first_frame_shown = True
+        waiting, self._waiting_for_first_frame = self._waiting_for_first_frame, []
+        if self._given_accelerator is None:
+            self.call_after_refresh(self.detect_accelerator)
+        for callback in (self._after_first_frame, *waiting):
+            self.call_after_refresh(callback)
+
+    def _after_first_frame(self) -> None:
+        self.settings  # noqa: B018 - read config.toml now if it was left for after the first frame
         for problem in self._problems:
             self.notify(problem, title="Settings: using the default", severity="warning", timeout=30)
-        if self.settings.keys:
-            self.call_after_refresh(self._check_keymap)
+        if self._keys:
+            self._check_keymap()
 
     def _check_keymap(self) -> None:
         from gaudi_tui.ui.bindings import binding_ids, clashes
 
-        for clash in clashes(self.settings.keys):
+        for clash in clashes(self._keys):
             self.notify(
                 f"[keys] in config.toml gives one key to two bindings, {clash}; the remapped one wins.",
                 title="Settings",
@@ -160,7 +234,7 @@ class GaudiApp(PanelApp):
                 timeout=30,
                 markup=False,
             )
-        unknown = sorted(set(self.settings.keys) - binding_ids())
+        unknown = sorted(set(self._keys) - binding_ids())
         if unknown:
             self.notify(
                 f"[keys] in config.toml names no binding: {', '.join(unknown)}. `?` lists the keys in force; "
@@ -175,11 +249,13 @@ class GaudiApp(PanelApp):
         """The palette's theme persists: written into config.toml (comments kept), off the UI thread."""
         if self.loaded is None or theme.name == self.settings.theme:
             return
-        self.settings = replace(self.settings, theme=theme.name)
+        self._settings = replace(self.settings, theme=theme.name)
         self._write_theme(theme.name)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="settings", description="save the theme")
     def _write_theme(self, name: str) -> None:
+        from gaudi_tui.core import settings as settings_mod
+
         assert self.loaded is not None
         why = None if self.loaded.parsed else f"{self.loaded.path} has a TOML error; fix it to save the theme"
         why = why or settings_mod.save_theme(name, self.loaded.path)

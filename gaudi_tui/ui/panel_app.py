@@ -10,6 +10,8 @@ from textual.app import App
 from textual.reactive import reactive
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from gaudi_tui.core.accelerator import Accelerator
     from gaudi_tui.core.devices.sources.replay import Replay
     from gaudi_tui.core.settings import Settings
@@ -22,11 +24,19 @@ class PanelApp(App[int]):
     env_fixes: reactive[dict[str, str]] = reactive(dict)
     """Environment fixes the Checklist applies to jobs launched from the panel (empty = off)."""
     hostname: str
-    settings: Settings
-    autorun_checks: bool
     replay: Replay | None
+
+    if TYPE_CHECKING:  # GaudiApp's: the settings are read after the first frame
+
+        @property
+        def settings(self) -> Settings: ...
+
+        @property
+        def autorun_checks(self) -> bool: ...
+
+        def after_first_frame(self, callback: Callable[[], object]) -> None: ...
 
     @property
     def replay_label(self) -> str | None:
         """The header's replay mark: the replay's name and that it is recorded."""
-        return f"{self.replay.name} (recorded hl-smi, not this host)" if self.replay else None
+        return self.replay.label() if self.replay else None

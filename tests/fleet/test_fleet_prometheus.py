@@ -167,3 +167,21 @@ def test_prometheus_errors_and_an_empty_server_become_problems(fleet_stack: Flee
         f"Prometheus at {url} has no habanalabs_device_config series and no target of a job that has: "
         "is an exporter (Intel's or `gaudi-tui exporter`) scraped?",
     )
+
+
+def test_card_values_read_from_the_answer_bytes_equal_the_json_decode(fleet_stack: FleetStack) -> None:
+    """`card_values` reads `… by (instance, id)` answers straight from their bytes; on the real
+    server it must give what the JSON decode gives, and any other shape goes through JSON."""
+    wait_fleet(fleet_stack, all_up(fleet_stack))
+    client = PrometheusClient(fleet_stack.url, timeout=10)
+    promql = fetch.fleet_queries()["habanalabs_utilization"]
+    fast = client.card_values(promql)
+    assert len(fast) == 8 * len(fleet_stack.exporters)
+    decoded = [(s.labels["instance"], s.labels["id"], s.value) for s in client.query(promql)]
+    assert sorted(fast) == sorted(decoded)
+    # A series without `id` (here: `up` by instance) and an escaped label both take the JSON path.
+    assert client.card_values("max by (instance) (up)") == []
+    escaped = 'label_replace(max by (instance, id) (habanalabs_utilization), "instance", "a\\"$1", "instance", "(.*)")'
+    assert {i for i, _, _ in client.card_values(escaped)} == {
+        'a"' + e.instance for e in fleet_stack.exporters
+    }

@@ -128,6 +128,7 @@ async def test_refresh_interval_and_chat_defaults_reach_their_screens() -> None:
 async def test_replay_at_80x24_is_marked_and_keeps_holder_visible() -> None:
     app = panel(replay=resolve("gaudi2"))
     async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()  # the map is mounted after the first frame
         table = app.screen.query_one(DeviceTable)
         for _ in range(40):  # the busy recording is the third frame, one per second
             await pilot.pause(0.25)
@@ -141,3 +142,27 @@ async def test_replay_at_80x24_is_marked_and_keeps_holder_visible() -> None:
         assert any("busy, holder not" in line for line in lines[1:])  # Holder is 20 cells at 80
         assert max(len(line.rstrip()) for line in lines) <= 80
         assert app.screen.query_one("#devices-banner", Static).has_class("shown") is False
+
+
+async def test_started_as_the_cli_starts_it_only_theme_and_keys_come_before_the_first_frame() -> None:
+    """`gaudi-tui` reads the theme and keymap early (`core/appearance.py`); the rest of config.toml,
+    its problems and the log file come right after the first frame, and the Devices feed uses the
+    refresh interval read then."""
+    from gaudi_tui.core import appearance, paths
+
+    settings.config_path().write_text(
+        'theme = "nord"\nrefresh_interval = 2\nchecklist_on_open = "maybe"\n[keys]\n"app.help" = "f1"\n',
+        encoding="utf-8",
+    )
+    early = appearance.read(environ={})
+    assert early == appearance.Appearance("nord", {"app.help": "f1"})
+    app = GaudiApp(accelerator=CPU, hostname="gaudi-host", appearance=early)
+    assert app.loaded is None and app.theme == "nord"  # nothing else read before the app runs
+    async with app.run_test(size=(100, 30), notifications=True) as pilot:
+        await pilot.pause()
+        assert app.loaded is not None and app.settings.refresh_interval == 2.0
+        assert isinstance(app.screen, DevicesScreen) and app.screen.config.interval == 2.0
+        assert [m for m in messages(app) if "checklist_on_open" in m]
+        assert (paths.log_dir() / "gaudi-tui.log").exists()
+        await pilot.press("f1")
+        assert isinstance(app.screen, HelpScreen)

@@ -38,6 +38,8 @@ def replay_app(theme: str) -> GaudiApp:
 
 
 async def choose_two_busy_cards(pilot) -> None:
+    while not pilot.app.screen.query(DeviceTable):  # the map is mounted after the first frame
+        await pilot.pause(0.05)
     table = pilot.app.screen.query_one(DeviceTable)
     while table.row_count == 0:
         await pilot.pause(0.05)

@@ -35,17 +35,37 @@ def test_cli_and_app_modules_do_not_import_torch() -> None:
     assert "habana_frameworks" not in loaded
 
 
+LATE = (
+    "psutil",
+    "gaudi_tui.core.devices.monitor",
+    "gaudi_tui.core.accelerator",
+    "gaudi_tui.commands",
+    "gaudi_tui.core.settings",
+    "gaudi_tui.core.logsetup",
+    "gaudi_tui.core.chat.options",
+    "logging.handlers",
+    "tomllib",
+)
+
+
 def test_the_panel_imports_no_source_parser_or_psutil_before_its_first_frame() -> None:
-    """Start-up: `gaudi-tui` alone imports the app and the Devices screen only; the device sources,
-    the hl-smi parsers, psutil, the accelerator probe's module and the headless commands load later
-    (in the feed threads, the probe worker, or for a subcommand)."""
-    loaded = _loaded_after(["gaudi_tui.cli", "gaudi_tui.ui.app", "gaudi_tui.ui.screens.devices"])
+    """Start-up: `gaudi-tui` alone imports the app, the Devices screen and the early settings read
+    (theme and keymap) only; the device sources, the hl-smi parsers, psutil, the accelerator probe's
+    module, the headless commands, the full settings reader (and TOML, with no config file) and the
+    log file's handler load later (in the feed threads, the probe worker, after the first frame, or
+    for a subcommand)."""
+    imports = [
+        "gaudi_tui.cli",
+        "gaudi_tui.core.appearance",
+        "gaudi_tui.ui.app",
+        "gaudi_tui.ui.screens.devices",
+    ]
+    loaded = _loaded_after(imports)
     assert "gaudi_tui.ui.screens.devices" in loaded
     early = sorted(
         name
         for name in loaded
-        if name == "psutil"
+        if name in LATE
         or name.startswith(("gaudi_tui.core.devices.sources", "gaudi_tui.core.devices.parsers"))
-        or name in ("gaudi_tui.core.devices.monitor", "gaudi_tui.core.accelerator", "gaudi_tui.commands")
     )
     assert not early, early

@@ -15,7 +15,7 @@ from gaudi_tui.core.fleet import metrics as m
 from gaudi_tui.core.fleet.exposition import parse_exposition
 from gaudi_tui.core.fleet.model import Fleet, build_fleet
 from gaudi_tui.core.fleet.prometheus import PrometheusClient, PrometheusError, Series
-from gaudi_tui.core.fleet.samples import Sample
+from gaudi_tui.core.fleet.samples import CardValue, Sample
 
 UP_QUERY = "up"
 USUAL_QUERY = (
@@ -30,7 +30,8 @@ HISTORY_STEP_S = 10
 
 IDENTITY = "instance, job, id, Serial, UUID, pod_namespace, pod_name"
 """Labels kept for the card's identity (on one metric only: HBM used); the other metrics keep just
-`instance` and `id`, which makes each answer a third of the size (what bounds a refresh's cost)."""
+`instance` and `id`, and their answers are read as bare (instance, id, value) triples
+(`PrometheusClient.card_values`): what bounds a refresh's cost is the size of the answers."""
 
 
 NIC_DOWN_QUERY = (
@@ -40,7 +41,9 @@ NIC_DOWN_QUERY = (
 
 
 def fleet_queries() -> dict[str, str]:
-    """Every query of one refresh: key → PromQL (`max by` only drops labels: one series per card)."""
+    """Every query of one refresh: key → PromQL (`max by` only drops labels: one series per card).
+    A new per-card metric is one more entry in `metrics.FLEET_METRICS` and a field in
+    `model.FIELD_OF`; its query is made here."""
     queries = {"up": UP_QUERY, "usual": USUAL_QUERY, m.NIC_PORT_STATUS.name: NIC_DOWN_QUERY}
     for info in m.FLEET_METRICS:
         keep = IDENTITY if info is m.MEMORY_USED else "instance, id"
@@ -48,25 +51,37 @@ def fleet_queries() -> dict[str, str]:
     return queries
 
 
+LABELLED = ("up", "usual", m.MEMORY_USED.name, m.NIC_PORT_STATUS.name)
+"""The answers read as labelled samples (the down scale-out ports keep `port` and `port_type`); the rest are `… by (instance, id)` card values."""
+
+
 def refresh(client: PrometheusClient, at: float | None = None) -> Fleet:
     """The fleet now (or at unix time `at`). Never raises: an unreachable or failing Prometheus
     becomes a problem line."""
     queries = fleet_queries()
+    answers: dict[str, list[Sample]] = {}
+    values: dict[str, list[CardValue]] = {}
+    failures: list[str] = []
+
+    def ask(key: str, promql: str) -> None:
+        try:
+            if key in LABELLED:
+                answers[key] = client.query(promql, at)
+            else:
+                values[key] = client.card_values(promql, at)
+        except PrometheusError as error:
+            if str(error) not in failures:
+                failures.append(str(error))
+
     with ThreadPoolExecutor(max_workers=len(queries)) as pool:
-        futures = {key: pool.submit(client.query, promql, at) for key, promql in queries.items()}
-        answers: dict[str, list[Sample]] = {}
-        failures: list[str] = []
-        for key, future in futures.items():
-            try:
-                answers[key] = future.result()
-            except PrometheusError as error:
-                if str(error) not in failures:
-                    failures.append(str(error))
+        list(pool.map(ask, queries.keys(), queries.values()))
     if "up" not in answers:
         return Fleet(client.url, problems=tuple(failures))
-    samples = {info.name: answers[info.name] for info in m.FLEET_METRICS if info.name in answers}
+    samples = {name: answers[name] for name in (m.MEMORY_USED.name,) if name in answers}
     samples[m.NIC_PORT_STATUS.name] = answers.get(m.NIC_PORT_STATUS.name, [])
-    fleet = build_fleet(client.url, samples, answers["up"], answers.get("usual", []), problems=failures)
+    fleet = build_fleet(
+        client.url, samples, answers["up"], answers.get("usual", []), problems=failures, card_values=values
+    )
     if not fleet.hosts:
         empty = (
             f"Prometheus at {client.url} has no {m.DEVICE_CONFIG.name} series and no target of a job "

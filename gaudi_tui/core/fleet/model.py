@@ -23,7 +23,7 @@ from typing import Any, Literal, NamedTuple
 from gaudi_tui.core.devices.cardsets import SUPPORTED_SETS
 from gaudi_tui.core.devices.usage import BUSY_MIB
 from gaudi_tui.core.fleet import metrics as m
-from gaudi_tui.core.fleet.samples import Sample, SamplesByMetric
+from gaudi_tui.core.fleet.samples import CardValue, Sample, SamplesByMetric
 
 DEFAULT_SLOWDOWN_C = 90.0
 """Used when the exporter gives no slowdown threshold (ours never does; hl-smi does not print it):
@@ -189,10 +189,14 @@ def _identity(labels: Mapping[str, str]) -> dict[str, Any]:
 
 
 def _cards_by_host(
-    samples: SamplesByMetric, default_host: str, job_of: dict[str, str]
+    samples: SamplesByMetric,
+    default_host: str,
+    job_of: dict[str, str],
+    card_values: Mapping[str, Sequence[CardValue]],
 ) -> dict[str, dict[int, dict[str, Any]]]:
     """host → card id → Card field values (and each host's `job` into `job_of`). The hot path: a
-    refresh of 4,096 cards reads ~30,000 samples, so the card key stays the raw label pair."""
+    refresh of 4,096 cards reads ~30,000 values, so the card key stays the raw label pair, and most
+    metrics come as bare (instance, id, value) triples (`card_values`), not labelled samples."""
     by_key: dict[tuple[str, str | None], dict[str, Any] | None] = {}
     by_host: dict[str, dict[int, dict[str, Any]]] = {}
     for name, attribute in FIELD_OF.items():
@@ -210,6 +214,11 @@ def _cards_by_host(
             if "Serial" in labels and not values["serial"]:
                 values.update(_identity(labels))
             values[attribute] = value >= 1 if as_flag else value
+        for instance, card, value in card_values.get(name, ()):
+            key = (instance, card)
+            values = by_key[key] if key in by_key else by_key.setdefault(key, _new_card(key, {}, by_host))
+            if values is not None:
+                values[attribute] = value >= 1 if as_flag else value
     _add_ports_down(samples.get(m.NIC_PORT_STATUS.name, ()), default_host, by_host)
     return by_host
 
@@ -249,11 +258,14 @@ def build_fleet(
     usual: Sequence[Sample] | None = None,
     default_host: str = "localhost",
     problems: Iterable[str] = (),
+    card_values: Mapping[str, Sequence[CardValue]] | None = None,
 ) -> Fleet:
     """The fleet these samples describe. `up` (Prometheus's `up`) and `usual` (cards per instance
-    over the last hour) are None when reading a saved /metrics text: every host there is up."""
+    over the last hour) are None when reading a saved /metrics text: every host there is up.
+    `card_values`: metric → (instance, id, value), beside or instead of that metric's samples."""
     job_of: dict[str, str] = {}
-    by_host = _cards_by_host(samples, default_host, job_of)
+    card_values = card_values or {}
+    by_host = _cards_by_host(samples, default_host, job_of, card_values)
     usual_count = {s.labels.get("instance", ""): int(s.value) for s in usual or ()}
     job_of.update({s.labels.get("instance", ""): s.labels.get("job", "") for s in usual or ()})
     gaudi_jobs = set(job_of.values())
@@ -272,12 +284,13 @@ def build_fleet(
         flags: list[str] = [] if state == "up" else [state]
         if state == "up" and len(cards) < usual_cards:
             flags.append(f"{usual_cards - len(cards)} missing")
+        flagged = [c.flags for c in cards if c.flags]
         for flag in ("hot", "over cap", "ECC rows", "scale-out down"):
-            count = sum(flag in c.flags for c in cards)
+            count = sum(flag in f for f in flagged)
             if count:
                 flags.append(f"{flag} {count}")
         hosts.append(Host(name, job_of.get(name, ""), state, usual_cards, cards, tuple(flags)))
-    present = {name for name in FIELD_OF if samples.get(name)}
+    present = {name for name in FIELD_OF if samples.get(name) or card_values.get(name)}
     absent = tuple(name for name in ABSENT_MEANS if name not in present) if hosts else ()
     notes = list(problems)
     if absent:

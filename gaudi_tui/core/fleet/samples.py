@@ -19,5 +19,8 @@ class Sample(NamedTuple):
         return self.labels.get(NAME, "")
 
 
+CardValue = tuple[str, str, float]
+"""(instance, card id, value): one card's value of one metric, the shape of a refresh's answers."""
+
 SamplesByMetric = dict[str, list[Sample]]
 """Metric name → its samples (the name is also the `__name__` label)."""

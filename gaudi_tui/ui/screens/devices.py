@@ -138,18 +138,20 @@ class DevicesScreen(PanelScreen):
 
     def __init__(
         self,
-        config: MonitorConfig | None = None,
+        config: MonitorConfig | Callable[[], MonitorConfig] | None = None,
         feed: FeedFactory | None = None,
         host_reader: HostReading | None = None,
         details: DetailsFactory | None = None,
     ) -> None:
-        """`feed`, `host_reader` and `details` replace the device monitor, the psutil reader and the
-        links/process-table reader (tests)."""
+        """`config` may be a function, called when the feed starts (after the first frame: the app
+        reads the refresh setting then). `feed`, `host_reader` and `details` replace the device
+        monitor, the psutil reader and the links/process-table reader (tests)."""
         super().__init__()
         self.make_details: DetailsFactory = details or self._details_poller
         self.details: CardDetails | None = None
         self._details_cancel = threading.Event()
-        self.config = config or MonitorConfig()
+        self._config_later = config if callable(config) else None
+        self.config = config if isinstance(config, MonitorConfig) else MonitorConfig()
         self.make_feed: FeedFactory = feed or self._device_monitor
         self.host_reader = host_reader
         self.host: HostStats | None = None
@@ -193,15 +195,20 @@ class DevicesScreen(PanelScreen):
         _show(self.query_one("#devices-status", Static), self._status_text(_EMPTY))
         # The first frame first (header, host row, footer); then the feeds start (they load their
         # sources, and hl-smi starts while the map is built) and the map is built.
-        self.call_after_refresh(self._after_first_frame)
+        self.app.after_first_frame(self._after_first_frame)
 
     async def _after_first_frame(self) -> None:
         if self._host_cancel.is_set():  # unmounted before its first frame
             return
+        if self._config_later is not None:
+            self.config = self._config_later()
+            self.history = History(seconds=300, interval=self.config.interval)
         self.start_feed()
         threading.Thread(target=self._tick_host, name="host row", daemon=True).start()
         threading.Thread(target=self._run_details, name="card details", daemon=True).start()
         await self.query_one("#devices-body", Vertical).mount_all(self._compose_map())
+        if self._host_cancel.is_set() or not self.query(DeviceTable):  # the app quit meanwhile
+            return
         self._built = True
         if self.focused is None:  # as if it had been composed: the map takes the keys
             self.query_one(DeviceTable).focus()

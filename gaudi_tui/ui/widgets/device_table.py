@@ -238,7 +238,8 @@ class DeviceTable(ScrollView, can_focus=True):
         for key, _label, width in self._columns:
             segments += self._cell(by_key[key], width, narrowed=width < FULL_WIDTH[key])
         strip = Strip(segments, sum(width + 2 for _, _, width in self._columns))
-        return strip.apply_style(style) if style else strip
+        # Always a style under every segment: Textual's NO_COLOR filter fails on a segment without one.
+        return strip.apply_style(style or self.rich_style)
 
     def _cell(self, cell: Text, width: int, narrowed: bool = False) -> list[Segment]:
         """One cell with its margins, rendered once per distinct content: most cells of a refresh
