@@ -106,6 +106,7 @@ async def test_the_details_reader_sees_the_port_go_down_and_every_process(fake_h
 
     app = app_with(feed, details)
     async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: bool(app.screen.query(DeviceTable)))  # mounted after the first frame
         await wait_for(pilot, lambda: links_cell(app, 3).plain == "24/24", timeout=30)
         assert not app.screen.query_one("#devices-links-banner").has_class("shown")
         await wait_for(pilot, lambda: links_cell(app, 3).plain == "23/24", timeout=30)
