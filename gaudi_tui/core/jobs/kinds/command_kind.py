@@ -37,7 +37,9 @@ class CommandKind:
         elif not here:
             out.append(
                 Problem(
-                    "target", f"your own command runs on this host or on Slurm for now, not on {spec.target}"
+                    "target",
+                    f"your own command does not run on the {spec.target} target yet: it runs where the job "
+                    "starts on this host, or where the target starts every rank itself",
                 )
             )
         return out
