@@ -28,6 +28,16 @@ print("rank", os.environ["RANK"], "of", os.environ["WORLD_SIZE"], "sees cards",
 """
 """Put in front of the user's script: what each rank's process itself sees."""
 
+ENDLESS = """import json, os, time
+step = 0
+while True:
+    step += 1
+    if os.environ["RANK"] == "0":
+        print(json.dumps({"step": step, "loss": 1.0 / step}), flush=True)
+    time.sleep(0.1)
+"""
+"""Runs until it is stopped, and handles no signal: Python's SIGINT ends it."""
+
 
 def command_spec(project: Path, **changes: object) -> JobSpec:
     values: dict[str, object] = {
@@ -65,6 +75,7 @@ def project(tmp_path: Path) -> Path:
     folder.mkdir()
     scripts.write(folder, "train.py", SEES + scripts.HF_TRAINER)
     scripts.write(folder, "ranks.py", scripts.TORCHRUN_LOOP)
+    scripts.write(folder, "endless.py", ENDLESS)
     scripts.train_file(folder)
     return folder
 
@@ -112,6 +123,19 @@ def test_two_node_script_without_trainer_is_charted_from_its_output(
     assert '"world": 2' in run.log_path.read_text()  # both nodes' ranks joined the one process group
     assert logs[-1]["loss"] < logs[0]["loss"] and events(run, "end")[-1]["stopped"] is False
     assert not command.wrapper_active(run)
+
+
+def test_stop_without_a_callback_interrupts_the_ranks(slurm: SlurmTestCluster, project: Path) -> None:
+    """No Trainer reads the STOP file: `s` is SIGINT to the ranks on both nodes; the job is cancelled."""
+    run = control.submit(command_spec(project, command=["endless.py"], kill_grace_s=20.0), CPU)
+    wait_for(lambda: len(events(run, "log")) >= 3, 60, "three printed steps\n" + log_tail(run))
+    assert "sends SIGINT" in command.stop_mode(run, run.spec())
+    control.stop(run)
+    assert wait_done(run, 30) == "cancelled", log_tail(run)
+    log = run.log_path.read_text(errors="replace")
+    assert "SIGINT sent to the ranks" in log and log.count("KeyboardInterrupt") == 2  # each node's rank
+    assert run.status().error is None  # type: ignore[union-attr]
+    assert events(run, "end")[-1]["stopped"] is True
 
 
 def test_launchers_srun_cannot_stand_in_for_are_refused(slurm: SlurmTestCluster, project: Path) -> None:

@@ -76,9 +76,12 @@ class Kind(Protocol):
         """The folder every rank starts in when the target starts the ranks itself."""
         ...
 
-    def output_follower(self, run: RunFolder, spec: JobSpec, resume: Path | None) -> OutputWatch | None:
+    def output_follower(
+        self, run: RunFolder, spec: JobSpec, resume: Path | None, attach: bool
+    ) -> OutputWatch | None:
         """In a supervisor that tails the ranks' output into stdout.log (Slurm): what reads metrics
-        from it for this new attempt, or None when the ranks write metrics themselves."""
+        from what is appended from now on, for a new attempt or one re-attached to (`attach`), or
+        None when the ranks write metrics themselves."""
         ...
 
     def stops_by_file(self, run: RunFolder, spec: JobSpec) -> bool:

@@ -56,8 +56,11 @@ class CommandKind:
     def rank_cwd(self, run: RunFolder, spec: JobSpec) -> Path:
         return Path(spec.workdir)
 
-    def output_follower(self, run: RunFolder, spec: JobSpec, resume: Path | None) -> OutputFollower:
-        (run.path / command.WRAPPER_MARKER).unlink(missing_ok=True)  # set again by this attempt's Trainer
+    def output_follower(
+        self, run: RunFolder, spec: JobSpec, resume: Path | None, attach: bool
+    ) -> OutputFollower:
+        if not attach:
+            (run.path / command.WRAPPER_MARKER).unlink(missing_ok=True)  # set again by this attempt's Trainer
         return OutputFollower(
             run,
             spec,

@@ -46,7 +46,7 @@ class TrainerKind:
     def rank_cwd(self, run: RunFolder, spec: JobSpec) -> Path:
         return run.path
 
-    def output_follower(self, run: RunFolder, spec: JobSpec, resume: Path | None) -> None:
+    def output_follower(self, run: RunFolder, spec: JobSpec, resume: Path | None, attach: bool) -> None:
         return None  # rank 0 writes metrics.jsonl itself
 
     def stops_by_file(self, run: RunFolder, spec: JobSpec) -> bool:

@@ -56,6 +56,7 @@ class Follow:
         self.kill_deadline: float | None = None
         self.cancelled = False
         self.stop_seen = False
+        self.interrupted = False
 
     # --- the output file -----------------------------------------------------------------------
     def tail(self) -> None:
@@ -180,6 +181,7 @@ class Follow:
                     "no callback reads the STOP file in this job: SIGINT to the ranks, then scancel after the grace"
                 )
                 self.signal("INT")
+                self.interrupted = True
                 self.kill_deadline = time.monotonic() + attempt.spec.kill_grace_s
         if attempt.kill_requested.is_set() and self.kill_deadline is None:
             attempt.save(state="stopping", kill_requested=True)
@@ -230,7 +232,8 @@ def supervise(attempt: Attempt) -> int:
     follow = Follow(attempt, record, slurm)
     if attempt.attach:
         follow.log(f"supervisor re-attached to Slurm job {record.job_id}")
-    reader = kinds.for_spec(attempt.spec).output_follower(run, attempt.spec, attempt.resume)
+        follow.tail()  # the output so far, read by the last supervisor: its metrics are recorded
+    reader = kinds.for_spec(attempt.spec).output_follower(run, attempt.spec, attempt.resume, attempt.attach)
     if reader is not None:
         reader.start()
     state = watch(follow)
@@ -324,7 +327,7 @@ def finish(follow: Follow, state: str) -> None:
         result, error = "cancelled", f"killed (Slurm job {job_id} {state})"
     elif state == "COMPLETED":
         result, error = ("cancelled", None) if stopped else ("succeeded", None)
-    elif follow.stop_seen and state in ("CANCELLED", "FAILED"):
+    elif (follow.stop_seen and state == "CANCELLED") or (follow.interrupted and state == "FAILED"):
         result, error = "cancelled", None  # stopped while pending, or by SIGINT where no callback runs
     elif state == "CANCELLED":
         result, error = "cancelled", f"Slurm job {job_id} was cancelled outside gaudi-tui (scancel)"
