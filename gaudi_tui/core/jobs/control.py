@@ -51,6 +51,9 @@ def check(
     if target.runs_here:  # the job starts with this host's environment and cards
         job_env = {**(os.environ if env is None else env), **prepared.env}
         return prepared, kind.validate(prepared, own, job_env, accel.device_name, here=True)
+    if target.starts_ranks:  # the ranks start with the environment the job is submitted with
+        job_env = {**(os.environ if env is None else env), **prepared.env}
+        return prepared, kind.validate(prepared, own, job_env, None, here=False, starts_ranks=True)
     return prepared, kind.validate(prepared, own, prepared.env, None, here=False)
 
 

@@ -27,6 +27,14 @@ KINDS: dict[str, str] = {
 }
 
 
+class OutputWatch(Protocol):
+    def start(self) -> None: ...
+
+    def close(self, stopped: bool) -> None:
+        """Read the rest and end the attempt's metrics."""
+        ...
+
+
 class Kind(Protocol):
     name: str
     metrics_from_output: bool
@@ -37,11 +45,18 @@ class Kind(Protocol):
         ...
 
     def validate(
-        self, spec: JobSpec, own: list[Problem], env: Mapping[str, str], device_name: str | None, here: bool
+        self,
+        spec: JobSpec,
+        own: list[Problem],
+        env: Mapping[str, str],
+        device_name: str | None,
+        here: bool,
+        starts_ranks: bool = False,
     ) -> list[Problem]:
         """Every problem: the target's `own`, then the kind's (the built-in job: `validate.shared`).
         `env` is the job's environment, `device_name` the card generation when known, `here` whether
-        the job runs on this host (so files can be checked)."""
+        the job runs on this host (so files can be checked), `starts_ranks` whether the target starts
+        every rank itself (`rank_argv`, no launcher of the kind's own)."""
         ...
 
     def supervise_here(self, attempt: Attempt) -> int:
@@ -55,6 +70,23 @@ class Kind(Protocol):
 
     def rank_env(self, run: RunFolder, spec: JobSpec, base: Mapping[str, str]) -> dict[str, str]:
         """Each rank's environment: `base` plus the kind's (cards, run folder, the wrapper)."""
+        ...
+
+    def rank_cwd(self, run: RunFolder, spec: JobSpec) -> Path:
+        """The folder every rank starts in when the target starts the ranks itself."""
+        ...
+
+    def output_follower(
+        self, run: RunFolder, spec: JobSpec, resume: Path | None, attach: bool
+    ) -> OutputWatch | None:
+        """In a supervisor that tails the ranks' output into stdout.log (Slurm): what reads metrics
+        from what is appended from now on, for a new attempt or one re-attached to (`attach`), or
+        None when the ranks write metrics themselves."""
+        ...
+
+    def stops_by_file(self, run: RunFolder, spec: JobSpec) -> bool:
+        """The STOP file stops this attempt gracefully (a callback reads it); else a target that
+        starts the ranks itself stops them by signals (SIGINT, then ends the job after the grace)."""
         ...
 
     def newest_checkpoint(self, run: RunFolder, spec: JobSpec, target_says: Path | None) -> Path | None:

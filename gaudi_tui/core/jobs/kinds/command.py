@@ -69,10 +69,11 @@ def prepare(spec: JobSpec, cwd: Path | None = None) -> JobSpec:
     return replace(spec, **changes)  # type: ignore[arg-type]  # each value has its field's type
 
 
-def check(spec: JobSpec, env: Mapping[str, str]) -> list[Problem]:
-    """Everything that would make the command fail to start, before anything starts."""
+def check(spec: JobSpec, env: Mapping[str, str], ranks_started_by_target: bool = False) -> list[Problem]:
+    """Everything that would make the command fail to start, before anything starts. Where the target
+    starts every rank (`ranks_started_by_target`), the number of processes is the target's."""
     out: list[Problem] = []
-    if not 1 <= spec.processes <= 64:
+    if not ranks_started_by_target and not 1 <= spec.processes <= 64:
         out.append(Problem("processes", f"{spec.processes} is not between 1 and 64"))
     if not 0 < spec.kill_grace_s <= 600:
         out.append(Problem("kill_grace_s", f"{spec.kill_grace_s:g} is not between 0 and 600 s"))
@@ -96,21 +97,59 @@ def check(spec: JobSpec, env: Mapping[str, str]) -> list[Problem]:
         scripts = [a for a in spec.command[1:] if a.endswith(SCRIPT_SUFFIXES) and not a.startswith("-")]
         out.extend(_script_problems(scripts[:1], workdir))
     else:
-        if spec.command_launcher == "deepspeed" and not _importable("deepspeed"):
-            out.append(
-                Problem(
-                    "command_launcher", "deepspeed is not installed in this Python: pip install deepspeed"
-                )
-            )
-        if spec.command_launcher == "accelerate" and spec.device == "cpu" and spec.processes > 1:
-            out.append(
-                Problem(
-                    "command_launcher",
-                    "accelerate launch starts only one process on CPU (multi-CPU needs MPI): use torchrun",
-                )
-            )
+        if not ranks_started_by_target:  # else `rank_problems` says which launchers the target stands in for
+            out.extend(_launcher_problems(spec))
         if spec.command[0] not in ("-m", "--module"):
             out.extend(_script_problems(spec.command[:1], workdir))
+    return out
+
+
+def _launcher_problems(spec: JobSpec) -> list[Problem]:
+    """A launcher started on this host that cannot run here."""
+    if spec.command_launcher == "deepspeed" and not _importable("deepspeed"):
+        return [
+            Problem("command_launcher", "deepspeed is not installed in this Python: pip install deepspeed")
+        ]
+    if spec.command_launcher == "accelerate" and spec.device == "cpu" and spec.processes > 1:
+        return [
+            Problem(
+                "command_launcher",
+                "accelerate launch starts only one process on CPU (multi-CPU needs MPI): use torchrun",
+            )
+        ]
+    return []
+
+
+RANK_LAUNCHERS = ("direct", "torchrun")
+"""The launchers a target that starts every rank itself can stand in for: `direct` runs the command on
+every rank; `torchrun` starts `python script …` per rank with the variables torchrun would set."""
+_LAUNCHER_PROGRAMS = frozenset({"torchrun", "accelerate", "deepspeed", "mpirun", "srun"})
+
+
+def rank_problems(spec: JobSpec) -> list[Problem]:
+    """Why this command cannot run as one task per card started by the target (srun): a launcher
+    whose own flags or config would be lost, a launcher typed into the command, a run started by hand."""
+    if is_attach(spec):
+        return [Problem("log_file", "a run started by hand is followed on this host: choose target local")]
+    out: list[Problem] = []
+    if spec.command_launcher not in RANK_LAUNCHERS:
+        out.append(
+            Problem(
+                "command_launcher",
+                f"under Slurm, srun starts one task per card and is the launcher: {spec.command_launcher} "
+                "would lose its own flags and config (mixed precision, the DeepSpeed config, --local_rank); "
+                "choose torchrun or direct (`python train.py …`): each rank gets RANK, WORLD_SIZE, "
+                "LOCAL_RANK and MASTER_ADDR as torchrun sets them",
+            )
+        )
+    elif spec.command and Path(spec.command[0]).name in _LAUNCHER_PROGRAMS:
+        out.append(
+            Problem(
+                "command",
+                f"{spec.command[0]} in the command would start its own processes on every one of srun's "
+                "tasks: give the script (`python train.py …`) and let srun start one task per card",
+            )
+        )
     return out
 
 

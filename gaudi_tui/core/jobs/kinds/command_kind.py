@@ -7,8 +7,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from gaudi_tui.core.jobs.kinds import command
+from gaudi_tui.core.jobs.kinds.command_follow import OutputFollower
 from gaudi_tui.core.jobs.kinds.command_supervise import CommandSupervision
-from gaudi_tui.core.jobs.runfolder import RunFolder
+from gaudi_tui.core.jobs.runfolder import RunFolder, checkpoint_step
 from gaudi_tui.core.jobs.spec import JobSpec
 from gaudi_tui.core.jobs.targets import Attempt
 from gaudi_tui.core.jobs.validate import Problem
@@ -22,11 +23,25 @@ class CommandKind:
         return command.prepare(spec)
 
     def validate(
-        self, spec: JobSpec, own: list[Problem], env: Mapping[str, str], device_name: str | None, here: bool
+        self,
+        spec: JobSpec,
+        own: list[Problem],
+        env: Mapping[str, str],
+        device_name: str | None,
+        here: bool,
+        starts_ranks: bool = False,
     ) -> list[Problem]:
-        out = [*own, *command.check(spec, {**env, **spec.env})]
-        if not here:
-            out.append(Problem("target", f"your own command runs on this host for now, not on {spec.target}"))
+        out = [*own, *command.check(spec, {**env, **spec.env}, ranks_started_by_target=starts_ranks)]
+        if starts_ranks:
+            out += command.rank_problems(spec)
+        elif not here:
+            out.append(
+                Problem(
+                    "target",
+                    f"your own command does not run on the {spec.target} target yet: it runs where the job "
+                    "starts on this host, or where the target starts every rank itself",
+                )
+            )
         return out
 
     def supervise_here(self, attempt: Attempt) -> int:
@@ -37,6 +52,26 @@ class CommandKind:
 
     def rank_env(self, run: RunFolder, spec: JobSpec, base: Mapping[str, str]) -> dict[str, str]:
         return command.job_env(run, spec, base)
+
+    def rank_cwd(self, run: RunFolder, spec: JobSpec) -> Path:
+        return Path(spec.workdir)
+
+    def output_follower(
+        self, run: RunFolder, spec: JobSpec, resume: Path | None, attach: bool
+    ) -> OutputFollower:
+        if not attach:
+            (run.path / command.WRAPPER_MARKER).unlink(missing_ok=True)  # set again by this attempt's Trainer
+        return OutputFollower(
+            run,
+            spec,
+            run.log_path,
+            from_start=False,
+            begin_step=checkpoint_step(resume) if resume else 0,
+            resumed_from=str(resume) if resume else None,
+        )
+
+    def stops_by_file(self, run: RunFolder, spec: JobSpec) -> bool:
+        return command.wrapper_active(run)
 
     def newest_checkpoint(self, run: RunFolder, spec: JobSpec, target_says: Path | None) -> Path | None:
         return command.newest_checkpoint(run, spec)

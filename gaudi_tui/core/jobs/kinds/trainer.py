@@ -22,7 +22,13 @@ class TrainerKind:
         return spec
 
     def validate(
-        self, spec: JobSpec, own: list[Problem], env: Mapping[str, str], device_name: str | None, here: bool
+        self,
+        spec: JobSpec,
+        own: list[Problem],
+        env: Mapping[str, str],
+        device_name: str | None,
+        here: bool,
+        starts_ranks: bool = False,
     ) -> list[Problem]:
         return shared(spec, own, env, device_name, sources_here=here)
 
@@ -36,6 +42,15 @@ class TrainerKind:
 
     def rank_env(self, run: RunFolder, spec: JobSpec, base: Mapping[str, str]) -> dict[str, str]:
         return launch.job_env(run, spec, base)
+
+    def rank_cwd(self, run: RunFolder, spec: JobSpec) -> Path:
+        return run.path
+
+    def output_follower(self, run: RunFolder, spec: JobSpec, resume: Path | None, attach: bool) -> None:
+        return None  # rank 0 writes metrics.jsonl itself
+
+    def stops_by_file(self, run: RunFolder, spec: JobSpec) -> bool:
+        return True
 
     def newest_checkpoint(self, run: RunFolder, spec: JobSpec, target_says: Path | None) -> Path | None:
         return target_says

@@ -94,6 +94,9 @@ class Target(Protocol):
     name: str
     runs_here: bool
     """Its processes run on this host (the host's accelerator and cards matter to `check`)."""
+    starts_ranks: bool
+    """It starts every rank itself, one task per card (Slurm's srun), with the kind's `rank_argv`,
+    `rank_env` and `rank_cwd`: a kind's own launcher does not run there."""
 
     def check(self, spec: JobSpec, host: Host) -> tuple[JobSpec, list[Problem]]:
         """The spec as it will run there, and the target's own problems with it (the shared

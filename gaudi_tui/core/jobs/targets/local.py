@@ -39,6 +39,7 @@ ENDING_GRACE_S = 10.0
 class LocalTarget:
     name = "local"
     runs_here = True
+    starts_ranks = False
 
     def check(self, spec: JobSpec, host: Host) -> tuple[JobSpec, list[Problem]]:
         prepared = launch.prepare(spec, host.accel, host.selected_cards, host.env_fixes)

@@ -31,6 +31,7 @@ from gaudi_tui.core.jobs.validate import Problem
 class RayTarget:
     name = "ray"
     runs_here = False
+    starts_ranks = False
 
     def check(self, spec: JobSpec, host: Host) -> tuple[JobSpec, list[Problem]]:
         return checks.check(spec, host.env_fixes)

@@ -36,6 +36,7 @@ KILL_END_WAIT_S = 60.0
 class SlurmTarget:
     name = "slurm"
     runs_here = False
+    starts_ranks = True
 
     def check(self, spec: JobSpec, host: Host) -> tuple[JobSpec, list[Problem]]:
         with_fixes = replace(

@@ -46,9 +46,6 @@ def check(spec: JobSpec, slurm: Slurm) -> tuple[JobSpec, list[Problem]]:
 
 def field_problems(spec: JobSpec) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
-    kind = getattr(spec, "kind", "trainer")  # the job kinds land with the command jobs
-    if kind != "trainer":
-        out.append(("kind", f"the Slurm target runs the built-in fine-tune only for now, not {kind!r} jobs"))
     if not 1 <= spec.slurm_nodes <= 4096:
         out.append(("slurm_nodes", f"{spec.slurm_nodes} is not between 1 and 4096"))
     per = spec.slurm_cards_per_node

@@ -83,9 +83,15 @@ def output_pattern(run: RunFolder) -> str:
 
 
 def render(
-    spec: JobSpec, run: RunFolder, attempt: int, rank_argv: Sequence[str], python: str | None = None
+    spec: JobSpec,
+    run: RunFolder,
+    attempt: int,
+    rank_argv: Sequence[str],
+    python: str | None = None,
+    cwd: Path | None = None,
 ) -> str:
-    """The batch script: sorted, quoted #SBATCH lines, then the srun of every rank."""
+    """The batch script: sorted, quoted #SBATCH lines, then the srun of every rank (started in `cwd`,
+    default the run folder)."""
     options: dict[str, str | None] = {
         "job-name": job_name(run, attempt),
         "nodes": str(spec.slurm_nodes),
@@ -117,6 +123,7 @@ def render(
     stop = shlex.quote(str(run.stop_path))
     srun = [
         "srun", "--kill-on-bad-exit=1", f"--ntasks-per-node={spec.slurm_cards_per_node}",
+        f"--chdir={cwd or run.path}",
         python or sys.executable, "-m", RANK_MODULE, "--run", str(run.path), "--gres", spec.slurm_gres, "--",
         *rank_argv,
     ]  # fmt: skip

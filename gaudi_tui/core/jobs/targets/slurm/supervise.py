@@ -25,10 +25,8 @@ from pathlib import Path
 
 import gaudi_tui.core.jobs.targets.slurm.record as record_mod
 import gaudi_tui.core.jobs.targets.slurm.script as script
-from gaudi_tui.core.jobs import launch
+from gaudi_tui.core.jobs import kinds
 from gaudi_tui.core.jobs.outcome import error_from_log, last_end_event
-from gaudi_tui.core.jobs.runfolder import RunFolder
-from gaudi_tui.core.jobs.spec import JobSpec
 from gaudi_tui.core.jobs.targets import Attempt
 from gaudi_tui.core.jobs.targets.slurm.record import SlurmRecord
 from gaudi_tui.core.jobs.worker.logstream import RANK_PREFIX
@@ -41,11 +39,6 @@ FIND_SUBMITTED_S = 30.0
 END_WAIT_S = 120.0
 """After scancel, how long to wait for Slurm to report the job ended (KillWait is usually 30 s)."""
 _PENDING = frozenset({"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "SUSPENDED"})
-
-
-def rank_argv(run: RunFolder, spec: JobSpec, resume: Path | None) -> list[str]:
-    """What every rank runs: the training module, as a local single-process job would."""
-    return launch.command(run, replace(spec, launcher="single"), resume)
 
 
 class Follow:
@@ -63,6 +56,7 @@ class Follow:
         self.kill_deadline: float | None = None
         self.cancelled = False
         self.stop_seen = False
+        self.interrupted = False
 
     # --- the output file -----------------------------------------------------------------------
     def tail(self) -> None:
@@ -182,6 +176,13 @@ class Follow:
             if state in _PENDING:
                 self.log(f"stop asked while Slurm job {self.record.job_id} is pending: cancelled at once")
                 self.cancel()
+            elif not kinds.for_spec(attempt.spec).stops_by_file(run, attempt.spec):
+                self.log(
+                    "no callback reads the STOP file in this job: SIGINT to the ranks, then scancel after the grace"
+                )
+                self.signal("INT")
+                self.interrupted = True
+                self.kill_deadline = time.monotonic() + attempt.spec.kill_grace_s
         if attempt.kill_requested.is_set() and self.kill_deadline is None:
             attempt.save(state="stopping", kill_requested=True)
             self.kill_deadline = time.monotonic() + attempt.spec.kill_grace_s
@@ -231,8 +232,14 @@ def supervise(attempt: Attempt) -> int:
     follow = Follow(attempt, record, slurm)
     if attempt.attach:
         follow.log(f"supervisor re-attached to Slurm job {record.job_id}")
+        follow.tail()  # the output so far, read by the last supervisor: its metrics are recorded
+    reader = kinds.for_spec(attempt.spec).output_follower(run, attempt.spec, attempt.resume, attempt.attach)
+    if reader is not None:
+        reader.start()
     state = watch(follow)
     follow.flush()
+    if reader is not None:
+        reader.close(stopped=follow.stop_seen)
     finish(follow, state)
     return 0
 
@@ -241,9 +248,10 @@ def submit(attempt: Attempt, slurm: Slurm, number: int) -> SlurmRecord | None:
     run, spec = attempt.run, attempt.spec
     path = script.script_path(run, number)
     path.parent.mkdir(mode=0o700, exist_ok=True)
-    argv = rank_argv(run, spec, attempt.resume)
-    path.write_text(script.render(spec, run, number, argv), encoding="utf-8")
-    env = launch.job_env(run, spec, os.environ)
+    kind = kinds.for_spec(spec)
+    argv = kind.rank_argv(run, spec, attempt.resume)
+    path.write_text(script.render(spec, run, number, argv, cwd=kind.rank_cwd(run, spec)), encoding="utf-8")
+    env = kind.rank_env(run, spec, os.environ)
     name = script.job_name(run, number)
     record = SlurmRecord(
         attempt=number, job_name=name, script=str(path), conf=conf_key(env), log_base=_size(run.log_path)
@@ -319,8 +327,8 @@ def finish(follow: Follow, state: str) -> None:
         result, error = "cancelled", f"killed (Slurm job {job_id} {state})"
     elif state == "COMPLETED":
         result, error = ("cancelled", None) if stopped else ("succeeded", None)
-    elif follow.stop_seen and state == "CANCELLED":
-        result, error = "cancelled", None  # stopped while pending
+    elif (follow.stop_seen and state == "CANCELLED") or (follow.interrupted and state == "FAILED"):
+        result, error = "cancelled", None  # stopped while pending, or by SIGINT where no callback runs
     elif state == "CANCELLED":
         result, error = "cancelled", f"Slurm job {job_id} was cancelled outside gaudi-tui (scancel)"
     elif state == "NODE_FAIL":
