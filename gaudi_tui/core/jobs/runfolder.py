@@ -128,6 +128,24 @@ def checkpoint_step(checkpoint: Path) -> int:
     return int(checkpoint.name.rsplit("-", 1)[1])
 
 
+def file_size(path: Path) -> int:
+    """The size of a run folder's file (0 when it is missing or unreadable): where a mirror of a
+    cluster's log starts again."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def truncate(path: Path, size: int) -> None:
+    """Cut a mirrored file back to `size`, to mirror it afresh from there (a missing file is fine)."""
+    try:
+        with path.open("r+b") as fh:
+            fh.truncate(size)
+    except OSError:
+        pass
+
+
 def _slug(text: str) -> str:
     slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
     return slug[:24] or "job"

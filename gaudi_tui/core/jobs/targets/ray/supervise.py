@@ -22,6 +22,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 import gaudi_tui.core.jobs.targets.ray.cluster as cluster
+from gaudi_tui.core.jobs import runfolder
 from gaudi_tui.core.jobs.outcome import error_from_log, last_end_event
 from gaudi_tui.core.jobs.targets import Attempt
 from gaudi_tui.core.jobs.targets.ray.cluster import JobGone, JobInfo, Jobs, NoAnswer
@@ -79,8 +80,8 @@ class Supervision:
             self.mirror = LogMirror(run, record)
         else:
             self.jobs = Jobs(record.address)  # where it was submitted
-            _truncate(run.log_path, record.log_base)  # mirrored afresh from the job's own log
-            _truncate(run.metrics_path, record.metrics_base)
+            runfolder.truncate(run.log_path, record.log_base)  # mirrored afresh from the job's own log
+            runfolder.truncate(run.metrics_path, record.metrics_base)
             self.mirror = LogMirror(run, record)
             self.note(f"re-attached to Ray job {record.submission_id}")
             if attempt.status().kill_requested:  # the kill the last supervisor could not finish
@@ -122,11 +123,11 @@ class Supervision:
             address=spec.ray_address,
             submission_id=sid,
             attempt=number,
-            metrics_base=_size(run.metrics_path),
+            metrics_base=runfolder.file_size(run.metrics_path),
             entrypoint=shlex.join(argv),
         )
         self.note(f"attempt {number}: Ray job {sid} on {spec.ray_address}: {record.entrypoint}")
-        record = replace(record, log_base=_size(run.log_path))
+        record = replace(record, log_base=runfolder.file_size(run.log_path))
         write_record(run, record)  # before submitting: a new supervisor finds the job by its id
         attempt.save(state="queued", command=tuple(argv))
         deadline = time.monotonic() + SUBMIT_RETRY_S
@@ -334,18 +335,3 @@ class LogStream(threading.Thread):
                     break
                 self.mirror.feed_at(offset, msg.data)
                 offset += len(msg.data)
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
-
-
-def _truncate(path: Path, size: int) -> None:
-    try:
-        with path.open("r+b") as fh:
-            fh.truncate(size)
-    except OSError:
-        pass

@@ -21,11 +21,10 @@ import json
 import os
 import time
 from dataclasses import replace
-from pathlib import Path
 
 import gaudi_tui.core.jobs.targets.slurm.record as record_mod
 import gaudi_tui.core.jobs.targets.slurm.script as script
-from gaudi_tui.core.jobs import kinds
+from gaudi_tui.core.jobs import kinds, runfolder
 from gaudi_tui.core.jobs.outcome import error_from_log, last_end_event
 from gaudi_tui.core.jobs.targets import Attempt
 from gaudi_tui.core.jobs.targets.slurm.record import SlurmRecord
@@ -224,7 +223,7 @@ def supervise(attempt: Attempt) -> int:
         record = replace(record, job_id=found)
         record_mod.write(run, record)
     if record is not None and record.attempt == number:
-        _truncate(run.log_path, record.log_base)
+        runfolder.truncate(run.log_path, record.log_base)
     else:
         record = submit(attempt, slurm, number)
         if record is None:
@@ -254,7 +253,11 @@ def submit(attempt: Attempt, slurm: Slurm, number: int) -> SlurmRecord | None:
     env = kind.rank_env(run, spec, os.environ)
     name = script.job_name(run, number)
     record = SlurmRecord(
-        attempt=number, job_name=name, script=str(path), conf=conf_key(env), log_base=_size(run.log_path)
+        attempt=number,
+        job_name=name,
+        script=str(path),
+        conf=conf_key(env),
+        log_base=runfolder.file_size(run.log_path),
     )
     record_mod.write(run, record)
     with run.log_path.open("a", encoding="utf-8") as fh:
@@ -273,7 +276,7 @@ def submit(attempt: Attempt, slurm: Slurm, number: int) -> SlurmRecord | None:
         job_id = found
     with run.log_path.open("a", encoding="utf-8") as fh:
         fh.write(f"[gaudi-tui] Slurm job {job_id} submitted\n")
-    record = replace(record, job_id=job_id, state="PENDING", log_base=_size(run.log_path))
+    record = replace(record, job_id=job_id, state="PENDING", log_base=runfolder.file_size(run.log_path))
     record_mod.write(run, record)
     return record
 
@@ -345,18 +348,3 @@ def finish(follow: Follow, state: str) -> None:
     else:
         result, error = "failed", error_from_log(run.log_path) or f"Slurm job {job_id} ended {state}"
     attempt.save(state=result, ended=time.time(), error=error)
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
-
-
-def _truncate(path: Path, size: int) -> None:
-    try:
-        with path.open("r+b") as fh:
-            fh.truncate(size)
-    except OSError:
-        pass
