@@ -29,8 +29,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))  # bench/common
+from common.job_runs import STEPS, one_run, spec  # noqa: E402
+
 DATA = ROOT / "tests" / "data" / "slurm"
-STEPS = 60
 RUNS = 3
 REFRESH_S = 2.0
 
@@ -84,44 +86,6 @@ def real_squeue(cluster, held: int) -> tuple[list[float], list[float], int]:  # 
         cpus.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
     cluster.cancel_all()
     return walls, cpus, jobs
-
-
-def spec(**changes: object):  # noqa: ANN201 - JobSpec (imported after GAUDI_TUI_HOME is set)
-    from dataclasses import replace
-
-    from gaudi_tui.core.jobs.spec import PRESETS
-
-    base: dict[str, object] = {
-        "device": "cpu",
-        "max_steps": STEPS,
-        "max_seq_len": 64,
-        "batch_size": 8,
-        "logging_steps": 5,
-        "processes": 2,
-        "env": {"PYTHONPATH": str(ROOT)},
-    }
-    return replace(PRESETS["demo fine-tune"], **{**base, **changes})
-
-
-def one_run(job) -> tuple[float, float]:  # noqa: ANN001 - JobSpec
-    """(steps/s, seconds from submit to the first step) of one job."""
-    from gaudi_tui.core.accelerator import Accelerator
-    from gaudi_tui.core.jobs import control
-    from gaudi_tui.core.jobs.status import TERMINAL
-
-    submitted = time.time()
-    run = control.submit(job, Accelerator("cpu", "bench"))
-    deadline = time.monotonic() + 600
-    while (status := run.status()) is None or status.state not in TERMINAL:
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"{run.id} did not end in 600 s")
-        time.sleep(0.5)
-    if status.state != "succeeded":
-        raise RuntimeError(f"{job.target} run {status.state}: {status.error}")
-    events = [json.loads(line) for line in run.metrics_path.read_text().splitlines() if line.strip()]
-    first = next(e for e in events if e.get("event") == "log")
-    summary = next(e for e in events if e.get("event") == "summary")
-    return float(summary["train_steps_per_second"]), float(first["time"]) - submitted
 
 
 def main() -> int:
