@@ -76,32 +76,16 @@ class CommandSupervision(Supervision):
         follower.start()
         code = self.watch(attempt, child)
         follower.close(stopped=self.stop_signal is not None)
+        if code is None:
+            self.finish_stuck(attempt, child.pid)
+            return 1
         self.finish(attempt, code)
         return 0
 
-    def watch(self, attempt: Attempt, child: subprocess.Popen[bytes]) -> int:
-        """The local target's watch, with the stop by signals while no Trainer callback runs."""
-        kill_deadline: float | None = None
-        run = attempt.run
-        while True:
-            code = child.poll()
-            if code is not None:
-                return code
-            self.record_tree(attempt, child.pid)
-            if not run.path.is_dir():
-                attempt.kill_requested.set()
-            if run.stop_requested() and not attempt.status().stop_requested:
-                attempt.save(state="stopping", stop_requested=True)
-            if run.stop_requested() and not command.wrapper_active(run):
-                self._signal_step(attempt, lambda sig: self._signal_tree(child, sig))
-            if attempt.kill_requested.is_set() and kill_deadline is None:
-                attempt.save(state="stopping", kill_requested=True)
-                self._signal_tree(child, signal.SIGTERM)
-                kill_deadline = time.monotonic() + attempt.spec.kill_grace_s
-            if kill_deadline is not None and time.monotonic() >= kill_deadline:
-                self.kill_all(signal.SIGKILL)
-                child.kill()
-            time.sleep(POLL_S)
+    def on_poll(self, attempt: Attempt, child: subprocess.Popen[bytes]) -> None:
+        """The stop by signals while no Trainer callback runs (with one, the ranks read STOP)."""
+        if attempt.run.stop_requested() and not command.wrapper_active(attempt.run):
+            self._signal_step(attempt, lambda sig: self.signal_launcher(child, sig))
 
     def _signal_step(self, attempt: Attempt, send) -> None:  # noqa: ANN001 - Callable[[Signals], None]
         """SIGINT now, SIGTERM and SIGKILL later, each `kill_grace_s` apart."""
@@ -117,7 +101,7 @@ class CommandSupervision(Supervision):
             log.write(f"[gaudi-tui] stop: {self.stop_signal.name} (no Trainer callback runs)\n".encode())
         send(self.stop_signal)
 
-    def _signal_tree(self, child: subprocess.Popen[bytes], sig: signal.Signals) -> None:
+    def signal_launcher(self, child: subprocess.Popen[bytes], sig: signal.Signals) -> None:
         try:
             os.killpg(child.pid, sig)  # the command's session: launcher and ranks together
         except (ProcessLookupError, PermissionError):

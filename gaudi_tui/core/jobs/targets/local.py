@@ -153,9 +153,10 @@ class Supervision:
                 attempt.kill_requested.set()  # the run folder was deleted: nothing may run on without it
             if run.stop_requested() and not attempt.status().stop_requested:
                 attempt.save(state="stopping", stop_requested=True)
+            self.on_poll(attempt, child)
             if attempt.kill_requested.is_set() and kill_deadline is None:
                 attempt.save(state="stopping", kill_requested=True)
-                _signal_group(child.pid, signal.SIGTERM)
+                self.signal_launcher(child, signal.SIGTERM)
                 kill_deadline = time.monotonic() + attempt.spec.kill_grace_s
             if kill_deadline is not None and time.monotonic() >= kill_deadline:
                 self.kill_all(signal.SIGKILL)
@@ -163,6 +164,14 @@ class Supervision:
                 if time.monotonic() >= kill_deadline + STUCK_S:
                     return None
             time.sleep(POLL_S)
+
+    def on_poll(self, attempt: Attempt, child: subprocess.Popen[bytes]) -> None:
+        """Each poll while the launcher runs: a kind's own part of the watch (the command's stop by
+        signals); nothing for the built-in job, whose ranks read STOP themselves."""
+
+    def signal_launcher(self, child: subprocess.Popen[bytes], sig: signal.Signals) -> None:
+        """The kill's SIGTERM: to the launcher's session."""
+        _signal_group(child.pid, sig)
 
     def finish_stuck(self, attempt: Attempt, launcher: int) -> None:
         """The launcher survived SIGKILL: it can never run job code again (a pending SIGKILL ends it
