@@ -105,7 +105,10 @@ class JobSpec:
     ray_address: str = field(
         default="", metadata={"help": "Ray dashboard URL, e.g. http://127.0.0.1:8265 ('' = $RAY_ADDRESS)"}
     )
-    workers: int = field(default=1, metadata={"help": "Ray: training processes (Ray Train workers)"})
+    workers: int = field(
+        default=1,
+        metadata={"help": "Ray: training processes (Ray Train workers; your command: processes on one node)"},
+    )
     hpus_per_worker: int = field(default=1, metadata={"help": "Ray: Gaudi cards per worker"})
     storage_path: str = field(
         default="",
@@ -150,6 +153,12 @@ class JobSpec:
     )
     workdir: str = field(
         default="", metadata={"help": "command: its working folder ('' = where it was started)"}
+    )
+    ray_workdir: str = field(
+        default="",
+        metadata={
+            "help": "command on Ray: its folder on the cluster's nodes ('' = workdir, shipped with the job)"
+        },
     )
     command_launcher: CommandLauncher = field(
         default="direct",
@@ -202,8 +211,8 @@ PRESETS: dict[str, JobSpec] = {
 
 
 COMMAND_FIELDS = (
-    "command", "workdir", "command_launcher", "wrap_trainer", "metrics_source", "metrics_pattern",
-    "resume_flag", "output_dir", "log_file", "pid", "pid_started",
+    "command", "workdir", "ray_workdir", "command_launcher", "wrap_trainer", "metrics_source",
+    "metrics_pattern", "resume_flag", "output_dir", "log_file", "pid", "pid_started",
 )  # fmt: skip
 """Settings of a command job (`kind = "command"`) only."""
 TRAINER_FIELDS = (

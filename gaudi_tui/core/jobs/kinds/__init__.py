@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -25,6 +26,24 @@ KINDS: dict[str, str] = {
     "trainer": "gaudi_tui.core.jobs.kinds.trainer",
     "command": "gaudi_tui.core.jobs.kinds.command_kind",
 }
+
+
+@dataclass(frozen=True)
+class ClusterEntry:
+    """How a target whose job is one entry process on a cluster (Ray's Jobs) starts this kind:
+    `python -m <module> --run-id ID --storage DIR [--resume CKPT]` there."""
+
+    module: str
+    cpus: int = 0
+    hpus: int = 0
+    """What the entry process itself asks of its node, where it starts every rank (your command and
+    its launcher); 0 and 0: it asks for its workers' own (Ray Train) and runs where drivers run."""
+    working_dir: str = ""
+    """A folder on this host shipped with the job ('' ships none)."""
+    excludes: tuple[str, ...] = ()
+    """What of `working_dir` is not shipped (gitwildmatch patterns, as Ray's `excludes`)."""
+    words: str = ""
+    """How it runs there, for the summary ('' for the target's own words)."""
 
 
 class OutputWatch(Protocol):
@@ -84,13 +103,18 @@ class Kind(Protocol):
         None when the ranks write metrics themselves."""
         ...
 
+    def cluster_entry(self, spec: JobSpec) -> ClusterEntry:
+        """What a cluster target submits as the job's entry point (Ray: the Jobs entrypoint)."""
+        ...
+
     def stops_by_file(self, run: RunFolder, spec: JobSpec) -> bool:
         """The STOP file stops this attempt gracefully (a callback reads it); else a target that
         starts the ranks itself stops them by signals (SIGINT, then ends the job after the grace)."""
         ...
 
     def newest_checkpoint(self, run: RunFolder, spec: JobSpec, target_says: Path | None) -> Path | None:
-        """The checkpoint a new attempt continues from; `target_says` is where the target looked."""
+        """The checkpoint a new attempt continues from; `target_says` is where the target looked
+        (a target with `remote_files`: what its mirrored `save` events say)."""
         ...
 
     def resume_refusal(self, run: RunFolder, spec: JobSpec) -> str | None:

@@ -33,12 +33,11 @@ from gaudi_tui.core.jobs.runfolder import COMPLETE_MARKER, SHARDED_INDEX, WEIGHT
 from gaudi_tui.core.jobs.spec import JobSpec
 from gaudi_tui.core.jobs.status import ProcRef
 from gaudi_tui.core.jobs.validate import Problem
+from gaudi_tui.core.jobs.worker.logstream import WRAPPER_MARKER
 
 SITE_DIR = Path(__file__).resolve().parent.parent / "worker" / "site"
 """Holds the wrapper's `sitecustomize.py`."""
 RUN_ENV = "GAUDI_TUI_RUN"
-WRAPPER_MARKER = "wrapper.json"
-"""Written into the run folder by the callback when a Trainer starts training (this attempt)."""
 LAUNCHER_MODULES = {
     "torchrun": "torch.distributed.run",
     "accelerate": "accelerate.commands.launch",
@@ -69,9 +68,12 @@ def prepare(spec: JobSpec, cwd: Path | None = None) -> JobSpec:
     return replace(spec, **changes)  # type: ignore[arg-type]  # each value has its field's type
 
 
-def check(spec: JobSpec, env: Mapping[str, str], ranks_started_by_target: bool = False) -> list[Problem]:
+def check(
+    spec: JobSpec, env: Mapping[str, str], ranks_started_by_target: bool = False, files: bool = True
+) -> list[Problem]:
     """Everything that would make the command fail to start, before anything starts. Where the target
-    starts every rank (`ranks_started_by_target`), the number of processes is the target's."""
+    starts every rank (`ranks_started_by_target`), the number of processes is the target's; without
+    `files`, the folder, program and script are not looked at (they are on a cluster's node)."""
     out: list[Problem] = []
     if not ranks_started_by_target and not 1 <= spec.processes <= 64:
         out.append(Problem("processes", f"{spec.processes} is not between 1 and 64"))
@@ -87,6 +89,8 @@ def check(spec: JobSpec, env: Mapping[str, str], ranks_started_by_target: bool =
         return out + _attach_problems(spec)
     if not spec.command:
         out.append(Problem("command", "type the command to run, e.g. torchrun --nproc-per-node 2 train.py"))
+        return out
+    if not files:
         return out
     workdir = Path(spec.workdir or ".")
     if not workdir.is_dir():
@@ -344,6 +348,17 @@ def is_complete(checkpoint: Path) -> bool:
         return True
     has_weights = any((checkpoint / n).is_file() for n in WEIGHT_FILES + SHARDED_INDEX)
     return has_weights and (checkpoint / "trainer_state.json").is_file()
+
+
+def remote_resume_problem(run: RunFolder, spec: JobSpec) -> str | None:
+    """Why a command that ran on a cluster cannot be resumed: only the Trainer callback tells the
+    panel where its checkpoints are there (its `save` events come through the log)."""
+    if not spec.wrap_trainer or not wrapper_active(run):
+        return (
+            "it ran on the cluster without the panel's Trainer callback, so the panel does not know its "
+            f"checkpoint-N folders there: start it again with {spec.resume_flag} PATH yourself"
+        )
+    return None
 
 
 def resume_problem(run: RunFolder, spec: JobSpec) -> str | None:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from gaudi_tui.core.jobs.kinds import command
+from gaudi_tui.core.jobs import targets
+from gaudi_tui.core.jobs.kinds import ClusterEntry, command, command_cluster
 from gaudi_tui.core.jobs.kinds.command_follow import OutputFollower
 from gaudi_tui.core.jobs.kinds.command_supervise import CommandSupervision
 from gaudi_tui.core.jobs.runfolder import RunFolder, checkpoint_step
@@ -31,17 +32,18 @@ class CommandKind:
         here: bool,
         starts_ranks: bool = False,
     ) -> list[Problem]:
+        if not here and not starts_ranks:  # the entry driver on a cluster node (Ray)
+            if command.is_attach(spec):
+                return [
+                    *own,
+                    Problem(
+                        "log_file", "a run started by hand is followed on this host: choose target local"
+                    ),
+                ]
+            return [*own, *command.check(spec, env, files=False), *command_cluster.problems(spec)]
         out = [*own, *command.check(spec, {**env, **spec.env}, ranks_started_by_target=starts_ranks)]
         if starts_ranks:
             out += command.rank_problems(spec)
-        elif not here:
-            out.append(
-                Problem(
-                    "target",
-                    f"your own command does not run on the {spec.target} target yet: it runs where the job "
-                    "starts on this host, or where the target starts every rank itself",
-                )
-            )
         return out
 
     def supervise_here(self, attempt: Attempt) -> int:
@@ -70,13 +72,20 @@ class CommandKind:
             resumed_from=str(resume) if resume else None,
         )
 
+    def cluster_entry(self, spec: JobSpec) -> ClusterEntry:
+        return command_cluster.entry(spec)
+
     def stops_by_file(self, run: RunFolder, spec: JobSpec) -> bool:
         return command.wrapper_active(run)
 
     def newest_checkpoint(self, run: RunFolder, spec: JobSpec, target_says: Path | None) -> Path | None:
+        if targets.for_spec(spec).remote_files:  # the wrapper's `save` events, mirrored from the cluster
+            return target_says
         return command.newest_checkpoint(run, spec)
 
     def resume_refusal(self, run: RunFolder, spec: JobSpec) -> str | None:
+        if targets.for_spec(spec).remote_files:
+            return command.remote_resume_problem(run, spec)
         return command.resume_problem(run, spec)
 
     def stop_words(self, run: RunFolder, spec: JobSpec) -> str:

@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from gaudi_tui.core.jobs import launch
+from gaudi_tui.core.jobs.kinds import ClusterEntry
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec
 from gaudi_tui.core.jobs.targets import Attempt
@@ -48,6 +49,11 @@ class TrainerKind:
 
     def output_follower(self, run: RunFolder, spec: JobSpec, resume: Path | None, attach: bool) -> None:
         return None  # rank 0 writes metrics.jsonl itself
+
+    def cluster_entry(self, spec: JobSpec) -> ClusterEntry:
+        return ClusterEntry(
+            "gaudi_tui.core.jobs.worker.ray_train"
+        )  # a TorchTrainer: its workers ask for cards
 
     def stops_by_file(self, run: RunFolder, spec: JobSpec) -> bool:
         return True

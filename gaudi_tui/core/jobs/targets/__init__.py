@@ -97,6 +97,9 @@ class Target(Protocol):
     starts_ranks: bool
     """It starts every rank itself, one task per card (Slurm's srun), with the kind's `rank_argv`,
     `rank_env` and `rank_cwd`: a kind's own launcher does not run there."""
+    remote_files: bool
+    """The job's files (checkpoints, a command's output folder) are only on the cluster: the panel
+    knows them from the mirrored log (`newest_checkpoint` from `save` events), never by listing."""
 
     def check(self, spec: JobSpec, host: Host) -> tuple[JobSpec, list[Problem]]:
         """The spec as it will run there, and the target's own problems with it (the shared

@@ -40,6 +40,7 @@ class LocalTarget:
     name = "local"
     runs_here = True
     starts_ranks = False
+    remote_files = False
 
     def check(self, spec: JobSpec, host: Host) -> tuple[JobSpec, list[Problem]]:
         prepared = launch.prepare(spec, host.accel, host.selected_cards, host.env_fixes)

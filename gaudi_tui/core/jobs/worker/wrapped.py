@@ -5,7 +5,9 @@ run folder's STOP file, one all-reduce shares it, every rank stops at the same s
 saves one checkpoint, marked complete) plus its metrics: rank 0 writes `begin`, `log`, `eval`,
 `save`, `summary` and `end` events to the run's `metrics.jsonl`, each with Trainer's step. The
 run folder comes from `GAUDI_TUI_RUN`. Rank 0 also writes `wrapper.json` when training begins,
-which tells the output reader of the command that the metrics come from here.
+which tells the output reader of the command that the metrics come from here. On a cluster
+(`GAUDI_TUI_LOG_METRICS`, set by `worker/ray_command.py`) the events and the marker are printed as
+prefixed lines instead, and reach the panel through the job's log stream.
 """
 
 from __future__ import annotations
@@ -20,10 +22,17 @@ from transformers import TrainerCallback
 
 from gaudi_tui.core.jobs.readers.figures import GB_KEYS
 from gaudi_tui.core.jobs.runfolder import RunFolder
-from gaudi_tui.core.jobs.worker.callbacks import FileSink, StopCallback, memory_mib, stop_file_flag
+from gaudi_tui.core.jobs.worker.callbacks import (
+    FileSink,
+    LogStreamSink,
+    Sink,
+    StopCallback,
+    memory_mib,
+    stop_file_flag,
+)
+from gaudi_tui.core.jobs.worker.logstream import LOG_METRICS_ENV, WRAPPER_MARKER, WRAPPER_PREFIX
 
 RUN_ENV = "GAUDI_TUI_RUN"
-MARKER = "wrapper.json"
 
 
 def install(trainer_module: Any) -> None:
@@ -36,7 +45,7 @@ class PanelCallback(StopCallback, TrainerCallback):
     def __init__(self) -> None:
         self.run = RunFolder(Path(os.environ[RUN_ENV]))
         super().__init__(stop_file_flag(self.run))
-        self.out: FileSink | None = None
+        self.out: Sink | None = None
         self.device = "cpu"
         self.samples_per_step = 0
         self._window = (0.0, 0)
@@ -57,8 +66,12 @@ class PanelCallback(StopCallback, TrainerCallback):
                 "time": time.time(),
                 "output_dir": str(Path(args.output_dir).resolve()),
             }
-            (self.run.path / MARKER).write_text(json.dumps(marker) + "\n", encoding="utf-8")
-            self.out = FileSink(self.run.metrics_path)
+            (self.run.path / WRAPPER_MARKER).write_text(json.dumps(marker) + "\n", encoding="utf-8")
+            if os.environ.get(LOG_METRICS_ENV):
+                print(WRAPPER_PREFIX + json.dumps(marker), flush=True)
+                self.out = LogStreamSink()
+            else:
+                self.out = FileSink(self.run.metrics_path)
             resumed = state.global_step or None
             self._write(
                 {

@@ -12,6 +12,8 @@ filesystem between the panel and the cluster is assumed for watching a job:
 Graceful stop: a tiny second job writes a flag into Ray's internal KV store, which rank 0 of the
 training job polls (Ray's own `stop_job` gives a job 3 s before SIGKILL: too short to save).
 Checkpoints go to `storage_path` on the cluster (a folder every node reaches).
+What the entry point is comes from the job's kind (`Kind.cluster_entry`): the built-in job's
+`worker/ray_train.py` (a TorchTrainer), or your command's `worker/ray_command.py` on one node.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+from gaudi_tui.core.jobs import kinds
 from gaudi_tui.core.jobs.monitor import MetricsReader
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec
@@ -32,6 +35,7 @@ class RayTarget:
     name = "ray"
     runs_here = False
     starts_ranks = False
+    remote_files = True
 
     def check(self, spec: JobSpec, host: Host) -> tuple[JobSpec, list[Problem]]:
         return checks.check(spec, host.env_fixes)
@@ -40,6 +44,8 @@ class RayTarget:
         return f"ray:{spec.device}"
 
     def summary(self, spec: JobSpec) -> str:
+        if words := kinds.for_spec(spec).cluster_entry(spec).words:
+            return f"the Ray cluster {spec.ray_address} ({spec.device}: {words})"
         return f"the Ray cluster {spec.ray_address} ({spec.workers} worker(s) on {spec.device})"
 
     def supervise(self, attempt: Attempt) -> int:

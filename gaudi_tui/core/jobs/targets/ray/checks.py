@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from gaudi_tui.core.accelerator import Accelerator
 from gaudi_tui.core.devices.cardsets import SUPPORTED_SETS
-from gaudi_tui.core.jobs import runfolder
+from gaudi_tui.core.jobs import kinds, runfolder
 from gaudi_tui.core.jobs import spec as spec_mod
 from gaudi_tui.core.jobs.spec import JobSpec
 from gaudi_tui.core.jobs.targets.ray.nodes import ClusterError, Node, list_nodes, normalize_address
@@ -97,6 +97,9 @@ def layout_problems(spec: JobSpec, nodes: list[Node]) -> list[Problem]:
         out.append(Problem("max_failures", f"{spec.max_failures} is negative; 0 means no automatic restart"))
     if spec.device not in ("hpu", "cpu"):
         return [*out, Problem("device", f"Ray jobs run on hpu or cpu, not {spec.device}")]
+    entry = kinds.for_spec(spec).cluster_entry(spec)
+    if entry.cpus or entry.hpus:
+        return out + _one_node(spec, entry.cpus, entry.hpus, alive)
     if spec.device == "cpu":
         free = sum(n.cpu_free for n in alive)
         if free < spec.workers:
@@ -107,6 +110,31 @@ def layout_problems(spec: JobSpec, nodes: list[Node]) -> list[Problem]:
             )
         return out
     return out + _hpu_layout(spec, alive)
+
+
+def _one_node(spec: JobSpec, cpus: int, hpus: int, alive: list[Node]) -> list[Problem]:
+    """An entry process that starts every rank on its own node: all it asks for on one node."""
+    if cpus:
+        if not any(n.cpu_free >= cpus for n in alive):
+            return [
+                Problem(
+                    "workers",
+                    f"{cpus} processes on one node need {cpus} free CPUs there; {_free(alive, 'cpu')}",
+                )
+            ]
+        return []
+    if not any(n.hpu_total > 0 for n in alive):
+        return [Problem("device", "the cluster has no HPUs (Ray counts them only through habana_frameworks)")]
+    if hpus > HOST_CARDS or hpus not in {len(s) for s in SUPPORTED_SETS} | {1}:
+        return [
+            Problem(
+                "workers",
+                f"{hpus} cards: your command runs on one node, on 1, 2, 4 or 8 cards (Intel's supported sets)",
+            )
+        ]
+    if not any(n.hpu_free >= hpus for n in alive):
+        return [Problem("workers", f"{hpus} HPUs on one node needed; {_free(alive, 'hpu')}")]
+    return []
 
 
 def _hpu_layout(spec: JobSpec, alive: list[Node]) -> list[Problem]:

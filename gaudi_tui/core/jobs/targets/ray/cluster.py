@@ -14,14 +14,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gaudi_tui.core.jobs import launch
+from gaudi_tui.core.jobs import kinds, launch
 from gaudi_tui.core.jobs import spec as spec_mod
+from gaudi_tui.core.jobs.kinds import ClusterEntry
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec
 from gaudi_tui.core.jobs.targets.ray.nodes import ClusterError, get_json, normalize_address, request_timeout
 from gaudi_tui.core.jobs.targets.ray.record import read_record
 
 ENTRY_MODULE = "gaudi_tui.core.jobs.worker.ray_train"
+"""The built-in job's entry point; it also raises the stop flag (`--set-stop`) for every kind."""
 KILL_VERIFY_S = 60.0
 """After a stop, how long a kill waits for the job to end and for its actors to be gone."""
 TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
@@ -67,13 +69,34 @@ class Jobs:
             driver_exit_code=raw.driver_exit_code,
         )
 
-    def submit(self, sid: str, entrypoint: str, env: dict[str, str], metadata: dict[str, str]) -> None:
-        """Submit once; a job already there under `sid` (submitted before a supervisor died) is fine."""
+    def submit(
+        self,
+        sid: str,
+        entrypoint: str,
+        env: dict[str, str],
+        metadata: dict[str, str],
+        entry: ClusterEntry | None = None,
+    ) -> None:
+        """Submit once; a job already there under `sid` (submitted before a supervisor died) is fine.
+        `entry`: what the entry process asks of its node, and the folder shipped with it."""
+        runtime_env: dict[str, Any] = {"env_vars": env}
+        resources: dict[str, Any] = {}
+        if entry is not None:
+            if entry.working_dir:
+                runtime_env |= {"working_dir": entry.working_dir, "excludes": list(entry.excludes)}
+            if entry.hpus:
+                resources["entrypoint_resources"] = {"HPU": float(entry.hpus)}
+            if entry.cpus:
+                resources["entrypoint_num_cpus"] = float(entry.cpus)
         try:
             self._call(
                 f"submit {sid}",
                 lambda: self.sdk().submit_job(
-                    entrypoint=entrypoint, submission_id=sid, runtime_env={"env_vars": env}, metadata=metadata
+                    entrypoint=entrypoint,
+                    submission_id=sid,
+                    runtime_env=runtime_env,
+                    metadata=metadata,
+                    **resources,
                 ),
             )
         except ClusterError as exc:
@@ -138,7 +161,9 @@ def _client(address: str) -> Any:
 
 
 def entrypoint(spec: JobSpec, run: RunFolder, resume: Path | None) -> list[str]:
-    argv = [spec.ray_python, "-m", ENTRY_MODULE, "--run-id", run.id, "--storage", spec.storage_path]
+    """The job's entry point on the cluster: the kind's entry module (`Kind.cluster_entry`)."""
+    module = kinds.for_spec(spec).cluster_entry(spec).module
+    argv = [spec.ray_python, "-m", module, "--run-id", run.id, "--storage", spec.storage_path]
     if resume is not None:
         argv += ["--resume", str(resume)]
     return argv

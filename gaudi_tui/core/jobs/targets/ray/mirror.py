@@ -9,15 +9,23 @@ import threading
 from collections import deque
 
 from gaudi_tui.core.jobs.runfolder import RunFolder
+from gaudi_tui.core.jobs.status import write_atomic
 from gaudi_tui.core.jobs.targets.ray.record import ClusterRecord
-from gaudi_tui.core.jobs.worker.logstream import METRIC_PREFIX, RANK_PREFIX
+from gaudi_tui.core.jobs.worker.logstream import (
+    METRIC_PREFIX,
+    RANK_PREFIX,
+    STOPPED_PREFIX,
+    WRAPPER_MARKER,
+    WRAPPER_PREFIX,
+)
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
 class LogMirror:
     """Splits the job's log (Ray's, as the stream or `get_job_logs` deliver it): metrics lines →
-    metrics.jsonl, rank lines → cluster.json, the rest → stdout.log (without colour codes).
+    metrics.jsonl, rank lines → cluster.json, the Trainer callback's marker → wrapper.json, the
+    entry driver's stop by signals → `stopped_by`, the rest → stdout.log (without colour codes).
 
     `consumed` is an offset into Ray's log only: every delivery says where in that log it starts
     (`feed_at`), so a stream restarted after a blip, or the whole log fetched again, adds exactly
@@ -34,6 +42,8 @@ class LogMirror:
         self.seen: deque[str] = deque(maxlen=4096)
         self.seen_set: set[str] = set()
         self.ranks: dict[str, dict[str, str]] = dict(record.ranks)
+        self.stopped_by: str | None = None
+        """The signal that ended a command after a stop (no Trainer callback ran), if one did."""
 
     def feed_at(self, offset: int, text: str) -> None:
         """`text` starts at `offset` of Ray's log: write the part not mirrored yet."""
@@ -76,6 +86,12 @@ class LogMirror:
                     metrics.append(payload)
             elif RANK_PREFIX in line:
                 self._rank(line.split(RANK_PREFIX, 1)[1])
+            elif WRAPPER_PREFIX in line:
+                payload = line.split(WRAPPER_PREFIX, 1)[1].strip()
+                if _is_object(payload):
+                    write_atomic(self.run.path / WRAPPER_MARKER, payload + "\n")
+            elif STOPPED_PREFIX in line:
+                self.stopped_by = _field(line.split(STOPPED_PREFIX, 1)[1], "signal") or "a signal"
             else:
                 plain.append(line)
         if plain:
@@ -94,6 +110,14 @@ class LogMirror:
             }
         except (ValueError, KeyError, TypeError):
             return
+
+
+def _field(payload: str, name: str) -> str | None:
+    try:
+        value = json.loads(payload).get(name)
+    except (ValueError, AttributeError):
+        return None
+    return str(value) if value is not None else None
 
 
 def _is_object(payload: str) -> bool:

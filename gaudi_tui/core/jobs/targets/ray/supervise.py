@@ -22,7 +22,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 import gaudi_tui.core.jobs.targets.ray.cluster as cluster
-from gaudi_tui.core.jobs import runfolder
+from gaudi_tui.core.jobs import kinds, runfolder
 from gaudi_tui.core.jobs.outcome import error_from_log, last_end_event
 from gaudi_tui.core.jobs.targets import Attempt
 from gaudi_tui.core.jobs.targets.ray.cluster import JobGone, JobInfo, Jobs, NoAnswer
@@ -86,6 +86,10 @@ class Supervision:
             self.note(f"re-attached to Ray job {record.submission_id}")
             if attempt.status().kill_requested:  # the kill the last supervisor could not finish
                 attempt.kill_requested.set()
+        # What reads metrics from the mirrored output (your command without the Trainer callback).
+        reader = kinds.for_spec(self.spec).output_follower(run, self.spec, attempt.resume, attempt.attach)
+        if reader is not None:
+            reader.start()
         stream = LogStream(self.jobs, record.submission_id, self.mirror)
         stream.start()
         try:
@@ -98,6 +102,8 @@ class Supervision:
         except ClusterError as exc:  # what was mirrored stays
             self.note(f"cannot read the job's final log: {exc}")
         self.mirror.flush_partial()
+        if reader is not None:
+            reader.close(stopped=self.mirror.stopped_by is not None)
         record = replace(
             record,
             ranks=self.mirror.ranks,
@@ -138,6 +144,7 @@ class Supervision:
                     record.entrypoint,
                     cluster.job_env(spec, run, sid),
                     {"gaudi_tui_run": run.id, "name": spec.name},
+                    kinds.for_spec(spec).cluster_entry(spec),
                 )
                 return record
             except NoAnswer as exc:  # it may have arrived: ask before trying again
@@ -260,6 +267,10 @@ class Supervision:
             left = cluster.verify_ended(record.address, info.job_id)
             error = "killed on the cluster" + (f"; {left}" if left else "")
             attempt.save(state="cancelled", ended=now, exit_code=code, error=error)
+        elif self.mirror is not None and self.mirror.stopped_by is not None:
+            attempt.save(
+                state="cancelled", ended=now, exit_code=code, error=f"stopped by {self.mirror.stopped_by}"
+            )
         elif info.state == "SUCCEEDED" and end is not None and end.get("stopped"):
             attempt.save(state="cancelled", ended=now, exit_code=code, error=None)
         elif info.state == "SUCCEEDED":

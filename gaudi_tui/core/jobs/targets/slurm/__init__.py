@@ -37,6 +37,7 @@ class SlurmTarget:
     name = "slurm"
     runs_here = False
     starts_ranks = True
+    remote_files = False
 
     def check(self, spec: JobSpec, host: Host) -> tuple[JobSpec, list[Problem]]:
         with_fixes = replace(
