@@ -13,12 +13,18 @@ examples:
   gaudi-tui run --metrics json -- python loop.py
   gaudi-tui run --metrics pattern --pattern 'step (?P<step>\\d+) loss (?P<loss>\\S+)' -- ./train.sh
   gaudi-tui run --attach train.log --pid 12345
+  gaudi-tui run --set target=ray --set ray_address=http://127.0.0.1:8265 --set workers=2 \\
+      --launcher torchrun -- train.py --output_dir out
 
 The command runs without a shell, in the current folder (--workdir), with the chosen cards in
 HABANA_VISIBLE_MODULES, the Checklist's fixes and PT_ENABLE_INT64_SUPPORT=1. Every Trainer it
 builds gets the panel's callback (turn off with --no-wrap): metrics with their step, and `s` stops
 every rank at one step with one checkpoint. Otherwise metrics are read from its output, and a stop
 sends SIGINT, then SIGTERM, then SIGKILL. Its spec.toml runs it again: `gaudi-tui train spec.toml`.
+
+On Ray (--set target=ray, as for `gaudi-tui train`) it is the job's entrypoint on one node with
+`workers` processes; the working folder is shipped with the job (at most 100 MiB), or
+--set ray_workdir=/path names one the nodes already have.
 """
 
 
