@@ -78,11 +78,12 @@ def left_on_the_cluster(storage: Path) -> list[str]:
     return found
 
 
-def attempts_ended(run: RunFolder, address: str) -> list[str]:
-    record = ray_record.read_record(run)
-    assert record is not None
-    states = [cluster.job_state_at(address, f"gaudi-tui-{run.id}-a{n}") for n in range(1, record.attempt + 1)]
-    return [s for s in states if s not in cluster.TERMINAL]
+def jobs_left(run: RunFolder, address: str) -> list[str]:
+    """Ray jobs of this run (its attempts and their stop-flag jobs) that have not ended."""
+    listed = cluster.Jobs(address).sdk().list_jobs()
+    mine = [j for j in listed if (j.submission_id or "").startswith(f"gaudi-tui-{run.id}-")]
+    assert mine, "the run's jobs are not listed"
+    return [f"{j.submission_id} {j.status}" for j in mine if str(j.status.value) not in cluster.TERMINAL]
 
 
 @pytest.mark.slow
@@ -121,7 +122,7 @@ def test_trainer_script_on_ray_charts_stops_at_one_checkpoint_and_resumes(
     assert record is not None and f"--resume {out / f'checkpoint-{step}'}" in record.entrypoint
     control.kill(run)
     assert wait_done(run, 60) == "cancelled"
-    assert attempts_ended(run, ray_cluster.address) == []
+    wait(lambda: not jobs_left(run, ray_cluster.address), 15, "the run's Ray jobs to end")
     wait(lambda: not left_on_the_cluster(storage), 15, "the command's processes to end")
 
 
@@ -146,7 +147,7 @@ def test_json_loop_in_a_cluster_folder_charts_and_stops_by_sigint(
     assert not (storage / run.id / "work").exists()  # it ran in the cluster's own folder
     with pytest.raises(control.JobControlError, match="without the panel's Trainer callback"):
         control.resume(run)
-    assert attempts_ended(run, ray_cluster.address) == []
+    wait(lambda: not jobs_left(run, ray_cluster.address), 15, "the run's Ray jobs to end")
     wait(lambda: not left_on_the_cluster(storage) and not _in(project), 15, "the loop to end")
 
 

@@ -49,6 +49,7 @@ KILL_WAIT_S = 2.0
 SIGKILL follows 3 s after its SIGTERM)."""
 DRIVER_ONLY = ("GAUDI_TUI_SPEC", "GAUDI_TUI_STOP_KEY")
 _PR_SET_PDEATHSIG = 1
+_LIBC = ctypes.CDLL(None)  # loaded before any fork: the child only calls into it
 
 
 def say(text: str) -> None:
@@ -79,7 +80,7 @@ def _child_setup() -> None:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 class Driver:
