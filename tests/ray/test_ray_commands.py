@@ -20,18 +20,20 @@ from gaudi_tui.core.jobs.kinds import command, command_cluster
 from gaudi_tui.core.jobs.monitor import Monitor
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec, from_mapping
+from gaudi_tui.core.jobs.status import TERMINAL
 from gaudi_tui.core.jobs.targets.ray import cluster
 from gaudi_tui.core.jobs.targets.ray import record as ray_record
 from tests.commands import scripts
 from tests.conftest import PYTHON
 from tests.jobs.conftest import events, log_tail
 from tests.ray.cluster import ROOT, RayTestCluster
-from tests.ray.test_ray_jobs import submit_when_free, wait, wait_done
+from tests.ray.test_ray_jobs import state_of, submit_when_free, wait, wait_done
 
 PRINTED = re.compile(r"\{'loss': '([^']+)'")
 SLOW_JSON = '''\
 """A plain loop that prints one JSON object per step, slowly."""
 import json
+import time
 
 for step in range(1, 400):
     print(json.dumps({"step": step, "loss": 10.0 / step, "lr": 0.1}), flush=True)
@@ -78,6 +80,10 @@ def left_on_the_cluster(storage: Path) -> list[str]:
     return found
 
 
+def ended(run: RunFolder) -> bool:
+    return state_of(run) in TERMINAL
+
+
 def jobs_left(run: RunFolder, address: str) -> list[str]:
     """Ray jobs of this run (its attempts and their stop-flag jobs) that have not ended."""
     listed = cluster.Jobs(address).sdk().list_jobs()
@@ -95,7 +101,8 @@ def test_trainer_script_on_ray_charts_stops_at_one_checkpoint_and_resumes(
             "--output_dir", "out", "--logging_steps", "2", "--max_steps", "400", "--step_sleep", "0.05"]  # fmt: skip
     run = submit_when_free(command_spec(ray_cluster, storage, project, [PYTHON, *args]))
     assert "shipped with the job" in command_cluster.entry(run.spec()).words
-    wait(lambda: len(events(run, "log")) >= 2, 180, "two logged steps", run)
+    wait(lambda: len(events(run, "log")) >= 2 or ended(run), 180, "two logged steps", run)
+    assert not ended(run), log_tail(run)
     assert command.wrapper_active(run)  # the callback's marker, mirrored from the cluster
     assert "stops gracefully" in command.stop_mode(run, run.spec())
     on_cluster = RunFolder(storage / run.id)
@@ -133,7 +140,8 @@ def test_json_loop_in_a_cluster_folder_charts_and_stops_by_sigint(
     storage = tmp_path / "cluster-storage"
     spec = command_spec(ray_cluster, storage, project, [PYTHON, "slow_json.py"], ray_workdir=str(project))
     run = submit_when_free(spec)
-    wait(lambda: len(events(run, "log")) >= 3, 120, "three values", run)
+    wait(lambda: len(events(run, "log")) >= 3 or ended(run), 120, "three values", run)
+    assert not ended(run), log_tail(run)
     assert "SIGINT" in command.stop_mode(run, run.spec())  # no Trainer: a stop is by signals
     control.stop(run)
     assert wait_done(run, 60) == "cancelled", log_tail(run)
