@@ -95,7 +95,7 @@ async def test_fleet_screen_shows_every_host_with_its_values(fleet_stack: FleetS
         screen = app.screen
         assert isinstance(screen, FleetScreen)
         deadline = time.monotonic() + 30
-        while screen.fleet is None or len(screen.fleet.hosts) < 4:
+        while screen.overview is None or len(screen.overview.hosts) < 4 or not screen.ready:
             assert time.monotonic() < deadline, "the Fleet screen never loaded"
             await pilot.pause(0.2)
         grid = screen.query_one(HostGrid)
@@ -114,7 +114,7 @@ async def test_fleet_screen_shows_every_host_with_its_values(fleet_stack: FleetS
         ]
         assert row[2] == " ".join(shares) + " "
         # Enter opens the host with its cards and a 5-minute history from query_range.
-        grid.cursor_row = [h.name for h in grid.hosts].index(busy)
+        grid.cursor_row = [row.host.name for row in grid.hosts].index(busy)
         await pilot.press("enter")
         from gaudi_tui.ui.screens.fleet_host import HostScreen
 

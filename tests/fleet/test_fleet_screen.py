@@ -25,7 +25,7 @@ def recorded() -> FleetScreen:
 
 async def loaded(pilot: Pilot, screen: FleetScreen) -> None:
     deadline = time.monotonic() + 20
-    while screen.fleet is None:
+    while not screen.ready:
         assert time.monotonic() < deadline, "the Fleet screen never loaded"
         await pilot.pause(0.05)
     await pilot.pause()
