@@ -22,7 +22,7 @@ from gaudi_tui.core.fleet import metrics as m
 from gaudi_tui.core.fleet.exposition import parse_exposition
 from gaudi_tui.core.fleet.model import DEFAULT_SLOWDOWN_C, Fleet, Host, Overview, build_fleet, summarize
 from gaudi_tui.core.fleet.prometheus import PrometheusClient, PrometheusError, Series
-from gaudi_tui.core.fleet.samples import CardValue, Sample
+from gaudi_tui.core.fleet.samples import NAME, CardValue, HostValue, Sample
 
 UP_QUERY = "up"
 USUAL_QUERY = (
@@ -70,10 +70,9 @@ def _card(info: m.MetricInfo) -> str:
 
 _NAMES = "|".join(info.name for info in m.FLEET_METRICS)
 OVERVIEW_QUERIES = {
-    "up": UP_QUERY,
+    "up": "max by (instance, job) (up)",
     "usual": USUAL_QUERY,
-    "cards": f'count by (instance, job) (group by (instance, job, id) ({{__name__=~"{_NAMES}"}}))',
-    "present": f'group by (__name__) ({{__name__=~"{_NAMES}"}})',
+    "cards": f"count by (instance, job) (max by (instance, job, id) ({m.MEMORY_USED.name}))",
     "free": f'max by (instance, id) ({m.MEMORY_USED.name}{{pod_namespace="", pod_name=""}}) <= {BUSY_MIB * m.MIB}',
     "hot": (
         f"{_card(m.TEMP_ONCHIP)} >= ({_card(m.TEMP_SLOWDOWN)} > 0 or {_card(m.TEMP_ONCHIP)} * 0 + "
@@ -81,13 +80,21 @@ OVERVIEW_QUERIES = {
     ),
     "over cap": f"{_card(m.POWER)} > ({_card(m.POWER_LIMIT)} > 0)",
     "ECC rows": f"{_card(m.PENDING_ROWS)} >= 1",
-    "mean_util": f"avg by (instance) ({_card(m.UTILIZATION)})",
     m.NIC_PORT_STATUS.name: NIC_DOWN_QUERY,
 }
 """What the Fleet screen asks for every host each refresh: `up`, the usual and present card counts
-per instance, which metrics anyone reports, and only the cards that are free or flagged (by the rules
-of `model`), the scale-out ports down and the mean utilization per host."""
-OVERVIEW_LABELLED = ("up", "usual", "cards", "present", "mean_util", m.NIC_PORT_STATUS.name)
+per instance (a card counts by its HBM-used series: Intel's exporter and ours send one per card;
+`gaudi-tui fleet` counts a card seen in any metric), and only the cards that are free or flagged (by
+the rules of `model`) and the scale-out ports down. Each selects a metric's series once (what costs
+Prometheus), except the temperature, twice for `hot`."""
+MEAN_UTIL_QUERY = f"avg by (instance, job) (max by (instance, job, id) ({m.UTILIZATION.name}))"
+"""Asked only while the screen sorts by it (busiest first)."""
+OVERVIEW_LABELLED = (m.NIC_PORT_STATUS.name, m.MEMORY_USED.name)
+BY_HOST = ("up", "usual", "cards", "mean_util")
+"""The answers read as (instance, job, value); the other overview answers are card values."""
+PRESENT_MATCH = f'{{__name__=~"{_NAMES}"}}'
+PRESENT_WINDOW_S = 300
+"""The fleet metrics with a series in the last 5 minutes: the label-values API, an index lookup."""
 
 
 LABELLED = ("up", "usual", m.MEMORY_USED.name, m.NIC_PORT_STATUS.name)
@@ -98,25 +105,40 @@ Answers = tuple[dict[str, list[Sample]], dict[str, list[CardValue]], list[str]]
 
 
 def ask(
-    client: PrometheusClient, queries: dict[str, str], labelled: Iterable[str], at: float | None
+    client: PrometheusClient,
+    queries: dict[str, str],
+    labelled: Iterable[str],
+    at: float | None,
+    present: bool = False,
+    by_host: Iterable[str] = (),
 ) -> Answers:
     """Every query at once on threads (each call has the client's timeout): the `labelled` keys as
-    samples, the rest as (instance, id, value) card values, and the distinct failures."""
+    samples, the `by_host` keys as (instance, job, value), the rest as (instance, id, value) card
+    values, and the distinct failures. `present`: also which fleet metrics have series (as `present`
+    samples named so)."""
     answers: dict[str, list[Sample]] = {}
     values: dict[str, list[CardValue]] = {}
     failures: list[str] = []
-    as_samples = set(labelled)
+    as_samples, host_keys = set(labelled), set(by_host)
 
     def one(key: str, promql: str) -> None:
         try:
-            if key in as_samples:
+            if key == "present":
+                end = time.time() if at is None else at
+                names = client.label_values("__name__", promql, end - PRESENT_WINDOW_S, end)
+                answers[key] = [Sample({NAME: name}, 1.0) for name in names]
+            elif key in as_samples:
                 answers[key] = client.query(promql, at)
+            elif key in host_keys:
+                values[key] = client.pair_values(promql, "instance", "job", at)
             else:
                 values[key] = client.card_values(promql, at)
         except PrometheusError as error:
             if str(error) not in failures:
                 failures.append(str(error))
 
+    if present:
+        queries = {**queries, "present": PRESENT_MATCH}
     with ThreadPoolExecutor(max_workers=len(queries)) as pool:
         list(pool.map(one, queries.keys(), queries.values()))
     return answers, values, failures
@@ -149,25 +171,33 @@ class ScreenReader:
     """What the Fleet screen asks each refresh: `OVERVIEW_QUERIES` for every host, and the per-card
     queries only for the hosts on screen (`card_queries(visible)`), all at once. Cards for hosts
     scrolled into view come from `cards`, judged with the last refresh's `up`, usual counts and
-    down ports. Never raises: failures become problem lines."""
+    down ports. Never raises: failures become problem lines. `at`: read the fleet at this unix time
+    (a backfilled TSDB, the bench), else now."""
 
-    def __init__(self, client: PrometheusClient) -> None:
+    def __init__(self, client: PrometheusClient, at: float | None = None) -> None:
         self.client = client
+        self.at = at
         self._answers: dict[str, list[Sample]] = {}
+        self._by_host: dict[str, list[HostValue]] = {}
 
     @staticmethod
-    def queries(visible: Sequence[str]) -> dict[str, str]:
-        """The PromQL of one refresh: key → query (per-card keys are the metric names)."""
-        return {**OVERVIEW_QUERIES, **(card_queries(visible) if visible else {})}
+    def queries(visible: Sequence[str], mean_util: bool = False) -> dict[str, str]:
+        """The PromQL of one refresh: key → query (per-card keys are the metric names); besides, one
+        label-values lookup of the metrics present (`ask(present=True)`)."""
+        util = {"mean_util": MEAN_UTIL_QUERY} if mean_util else {}
+        return {**OVERVIEW_QUERIES, **util, **(card_queries(visible) if visible else {})}
 
-    def refresh(self, visible: Sequence[str], at: float | None = None) -> tuple[Overview, dict[str, Host]]:
-        """Every host's summary and the cards of `visible` (host → Host with its cards)."""
+    def refresh(self, visible: Sequence[str], mean_util: bool = False) -> tuple[Overview, dict[str, Host]]:
+        """Every host's summary (with its mean utilization when `mean_util`) and the cards of
+        `visible` (host → Host with its cards)."""
+        queries = self.queries(visible, mean_util)
         answers, values, failures = ask(
-            self.client, self.queries(visible), (*OVERVIEW_LABELLED, m.MEMORY_USED.name), at
+            self.client, queries, OVERVIEW_LABELLED, self.at, present=True, by_host=BY_HOST
         )
-        if "up" not in answers:
+        if "up" not in values:
             return Overview(self.client.url, problems=tuple(failures)), {}
         self._answers = answers
+        self._by_host = {key: values.get(key, []) for key in ("up", "usual")}
         flagged = {key: values.get(key, []) for key in ("hot", "over cap", "ECC rows")}
         flagged["scale-out down"] = [
             (s.labels.get("instance", ""), s.labels.get("id", ""), s.value)
@@ -176,12 +206,12 @@ class ScreenReader:
         present = {s.labels.get("__name__", "") for s in answers.get("present", [])}
         overview = summarize(
             self.client.url,
-            answers["up"],
-            answers.get("usual", []),
-            answers.get("cards", []),
+            values["up"],
+            values.get("usual", []),
+            values.get("cards", []),
             values.get("free", []),
             flagged,
-            answers.get("mean_util", []),
+            values.get("mean_util", []),
             present,
             failures,
         )
@@ -191,9 +221,9 @@ class ScreenReader:
             )
         return overview, self._hosts(visible, answers, values)
 
-    def cards(self, names: Sequence[str], at: float | None = None) -> tuple[dict[str, Host], list[str]]:
+    def cards(self, names: Sequence[str]) -> tuple[dict[str, Host], list[str]]:
         """The cards of `names` (hosts scrolled into view) and the failures."""
-        answers, values, failures = ask(self.client, card_queries(names), (m.MEMORY_USED.name,), at)
+        answers, values, failures = ask(self.client, card_queries(names), (m.MEMORY_USED.name,), self.at)
         return self._hosts(names, {**self._answers, **answers}, values), failures
 
     def _hosts(
@@ -206,18 +236,16 @@ class ScreenReader:
         def mine(samples: Iterable[Sample]) -> list[Sample]:
             return [s for s in samples if s.labels.get("instance") in wanted]
 
+        def hosts(key: str) -> list[Sample]:
+            found = self._by_host.get(key, [])
+            return [Sample({"instance": i, "job": j}, v) for i, j, v in found if i in wanted]
+
         samples = {
             m.MEMORY_USED.name: mine(answers.get(m.MEMORY_USED.name, [])),
             m.NIC_PORT_STATUS.name: mine(answers.get(m.NIC_PORT_STATUS.name, [])),
         }
         cards = {key: values[key] for key in FIELD_KEYS if key in values}
-        fleet = build_fleet(
-            self.client.url,
-            samples,
-            mine(answers.get("up", [])),
-            mine(answers.get("usual", [])),
-            card_values=cards,
-        )
+        fleet = build_fleet(self.client.url, samples, hosts("up"), hosts("usual"), card_values=cards)
         return {host.name: host for host in fleet.hosts}
 
 

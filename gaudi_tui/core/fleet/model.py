@@ -23,7 +23,7 @@ from typing import Any, Literal, NamedTuple, TypeVar
 from gaudi_tui.core.devices.cardsets import SUPPORTED_SETS
 from gaudi_tui.core.devices.usage import BUSY_MIB
 from gaudi_tui.core.fleet import metrics as m
-from gaudi_tui.core.fleet.samples import CardValue, Sample, SamplesByMetric
+from gaudi_tui.core.fleet.samples import CardValue, HostValue, Sample, SamplesByMetric
 
 DEFAULT_SLOWDOWN_C = 90.0
 """Used when the exporter gives no slowdown threshold (ours never does; hl-smi does not print it):
@@ -88,10 +88,10 @@ def fits(cards: int, free_ids: Iterable[int], scale_out_down: Iterable[int], siz
     return any(len(s) == size and s <= free for s in SUPPORTED_SETS)
 
 
-@dataclass(frozen=True)
-class HostSummary:
+class HostSummary(NamedTuple):
     """One host as the Fleet screen lists it, from per-host aggregates that Prometheus computes (no
-    per-card values): what a screen refresh asks for every host."""
+    per-card values): what a screen refresh asks for every host. A named tuple: one per host each
+    refresh."""
 
     name: str
     job: str = ""
@@ -369,28 +369,29 @@ def _absent(
 
 def summarize(
     source: str,
-    up: Sequence[Sample],
-    usual: Sequence[Sample],
-    cards: Sequence[Sample],
+    up: Sequence[HostValue],
+    usual: Sequence[HostValue],
+    cards: Sequence[HostValue],
     free: Sequence[CardValue],
     flagged: Mapping[str, Sequence[CardValue]],
-    mean_util: Sequence[Sample],
+    mean_util: Sequence[HostValue],
     present: set[str],
     problems: Iterable[str] = (),
 ) -> Overview:
     """Every host's summary from per-host aggregates (`fetch.OVERVIEW_QUERIES`), by the same rules
-    as `build_fleet`: `cards` counts each instance's cards (labels `instance`, `job`), `free` and
-    `flagged` (flag → cards) list only the cards they name, `present` the fleet metrics reported."""
-    count = {s.labels.get("instance", ""): int(s.value) for s in cards}
-    job_of = {s.labels.get("instance", ""): s.labels.get("job", "") for s in cards}
-    usual_count = {s.labels.get("instance", ""): int(s.value) for s in usual}
-    job_of.update({s.labels.get("instance", ""): s.labels.get("job", "") for s in usual})
+    as `build_fleet`: `up`, `usual`, `cards` (each instance's cards) and `mean_util` are (instance,
+    job, value); `free` and `flagged` (flag → cards) list only the cards they name; `present` the
+    fleet metrics reported."""
+    count = {instance: int(value) for instance, _, value in cards}
+    job_of = {instance: job for instance, job, _ in cards}
+    usual_count = {instance: int(value) for instance, _, value in usual}
+    job_of.update({instance: job for instance, job, _ in usual})
     gaudi_jobs = set(job_of.values())
-    up_of = {s.labels.get("instance", ""): s.value for s in up if s.labels.get("job", "") in gaudi_jobs}
-    job_of.update({s.labels.get("instance", ""): s.labels.get("job", "") for s in up if s.value == 0})
+    up_of = {instance: value for instance, job, value in up if job in gaudi_jobs}
+    job_of.update({instance: job for instance, job, value in up if value == 0})
     free_of = _ids_by_host(free)
     flagged_of = {flag: _ids_by_host(flagged.get(flag, ())) for flag in CARD_FLAGS}
-    util_of = {s.labels.get("instance", ""): s.value for s in mean_util}
+    util_of = {instance: value for instance, _, value in mean_util}
     hosts = []
     for name in sorted(set(count) | set(usual_count) | set(up_of)):
         counts = {flag: len(flagged_of[flag].get(name, ())) for flag in CARD_FLAGS}

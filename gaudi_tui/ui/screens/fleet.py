@@ -116,14 +116,19 @@ class FleetScreen(PanelScreen):
     ]
 
     def __init__(
-        self, loader: Loader | None = None, url: str | None = None, interval: float = REFRESH_S
+        self,
+        loader: Loader | None = None,
+        url: str | None = None,
+        interval: float = REFRESH_S,
+        reader: ScreenReader | None = None,
     ) -> None:
-        """`loader` replaces Prometheus (a saved /metrics, tests); `url` overrides the app's setting."""
+        """`loader` replaces Prometheus (a saved /metrics, tests); `url` overrides the app's setting;
+        `reader` replaces the one made from the URL (the bench reads a backfilled TSDB at a fixed time)."""
         super().__init__()
         self._loader = loader
-        self._url = url
-        self._reader: ScreenReader | None = None
-        """The `fetch.ScreenReader` (made in the worker: its module is imported after the first frame)."""
+        self._url = reader.client.url if reader is not None else url
+        self._reader = reader
+        """The `fetch.ScreenReader`, made in the worker (its module is imported after the first frame)."""
         self.interval = interval
         self.overview: Overview | None = None
         self.cards: dict[str, Host] = {}
@@ -178,16 +183,21 @@ class FleetScreen(PanelScreen):
     # -- refresh ------------------------------------------------------------------------------
     def _tick(self) -> None:
         if self.is_current:
-            self.refresh_fleet(self._visible_names())
+            self._refresh()
             if self.seen_at is not None and self.problems:
                 self._banner_now()
 
     def on_screen_resume(self) -> None:
         """Shown (first time or again): refresh, after the frame is drawn so it stays light."""
-        self.call_after_refresh(lambda: self.refresh_fleet(self._visible_names()))
+        self.call_after_refresh(self._refresh)
 
     def action_refresh_now(self) -> None:
-        self.refresh_fleet(self._visible_names())
+        self._refresh()
+
+    def _refresh(self) -> None:
+        """One refresh in the worker, asking for the cards of the rows on screen (and the mean
+        utilization of every host only while sorting by it)."""
+        self.refresh_fleet(self._visible_names(), SORTS[self.sort][0] == "busiest")
 
     def _visible_names(self) -> list[str]:
         return [row.host.name for row in self.query_one(HostGrid).rows_on_screen()]
@@ -199,7 +209,7 @@ class FleetScreen(PanelScreen):
             self._reader = fetch.ScreenReader(PrometheusClient(self._url))
         return self._reader
 
-    def _load(self, visible: list[str]) -> tuple[Overview, dict[str, Host]] | None:
+    def _load(self, visible: list[str], mean_util: bool) -> tuple[Overview, dict[str, Host]] | None:
         if self._loader is not None:
             fleet = self._loader()
             return fleet.overview(), {host.name: host for host in fleet.hosts}
@@ -209,11 +219,11 @@ class FleetScreen(PanelScreen):
             reader = self._screen_reader()
         except PrometheusError as error:  # a URL that is not http(s)
             return Overview(self._url, problems=(str(error),)), {}
-        return reader.refresh(visible) if reader is not None else None
+        return reader.refresh(visible, mean_util) if reader is not None else None
 
     @work(thread=True, exclusive=True, group="fleet", exit_on_error=False, description="fleet refresh")
-    def refresh_fleet(self, visible: list[str]) -> None:
-        loaded = self._load(visible)
+    def refresh_fleet(self, visible: list[str], mean_util: bool = False) -> None:
+        loaded = self._load(visible, mean_util)
         if loaded is not None:
             self.post_message(FleetLoaded(*loaded, time.time()))
 
@@ -371,6 +381,8 @@ class FleetScreen(PanelScreen):
     def action_cycle_sort(self) -> None:
         self.sort = (self.sort + 1) % len(SORTS)
         self._draw()
+        if SORTS[self.sort][0] == "busiest" and self._loader is None:
+            self._refresh()  # the mean utilization is asked only for this order
 
     def action_cycle_job(self) -> None:
         self.job = (self.job + 1) % len(JOB_SIZES)
