@@ -392,9 +392,13 @@ def summarize(
     free_of = _ids_by_host(free)
     flagged_of = {flag: _ids_by_host(flagged.get(flag, ())) for flag in CARD_FLAGS}
     util_of = {instance: value for instance, _, value in mean_util}
+    flag_counts: dict[str, dict[str, int]] = {}
+    for flag, ids_of in flagged_of.items():
+        for name, ids in ids_of.items():
+            flag_counts.setdefault(name, {})[flag] = len(ids)
     hosts = []
     for name in sorted(set(count) | set(usual_count) | set(up_of)):
-        counts = {flag: len(flagged_of[flag].get(name, ())) for flag in CARD_FLAGS}
+        counts = flag_counts.get(name, {})
         state, usual_cards, flags = _host_state(
             True, up_of.get(name), count.get(name, 0), usual_count.get(name, 0), counts
         )

@@ -20,7 +20,8 @@ from gaudi_tui.core.fleet.samples import CardValue, Sample
 
 ENV_VAR = "GAUDI_TUI_PROMETHEUS"
 
-_LABEL = rb'"((?:[^"\\]|\\.)*)"'
+_LABEL = rb'"([^"\\]*)"'
+"""A label value without escapes (an answer holding a backslash is decoded as JSON)."""
 
 
 @functools.cache
