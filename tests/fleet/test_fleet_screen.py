@@ -100,3 +100,30 @@ async def test_unreachable_prometheus_banner(monkeypatch) -> None:  # noqa: ANN0
         assert f"Prometheus unreachable at {url}" in str(screen.query_one("#fleet-banner", Static).render())
         await pilot.press("enter", "r")  # nothing to open; refreshing again is fine
         assert app.screen is screen
+
+
+async def test_a_failed_refresh_keeps_the_last_answer_with_its_age_and_the_reason() -> None:
+    from gaudi_tui.core.fleet.model import Fleet
+
+    good = fetch.from_text(FIXTURE.read_text(), FIXTURE.name, "unused")
+    reason = "Prometheus unreachable at http://127.0.0.1:9 (timed out); check the URL or the SSH tunnel"
+    answers = [good]
+    app = GaudiApp(accelerator=CPU, hostname="gaudi-host")
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = FleetScreen(loader=lambda: answers[-1])
+        await app.push_screen(screen)
+        await loaded(pilot, screen)
+        banner = screen.query_one("#fleet-banner", Static)
+        answers.append(Fleet("http://127.0.0.1:9", problems=(reason,)))
+        await pilot.press("r")
+        deadline = time.monotonic() + 10
+        while reason not in str(banner.render()):
+            assert time.monotonic() < deadline, "the failure never showed"
+            await pilot.pause(0.05)
+        assert "showing the last answer, " in str(banner.render())
+        assert len(hosts_column(screen)) == 4 and hosts_column(screen, 2)[1].strip()
+        answers.append(good)  # Prometheus answers again: the banner goes
+        await pilot.press("r")
+        while reason in str(banner.render()):
+            assert time.monotonic() < deadline + 10, "the banner stayed"
+            await pilot.pause(0.05)

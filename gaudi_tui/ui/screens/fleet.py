@@ -239,9 +239,9 @@ class FleetScreen(PanelScreen):
             self.problems = list(overview.problems)  # Prometheus stopped answering: keep the last answer
             self._banner_now()
             return
-        self.problems = []
+        recovered, self.problems = bool(self.problems), []
         self.seen_at = message.at if overview.hosts else self.seen_at
-        if overview == self.overview and message.cards == self.cards:
+        if not recovered and overview == self.overview and message.cards == self.cards:
             return  # nothing changed: no redraw
         self.overview = overview
         self.cards = message.cards  # rows scrolled away drop theirs: asked again when back in view
