@@ -131,6 +131,10 @@ def test_the_aggregates_judge_every_host_as_the_full_refresh_does(backfilled: tu
     assert hosts["h2:41612"].flags == ("1 missing",) and hosts["h2:41612"].free_ids == (3, 5)
     assert hosts["h3:41612"].state == "down" and hosts["h3:41612"].flags == ("down",)
     assert cards == {}
+    # Thresholds are reported here: `hot` keeps comparing with them; where none is, the default alone.
+    assert reader.queries([])["hot"] == fetch.OVERVIEW_QUERIES["hot"]
+    reader.present = {m.TEMP_ONCHIP.name}
+    assert reader.queries([])["hot"] == fetch.HOT_DEFAULT_QUERY
 
 
 def test_cards_of_the_rows_on_screen_equal_the_full_refresh(backfilled: tuple[str, float]) -> None:

@@ -86,7 +86,10 @@ OVERVIEW_QUERIES = {
 per instance (a card counts by its HBM-used series: Intel's exporter and ours send one per card;
 `gaudi-tui fleet` counts a card seen in any metric), and only the cards that are free or flagged (by
 the rules of `model`) and the scale-out ports down. Each selects a metric's series once (what costs
-Prometheus), except the temperature, twice for `hot`."""
+Prometheus), except the temperature, twice for `hot` (once while no threshold is reported)."""
+HOT_DEFAULT_QUERY = f"{_card(m.TEMP_ONCHIP)} >= {DEFAULT_SLOWDOWN_C:g}"
+"""`hot` while no card reports a slowdown threshold (`gaudi-tui exporter` gives none): the
+temperature selected once."""
 MEAN_UTIL_QUERY = f"avg by (instance, job) (max by (instance, job, id) ({m.UTILIZATION.name}))"
 """Asked only while the screen sorts by it (busiest first)."""
 OVERVIEW_LABELLED = (m.NIC_PORT_STATUS.name, m.MEMORY_USED.name)
@@ -179,13 +182,19 @@ class ScreenReader:
         self.at = at
         self._answers: dict[str, list[Sample]] = {}
         self._by_host: dict[str, list[HostValue]] = {}
+        self.present: set[str] | None = None
+        """The fleet metrics with series, from the last refresh (None: not known)."""
 
-    @staticmethod
-    def queries(visible: Sequence[str], mean_util: bool = False) -> dict[str, str]:
+    def queries(self, visible: Sequence[str], mean_util: bool = False) -> dict[str, str]:
         """The PromQL of one refresh: key → query (per-card keys are the metric names); besides, one
-        label-values lookup of the metrics present (`ask(present=True)`)."""
-        util = {"mean_util": MEAN_UTIL_QUERY} if mean_util else {}
-        return {**OVERVIEW_QUERIES, **util, **(card_queries(visible) if visible else {})}
+        label-values lookup of the metrics present (`ask(present=True)`), which the next refresh
+        uses: no threshold reported, `hot` compares with the default alone."""
+        queries = {**OVERVIEW_QUERIES}
+        if self.present is not None and m.TEMP_SLOWDOWN.name not in self.present:
+            queries["hot"] = HOT_DEFAULT_QUERY
+        if mean_util:
+            queries["mean_util"] = MEAN_UTIL_QUERY
+        return {**queries, **(card_queries(visible) if visible else {})}
 
     def refresh(self, visible: Sequence[str], mean_util: bool = False) -> tuple[Overview, dict[str, Host]]:
         """Every host's summary (with its mean utilization when `mean_util`) and the cards of
@@ -204,6 +213,7 @@ class ScreenReader:
             for s in answers.get(m.NIC_PORT_STATUS.name, [])
         ]
         present = {s.labels.get("__name__", "") for s in answers.get("present", [])}
+        self.present = present if "present" in answers else None
         overview = summarize(
             self.client.url,
             values["up"],
