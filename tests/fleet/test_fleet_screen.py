@@ -127,3 +127,29 @@ async def test_a_failed_refresh_keeps_the_last_answer_with_its_age_and_the_reaso
         while reason in str(banner.render()):
             assert time.monotonic() < deadline + 10, "the banner stayed"
             await pilot.pause(0.05)
+
+
+async def test_a_silent_prometheus_shows_the_screen_at_once_and_times_out(monkeypatch) -> None:  # noqa: ANN001
+    """A server that takes the connection and never answers: the screen is drawn before any answer
+    ("asking Prometheus…"), and the 5 s timeout of each request ends in the banner."""
+    from tests.fleet.stack import silent_target
+
+    silent = silent_target()
+    url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+    monkeypatch.setenv("GAUDI_TUI_PROMETHEUS", url)
+    try:
+        app = GaudiApp(accelerator=CPU, hostname="gaudi-host")
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("5")
+            screen = app.screen
+            assert isinstance(screen, FleetScreen)
+            status = screen.query_one("#fleet-status", Static)
+            assert f"asking Prometheus at {url}…" in str(status.render())
+            assert screen.query_one(HostGrid).row_count == 0
+            started = time.monotonic()
+            await loaded(pilot, screen)
+            banner = str(screen.query_one("#fleet-banner", Static).render())
+            assert f"Prometheus unreachable at {url}" in banner and "timed out" in banner
+            assert time.monotonic() - started < 15
+    finally:
+        silent.close()

@@ -306,7 +306,9 @@ class FleetScreen(PanelScreen):
         elif self._loader is None and self._url is None:
             parts.append("no Prometheus server")
         else:
-            parts.append(f"asking {self._url or 'the fleet'}…")
+            parts.append(
+                f"asking Prometheus at {self._url}…" if self._loader is None else "reading the fleet…"
+            )
         line2 = f"colour: {METRICS[self.metric][1]} · sort: {SORTS[self.sort][0]}"
         if self.filter:
             line2 += f" · filter: {self.filter}"
