@@ -116,7 +116,7 @@ async def fleet_recorded(pilot) -> None:
     dump = ROOT / "tests" / "fleet" / "data" / "federate-gaudi.txt"
     screen = FleetScreen(loader=lambda: fetch.from_text(dump.read_text(), dump.name, "unused"))
     await pilot.app.push_screen(screen)
-    while screen.fleet is None:
+    while not screen.ready:
         await pilot.pause(0.05)
     await pilot.press("m")  # colour by HBM: the busy cards of gaudi-node-02 stand out
 

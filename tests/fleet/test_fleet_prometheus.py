@@ -95,7 +95,7 @@ async def test_fleet_screen_shows_every_host_with_its_values(fleet_stack: FleetS
         screen = app.screen
         assert isinstance(screen, FleetScreen)
         deadline = time.monotonic() + 30
-        while screen.fleet is None or len(screen.fleet.hosts) < 4:
+        while screen.overview is None or len(screen.overview.hosts) < 4 or not screen.ready:
             assert time.monotonic() < deadline, "the Fleet screen never loaded"
             await pilot.pause(0.2)
         grid = screen.query_one(HostGrid)
@@ -114,7 +114,7 @@ async def test_fleet_screen_shows_every_host_with_its_values(fleet_stack: FleetS
         ]
         assert row[2] == " ".join(shares) + " "
         # Enter opens the host with its cards and a 5-minute history from query_range.
-        grid.cursor_row = [h.name for h in grid.hosts].index(busy)
+        grid.cursor_row = [row.host.name for row in grid.hosts].index(busy)
         await pilot.press("enter")
         from gaudi_tui.ui.screens.fleet_host import HostScreen
 
@@ -185,3 +185,32 @@ def test_card_values_read_from_the_answer_bytes_equal_the_json_decode(fleet_stac
     assert {i for i, _, _ in client.card_values(escaped)} == {
         'a"' + e.instance for e in fleet_stack.exporters
     }
+
+
+async def test_rows_scrolled_into_view_get_their_cards(fleet_stack: FleetStack) -> None:
+    """On a short terminal the refresh asks for the cards of the rows on screen only; the rows
+    scrolled to get theirs from one more query."""
+    from gaudi_tui.ui.screens.fleet import FleetScreen
+    from gaudi_tui.ui.widgets.host_grid import HostGrid
+
+    wait_fleet(fleet_stack, all_up(fleet_stack))
+    app = GaudiApp(accelerator=CPU, hostname="gaudi-host", prometheus=fleet_stack.url)
+    async with app.run_test(size=(80, 11)) as pilot:
+        await pilot.press("5")
+        screen = app.screen
+        assert isinstance(screen, FleetScreen)
+        grid = screen.query_one(HostGrid)
+        deadline = time.monotonic() + 30
+        while screen.overview is None or len(screen.overview.hosts) < 4 or not screen.ready:
+            assert time.monotonic() < deadline, "the Fleet screen never loaded"
+            await pilot.pause(0.2)
+        shown = [row.host.name for row in grid.rows_on_screen()]
+        assert 0 < len(shown) < 4 and set(screen.cards) <= set(shown)
+        last = grid.hosts[-1].host.name
+        assert last not in screen.cards and grid.hosts[-1].host.state == "up"
+        await pilot.press("end")  # the last host comes into view
+        while last not in screen.cards or not screen.ready:
+            assert time.monotonic() < deadline, "the row scrolled to never got its cards"
+            await pilot.pause(0.1)
+        row = grid.row_text(len(grid.hosts) - 1)
+        assert row[0] == last and "·" not in row[2] and len(row[2].split()) == 8

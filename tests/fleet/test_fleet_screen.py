@@ -25,7 +25,7 @@ def recorded() -> FleetScreen:
 
 async def loaded(pilot: Pilot, screen: FleetScreen) -> None:
     deadline = time.monotonic() + 20
-    while screen.fleet is None:
+    while not screen.ready:
         assert time.monotonic() < deadline, "the Fleet screen never loaded"
         await pilot.pause(0.05)
     await pilot.pause()
@@ -100,3 +100,56 @@ async def test_unreachable_prometheus_banner(monkeypatch) -> None:  # noqa: ANN0
         assert f"Prometheus unreachable at {url}" in str(screen.query_one("#fleet-banner", Static).render())
         await pilot.press("enter", "r")  # nothing to open; refreshing again is fine
         assert app.screen is screen
+
+
+async def test_a_failed_refresh_keeps_the_last_answer_with_its_age_and_the_reason() -> None:
+    from gaudi_tui.core.fleet.model import Fleet
+
+    good = fetch.from_text(FIXTURE.read_text(), FIXTURE.name, "unused")
+    reason = "Prometheus unreachable at http://127.0.0.1:9 (timed out); check the URL or the SSH tunnel"
+    answers = [good]
+    app = GaudiApp(accelerator=CPU, hostname="gaudi-host")
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = FleetScreen(loader=lambda: answers[-1])
+        await app.push_screen(screen)
+        await loaded(pilot, screen)
+        banner = screen.query_one("#fleet-banner", Static)
+        answers.append(Fleet("http://127.0.0.1:9", problems=(reason,)))
+        await pilot.press("r")
+        deadline = time.monotonic() + 10
+        while reason not in str(banner.render()):
+            assert time.monotonic() < deadline, "the failure never showed"
+            await pilot.pause(0.05)
+        assert "showing the last answer, " in str(banner.render())
+        assert len(hosts_column(screen)) == 4 and hosts_column(screen, 2)[1].strip()
+        answers.append(good)  # Prometheus answers again: the banner goes
+        await pilot.press("r")
+        while reason in str(banner.render()):
+            assert time.monotonic() < deadline + 10, "the banner stayed"
+            await pilot.pause(0.05)
+
+
+async def test_a_silent_prometheus_shows_the_screen_at_once_and_times_out(monkeypatch) -> None:  # noqa: ANN001
+    """A server that takes the connection and never answers: the screen is drawn before any answer
+    ("asking Prometheus…"), and the 5 s timeout of each request ends in the banner."""
+    from tests.fleet.stack import silent_target
+
+    silent = silent_target()
+    url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+    monkeypatch.setenv("GAUDI_TUI_PROMETHEUS", url)
+    try:
+        app = GaudiApp(accelerator=CPU, hostname="gaudi-host")
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("5")
+            screen = app.screen
+            assert isinstance(screen, FleetScreen)
+            status = screen.query_one("#fleet-status", Static)
+            assert f"asking Prometheus at {url}…" in str(status.render())
+            assert screen.query_one(HostGrid).row_count == 0
+            started = time.monotonic()
+            await loaded(pilot, screen)
+            banner = str(screen.query_one("#fleet-banner", Static).render())
+            assert f"Prometheus unreachable at {url}" in banner and "timed out" in banner
+            assert time.monotonic() - started < 15
+    finally:
+        silent.close()

@@ -114,7 +114,7 @@ async def test_fleet_screen_and_host_detail_name_card_3_and_port_8(stack: tuple[
         screen = app.screen
         assert isinstance(screen, FleetScreen)
         deadline = time.monotonic() + 30
-        while screen.fleet is None or not screen.fleet.hosts:
+        while screen.overview is None or not screen.overview.hosts or not screen.ready:
             assert time.monotonic() < deadline, "the Fleet screen never loaded"
             await pilot.pause(0.2)
         grid = screen.query_one(HostGrid)

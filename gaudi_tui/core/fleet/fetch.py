@@ -1,21 +1,28 @@
 """One fleet refresh from Prometheus, or a fleet from a saved /metrics text.
 
-A refresh asks exactly one instant query per metric for the whole fleet (never one per host), all
-at once on a few threads: `up`, the usual card count per instance over the last hour, each of
-`metrics.FLEET_METRICS`, and the scale-out NIC ports that are down. A host's 5-minute history is one range query for all its metrics.
+A refresh (`refresh`, what `gaudi-tui fleet` prints) asks exactly one instant query per metric for
+the whole fleet (never one per host), all at once on a few threads: `up`, the usual card count per
+instance over the last hour, each of `metrics.FLEET_METRICS`, and the scale-out NIC ports that are
+down. The Fleet screen asks less (`ScreenReader`): per-host aggregates that Prometheus computes for
+every host (`OVERVIEW_QUERIES`: a few hundred values at 512 hosts, not 30,000), and the per-card
+queries only for the hosts on screen. A host's 5-minute history is one range query for all its
+metrics.
 """
 
 from __future__ import annotations
 
+import re
 import time
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from gaudi_tui.core.devices.usage import BUSY_MIB
 from gaudi_tui.core.fleet import metrics as m
 from gaudi_tui.core.fleet.exposition import parse_exposition
-from gaudi_tui.core.fleet.model import Fleet, build_fleet
+from gaudi_tui.core.fleet.model import DEFAULT_SLOWDOWN_C, Fleet, Host, Overview, build_fleet, summarize
 from gaudi_tui.core.fleet.prometheus import PrometheusClient, PrometheusError, Series
-from gaudi_tui.core.fleet.samples import CardValue, Sample
+from gaudi_tui.core.fleet.samples import NAME, CardValue, HostValue, Sample
 
 UP_QUERY = "up"
 USUAL_QUERY = (
@@ -44,37 +51,106 @@ def fleet_queries() -> dict[str, str]:
     """Every query of one refresh: key → PromQL (`max by` only drops labels: one series per card).
     A new per-card metric is one more entry in `metrics.FLEET_METRICS` and a field in
     `model.FIELD_OF`; its query is made here."""
-    queries = {"up": UP_QUERY, "usual": USUAL_QUERY, m.NIC_PORT_STATUS.name: NIC_DOWN_QUERY}
+    return {"up": UP_QUERY, "usual": USUAL_QUERY, m.NIC_PORT_STATUS.name: NIC_DOWN_QUERY, **card_queries()}
+
+
+def card_queries(instances: Iterable[str] | None = None) -> dict[str, str]:
+    """The per-card query of each of `metrics.FLEET_METRICS`, for every host or only `instances`."""
+    where = "" if instances is None else f'{{instance=~"{_quoted("|".join(map(re.escape, instances)))}"}}'
+    queries = {}
     for info in m.FLEET_METRICS:
         keep = IDENTITY if info is m.MEMORY_USED else "instance, id"
-        queries[info.name] = f"max by ({keep}) ({info.name})"
+        queries[info.name] = f"max by ({keep}) ({info.name}{where})"
     return queries
+
+
+def _card(info: m.MetricInfo) -> str:
+    return f"max by (instance, id) ({info.name})"
+
+
+_NAMES = "|".join(info.name for info in m.FLEET_METRICS)
+OVERVIEW_QUERIES = {
+    "up": "max by (instance, job) (up)",
+    "usual": USUAL_QUERY,
+    "cards": f"count by (instance, job) (max by (instance, job, id) ({m.MEMORY_USED.name}))",
+    "free": f'max by (instance, id) ({m.MEMORY_USED.name}{{pod_namespace="", pod_name=""}}) <= {BUSY_MIB * m.MIB}',
+    "hot": (
+        f"{_card(m.TEMP_ONCHIP)} >= ({_card(m.TEMP_SLOWDOWN)} > 0 or {_card(m.TEMP_ONCHIP)} * 0 + "
+        f"{DEFAULT_SLOWDOWN_C:g})"
+    ),
+    "over cap": f"{_card(m.POWER)} > ({_card(m.POWER_LIMIT)} > 0)",
+    "ECC rows": f"{_card(m.PENDING_ROWS)} >= 1",
+    m.NIC_PORT_STATUS.name: NIC_DOWN_QUERY,
+}
+"""What the Fleet screen asks for every host each refresh: `up`, the usual and present card counts
+per instance (a card counts by its HBM-used series: Intel's exporter and ours send one per card;
+`gaudi-tui fleet` counts a card seen in any metric), and only the cards that are free or flagged (by
+the rules of `model`) and the scale-out ports down. Each selects a metric's series once (what costs
+Prometheus), except the temperature, twice for `hot` (once while no threshold is reported)."""
+HOT_DEFAULT_QUERY = f"{_card(m.TEMP_ONCHIP)} >= {DEFAULT_SLOWDOWN_C:g}"
+"""`hot` while no card reports a slowdown threshold (`gaudi-tui exporter` gives none): the
+temperature selected once."""
+MEAN_UTIL_QUERY = f"avg by (instance, job) (max by (instance, job, id) ({m.UTILIZATION.name}))"
+"""Asked only while the screen sorts by it (busiest first)."""
+OVERVIEW_LABELLED = (m.NIC_PORT_STATUS.name, m.MEMORY_USED.name)
+BY_HOST = ("up", "usual", "cards", "mean_util")
+"""The answers read as (instance, job, value); the other overview answers are card values."""
+PRESENT_MATCH = f'{{__name__=~"{_NAMES}"}}'
+PRESENT_WINDOW_S = 300
+"""The fleet metrics with a series in the last 5 minutes: the label-values API, an index lookup."""
 
 
 LABELLED = ("up", "usual", m.MEMORY_USED.name, m.NIC_PORT_STATUS.name)
 """The answers read as labelled samples (the down scale-out ports keep `port` and `port_type`); the rest are `… by (instance, id)` card values."""
 
 
-def refresh(client: PrometheusClient, at: float | None = None) -> Fleet:
-    """The fleet now (or at unix time `at`). Never raises: an unreachable or failing Prometheus
-    becomes a problem line."""
-    queries = fleet_queries()
+Answers = tuple[dict[str, list[Sample]], dict[str, list[CardValue]], list[str]]
+
+
+def ask(
+    client: PrometheusClient,
+    queries: dict[str, str],
+    labelled: Iterable[str],
+    at: float | None,
+    present: bool = False,
+    by_host: Iterable[str] = (),
+) -> Answers:
+    """Every query at once on threads (each call has the client's timeout): the `labelled` keys as
+    samples, the `by_host` keys as (instance, job, value), the rest as (instance, id, value) card
+    values, and the distinct failures. `present`: also which fleet metrics have series (as `present`
+    samples named so)."""
     answers: dict[str, list[Sample]] = {}
     values: dict[str, list[CardValue]] = {}
     failures: list[str] = []
+    as_samples, host_keys = set(labelled), set(by_host)
 
-    def ask(key: str, promql: str) -> None:
+    def one(key: str, promql: str) -> None:
         try:
-            if key in LABELLED:
+            if key == "present":
+                end = time.time() if at is None else at
+                names = client.label_values("__name__", promql, end - PRESENT_WINDOW_S, end)
+                answers[key] = [Sample({NAME: name}, 1.0) for name in names]
+            elif key in as_samples:
                 answers[key] = client.query(promql, at)
+            elif key in host_keys:
+                values[key] = client.pair_values(promql, "instance", "job", at)
             else:
                 values[key] = client.card_values(promql, at)
         except PrometheusError as error:
             if str(error) not in failures:
                 failures.append(str(error))
 
+    if present:
+        queries = {**queries, "present": PRESENT_MATCH}
     with ThreadPoolExecutor(max_workers=len(queries)) as pool:
-        list(pool.map(ask, queries.keys(), queries.values()))
+        list(pool.map(one, queries.keys(), queries.values()))
+    return answers, values, failures
+
+
+def refresh(client: PrometheusClient, at: float | None = None) -> Fleet:
+    """The fleet now (or at unix time `at`). Never raises: an unreachable or failing Prometheus
+    becomes a problem line."""
+    answers, values, failures = ask(client, fleet_queries(), LABELLED, at)
     if "up" not in answers:
         return Fleet(client.url, problems=tuple(failures))
     samples = {name: answers[name] for name in (m.MEMORY_USED.name,) if name in answers}
@@ -83,12 +159,107 @@ def refresh(client: PrometheusClient, at: float | None = None) -> Fleet:
         client.url, samples, answers["up"], answers.get("usual", []), problems=failures, card_values=values
     )
     if not fleet.hosts:
-        empty = (
-            f"Prometheus at {client.url} has no {m.DEVICE_CONFIG.name} series and no target of a job "
-            "that has: is an exporter (Intel's or `gaudi-tui exporter`) scraped?"
-        )
-        return Fleet(client.url, problems=(*fleet.problems, empty))
+        return Fleet(client.url, problems=(*fleet.problems, _nothing_exported(client.url)))
     return fleet
+
+
+def _nothing_exported(url: str) -> str:
+    return (
+        f"Prometheus at {url} has no {m.DEVICE_CONFIG.name} series and no target of a job "
+        "that has: is an exporter (Intel's or `gaudi-tui exporter`) scraped?"
+    )
+
+
+class ScreenReader:
+    """What the Fleet screen asks each refresh: `OVERVIEW_QUERIES` for every host, and the per-card
+    queries only for the hosts on screen (`card_queries(visible)`), all at once. Cards for hosts
+    scrolled into view come from `cards`, judged with the last refresh's `up`, usual counts and
+    down ports. Never raises: failures become problem lines. `at`: read the fleet at this unix time
+    (a backfilled TSDB, the bench), else now."""
+
+    def __init__(self, client: PrometheusClient, at: float | None = None) -> None:
+        self.client = client
+        self.at = at
+        self._answers: dict[str, list[Sample]] = {}
+        self._by_host: dict[str, list[HostValue]] = {}
+        self.present: set[str] | None = None
+        """The fleet metrics with series, from the last refresh (None: not known)."""
+
+    def queries(self, visible: Sequence[str], mean_util: bool = False) -> dict[str, str]:
+        """The PromQL of one refresh: key → query (per-card keys are the metric names); besides, one
+        label-values lookup of the metrics present (`ask(present=True)`), which the next refresh
+        uses: no threshold reported, `hot` compares with the default alone."""
+        queries = {**OVERVIEW_QUERIES}
+        if self.present is not None and m.TEMP_SLOWDOWN.name not in self.present:
+            queries["hot"] = HOT_DEFAULT_QUERY
+        if mean_util:
+            queries["mean_util"] = MEAN_UTIL_QUERY
+        return {**queries, **(card_queries(visible) if visible else {})}
+
+    def refresh(self, visible: Sequence[str], mean_util: bool = False) -> tuple[Overview, dict[str, Host]]:
+        """Every host's summary (with its mean utilization when `mean_util`) and the cards of
+        `visible` (host → Host with its cards)."""
+        queries = self.queries(visible, mean_util)
+        answers, values, failures = ask(
+            self.client, queries, OVERVIEW_LABELLED, self.at, present=True, by_host=BY_HOST
+        )
+        if "up" not in values:
+            return Overview(self.client.url, problems=tuple(failures)), {}
+        self._answers = answers
+        self._by_host = {key: values.get(key, []) for key in ("up", "usual")}
+        flagged = {key: values.get(key, []) for key in ("hot", "over cap", "ECC rows")}
+        flagged["scale-out down"] = [
+            (s.labels.get("instance", ""), s.labels.get("id", ""), s.value)
+            for s in answers.get(m.NIC_PORT_STATUS.name, [])
+        ]
+        present = {s.labels.get("__name__", "") for s in answers.get("present", [])}
+        self.present = present if "present" in answers else None
+        overview = summarize(
+            self.client.url,
+            values["up"],
+            values.get("usual", []),
+            values.get("cards", []),
+            values.get("free", []),
+            flagged,
+            values.get("mean_util", []),
+            present,
+            failures,
+        )
+        if not overview.hosts:
+            overview = Overview(
+                self.client.url, problems=(*overview.problems, _nothing_exported(self.client.url))
+            )
+        return overview, self._hosts(visible, answers, values)
+
+    def cards(self, names: Sequence[str]) -> tuple[dict[str, Host], list[str]]:
+        """The cards of `names` (hosts scrolled into view) and the failures."""
+        answers, values, failures = ask(self.client, card_queries(names), (m.MEMORY_USED.name,), self.at)
+        return self._hosts(names, {**self._answers, **answers}, values), failures
+
+    def _hosts(
+        self, names: Sequence[str], answers: dict[str, list[Sample]], values: dict[str, list[CardValue]]
+    ) -> dict[str, Host]:
+        if not names:
+            return {}
+        wanted = set(names)
+
+        def mine(samples: Iterable[Sample]) -> list[Sample]:
+            return [s for s in samples if s.labels.get("instance") in wanted]
+
+        def hosts(key: str) -> list[Sample]:
+            found = self._by_host.get(key, [])
+            return [Sample({"instance": i, "job": j}, v) for i, j, v in found if i in wanted]
+
+        samples = {
+            m.MEMORY_USED.name: mine(answers.get(m.MEMORY_USED.name, [])),
+            m.NIC_PORT_STATUS.name: mine(answers.get(m.NIC_PORT_STATUS.name, [])),
+        }
+        cards = {key: values[key] for key in FIELD_KEYS if key in values}
+        fleet = build_fleet(self.client.url, samples, hosts("up"), hosts("usual"), card_values=cards)
+        return {host.name: host for host in fleet.hosts}
+
+
+FIELD_KEYS = tuple(info.name for info in m.FLEET_METRICS)
 
 
 def from_text(text: str, source: str, default_host: str) -> Fleet:

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, TypeVar
 
 from gaudi_tui.core.devices.cardsets import SUPPORTED_SETS
 from gaudi_tui.core.devices.usage import BUSY_MIB
 from gaudi_tui.core.fleet import metrics as m
-from gaudi_tui.core.fleet.samples import CardValue, Sample, SamplesByMetric
+from gaudi_tui.core.fleet.samples import CardValue, HostValue, Sample, SamplesByMetric
 
 DEFAULT_SLOWDOWN_C = 90.0
 """Used when the exporter gives no slowdown threshold (ours never does; hl-smi does not print it):
@@ -76,6 +76,48 @@ def _share(part: float | None, whole: float | None) -> float | None:
     return None if part is None or not whole else part / whole
 
 
+def fits(cards: int, free_ids: Iterable[int], scale_out_down: Iterable[int], size: int) -> bool:
+    """Can a job of `size` cards start on a host of `cards` cards now, on free cards forming one of
+    Intel's sets? For a multi-host size (more than 8): can this host take its whole-host share, every
+    card free and none with a scale-out port down?"""
+    free = frozenset(free_ids)
+    if size > HOST_CARDS:
+        return cards == HOST_CARDS and len(free - set(scale_out_down)) == HOST_CARDS
+    if size == 1:
+        return bool(free)
+    return any(len(s) == size and s <= free for s in SUPPORTED_SETS)
+
+
+class HostSummary(NamedTuple):
+    """One host as the Fleet screen lists it, from per-host aggregates that Prometheus computes (no
+    per-card values): what a screen refresh asks for every host. A named tuple: one per host each
+    refresh."""
+
+    name: str
+    job: str = ""
+    state: HostState = "up"
+    cards: int = 0
+    usual_cards: int = 0
+    free_ids: tuple[int, ...] = ()
+    scale_out_down: tuple[int, ...] = ()
+    """Cards with an external NIC port down."""
+    flags: tuple[str, ...] = ()
+    mean_util: float | None = None
+
+    def fits(self, size: int) -> bool:
+        return fits(self.cards, self.free_ids, self.scale_out_down, size)
+
+
+@dataclass(frozen=True)
+class Overview:
+    """Every host's summary (what the Fleet screen lists), and the banner lines."""
+
+    source: str
+    hosts: tuple[HostSummary, ...] = ()
+    problems: tuple[str, ...] = ()
+    absent: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True)
 class Host:
     name: str
@@ -90,16 +132,21 @@ class Host:
         return tuple(c.id for c in self.cards if c.free) if self.state == "up" else ()
 
     def fits(self, size: int) -> bool:
-        """Can a job of `size` cards start here now, on free cards forming one of Intel's sets? For a
-        multi-host size (more than 8): can this host take its whole-host share, every card free and
-        none with a scale-out port down?"""
-        free = frozenset(self.free_ids)
-        if size > HOST_CARDS:
-            free -= {c.id for c in self.cards if c.ports_down}
-            return len(self.cards) == HOST_CARDS and len(free) == HOST_CARDS
-        if size == 1:
-            return bool(free)
-        return any(len(s) == size and s <= free for s in SUPPORTED_SETS)
+        return fits(len(self.cards), self.free_ids, [c.id for c in self.cards if c.ports_down], size)
+
+    def summary(self) -> HostSummary:
+        utils = [c.utilization_pct for c in self.cards if c.utilization_pct is not None]
+        return HostSummary(
+            self.name,
+            self.job,
+            self.state,
+            len(self.cards),
+            self.usual_cards,
+            self.free_ids,
+            tuple(c.id for c in self.cards if c.ports_down),
+            self.flags,
+            sum(utils) / len(utils) if utils else None,
+        )
 
     def down_ports(self) -> list[str]:
         """`card 3: port 8` for every card with scale-out ports down."""
@@ -126,6 +173,9 @@ class Fleet:
     """Banner lines: Prometheus unreachable, nothing exported, a metric absent, unreadable input."""
     absent: tuple[str, ...] = field(default=())
     """Metric names nothing reported."""
+
+    def overview(self) -> Overview:
+        return Overview(self.source, tuple(h.summary() for h in self.hosts), self.problems, self.absent)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -275,30 +325,112 @@ def build_fleet(
     hosts = []
     for name in names:
         cards = tuple(Card(**v, flags=_card_flags(v)) for _, v in sorted(by_host.get(name, {}).items()))
-        usual_cards = max(usual_count.get(name, 0), len(cards))
-        state: HostState = "up"
-        if up is not None and up_of.get(name) == 0:
-            state = "down"
-        elif up is not None and (name not in up_of or (not cards and usual_cards)):
-            state = "stale"
-        flags: list[str] = [] if state == "up" else [state]
-        if state == "up" and len(cards) < usual_cards:
-            flags.append(f"{usual_cards - len(cards)} missing")
         flagged = [c.flags for c in cards if c.flags]
-        for flag in ("hot", "over cap", "ECC rows", "scale-out down"):
-            count = sum(flag in f for f in flagged)
-            if count:
-                flags.append(f"{flag} {count}")
-        hosts.append(Host(name, job_of.get(name, ""), state, usual_cards, cards, tuple(flags)))
+        counts = {flag: sum(flag in f for f in flagged) for flag in CARD_FLAGS}
+        state, usual_cards, flags = _host_state(
+            up is not None, up_of.get(name), len(cards), usual_count.get(name, 0), counts
+        )
+        hosts.append(Host(name, job_of.get(name, ""), state, usual_cards, cards, flags))
     present = {name for name in FIELD_OF if samples.get(name) or card_values.get(name)}
-    absent = tuple(name for name in ABSENT_MEANS if name not in present) if hosts else ()
+    absent, notes = _absent(present, bool(hosts), problems)
+    return Fleet(source, tuple(sorted(hosts, key=lambda h: h.name)), notes, absent)
+
+
+CARD_FLAGS = ("hot", "over cap", "ECC rows", "scale-out down")
+
+
+def _host_state(
+    up_known: bool, up_value: float | None, cards: int, usual: int, counts: Mapping[str, int]
+) -> tuple[HostState, int, tuple[str, ...]]:
+    """A host's state, usual card count and flags (the health rules in the module docstring)."""
+    usual_cards = max(usual, cards)
+    state: HostState = "up"
+    if up_known and up_value == 0:
+        state = "down"
+    elif up_known and (up_value is None or (not cards and usual_cards)):
+        state = "stale"
+    flags: list[str] = [] if state == "up" else [state]
+    if state == "up" and cards < usual_cards:
+        flags.append(f"{usual_cards - cards} missing")
+    flags += [f"{flag} {counts[flag]}" for flag in CARD_FLAGS if counts.get(flag)]
+    return state, usual_cards, tuple(flags)
+
+
+def _absent(
+    present: set[str], any_host: bool, problems: Iterable[str]
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The fleet metrics nothing reported, and the banner lines with the note that says so."""
+    absent = tuple(name for name in ABSENT_MEANS if name not in present) if any_host else ()
     notes = list(problems)
     if absent:
         notes.append("not reported: " + "; ".join(f"{n} ({ABSENT_MEANS[n]})" for n in absent))
-    return Fleet(source, tuple(sorted(hosts, key=lambda h: h.name)), tuple(notes), absent)
+    return absent, tuple(notes)
 
 
-def worst_first(hosts: Iterable[Host]) -> list[Host]:
+def summarize(
+    source: str,
+    up: Sequence[HostValue],
+    usual: Sequence[HostValue],
+    cards: Sequence[HostValue],
+    free: Sequence[CardValue],
+    flagged: Mapping[str, Sequence[CardValue]],
+    mean_util: Sequence[HostValue],
+    present: set[str],
+    problems: Iterable[str] = (),
+) -> Overview:
+    """Every host's summary from per-host aggregates (`fetch.OVERVIEW_QUERIES`), by the same rules
+    as `build_fleet`: `up`, `usual`, `cards` (each instance's cards) and `mean_util` are (instance,
+    job, value); `free` and `flagged` (flag → cards) list only the cards they name; `present` the
+    fleet metrics reported."""
+    count = {instance: int(value) for instance, _, value in cards}
+    job_of = {instance: job for instance, job, _ in cards}
+    usual_count = {instance: int(value) for instance, _, value in usual}
+    job_of.update({instance: job for instance, job, _ in usual})
+    gaudi_jobs = set(job_of.values())
+    up_of = {instance: value for instance, job, value in up if job in gaudi_jobs}
+    job_of.update({instance: job for instance, job, value in up if value == 0})
+    free_of = _ids_by_host(free)
+    flagged_of = {flag: _ids_by_host(flagged.get(flag, ())) for flag in CARD_FLAGS}
+    util_of = {instance: value for instance, _, value in mean_util}
+    flag_counts: dict[str, dict[str, int]] = {}
+    for flag, ids_of in flagged_of.items():
+        for name, ids in ids_of.items():
+            flag_counts.setdefault(name, {})[flag] = len(ids)
+    hosts = []
+    for name in sorted(set(count) | set(usual_count) | set(up_of)):
+        counts = flag_counts.get(name, {})
+        state, usual_cards, flags = _host_state(
+            True, up_of.get(name), count.get(name, 0), usual_count.get(name, 0), counts
+        )
+        hosts.append(
+            HostSummary(
+                name,
+                job_of.get(name, ""),
+                state,
+                count.get(name, 0),
+                usual_cards,
+                tuple(sorted(free_of.get(name, ()))) if state == "up" else (),
+                tuple(sorted(flagged_of["scale-out down"].get(name, ()))),
+                flags,
+                util_of.get(name),
+            )
+        )
+    absent, notes = _absent(present, bool(hosts), problems)
+    return Overview(source, tuple(hosts), notes, absent)
+
+
+def _ids_by_host(values: Iterable[CardValue]) -> dict[str, set[int]]:
+    found: dict[str, set[int]] = {}
+    for instance, card, _ in values:
+        if card.isdigit():
+            found.setdefault(instance, set()).add(int(card))
+    return found
+
+
+Listed = TypeVar("Listed", Host, HostSummary)
+
+
+def worst_first(hosts: Iterable[Listed]) -> list[Listed]:
     """Down, then stale, then flagged hosts, then the rest, by name within each."""
     rank = {"down": 0, "stale": 1, "up": 2}
     return sorted(hosts, key=lambda h: (rank[h.state], not h.flags, h.name))

@@ -6,6 +6,7 @@ Where the Prometheus URL comes from is `prometheus_url()`: the `--prometheus` op
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import urllib.error
@@ -19,11 +20,18 @@ from gaudi_tui.core.fleet.samples import CardValue, Sample
 
 ENV_VAR = "GAUDI_TUI_PROMETHEUS"
 
-_CARD_VALUE = re.compile(
-    rb'\{"metric":\{"id":"((?:[^"\\]|\\.)*)","instance":"((?:[^"\\]|\\.)*)"\},"value":\[[^,\]]*,"([^"]*)"\]\}'
-)
-"""One result of a `… by (instance, id)` query as Prometheus writes it: labels in name order, so
-`id` then `instance`, then `[time, "value"]`."""
+_LABEL = rb'"([^"\\]*)"'
+"""A label value without escapes (an answer holding a backslash is decoded as JSON)."""
+
+
+@functools.cache
+def _pair_result(first: str, second: str) -> re.Pattern[bytes]:
+    """One result of a `… by (first, second)` query as Prometheus writes it: labels in name order
+    (`first` < `second`), then `[time, "value"]`."""
+    labels = (
+        rb'\{"metric":\{"' + first.encode() + rb'":' + _LABEL + rb',"' + second.encode() + rb'":' + _LABEL
+    )
+    return re.compile(labels + rb'\},"value":\[[^,\]]*,"([^"]*)"\]\}')
 
 
 def prometheus_url(option: str | None = None) -> str | None:
@@ -94,22 +102,39 @@ class PrometheusClient:
         bytes: a refresh of 4,096 cards gets ~30,000 values, and building JSON objects for them was
         most of its cost. An answer of any other shape (a series without `id`, an error) is decoded
         as JSON; series without `instance` or `id` are left out."""
+        return self.pair_values(promql, "instance", "id", at)
+
+    def pair_values(self, promql: str, one: str, other: str, at: float | None = None) -> list[CardValue]:
+        """(`one`, `other`, value) of each result of a `… by (one, other)` query, read from the bytes as
+        `card_values` does (JSON for any other shape; series lacking either label left out)."""
         params = {"query": promql}
         if at is not None:
             params["time"] = f"{at:.3f}"
         body = self._body("/api/v1/query", params)
-        found = _CARD_VALUE.findall(body)
+        first, second = sorted((one, other))
+        found = _pair_result(first, second).findall(body)
         if body.startswith(b'{"status":"success"') and len(found) == body.count(b'{"metric":'):
             if b"\\" not in body:
-                return [(instance.decode(), card.decode(), float(value)) for card, instance, value in found]
+                if first == one:
+                    return [(a.decode(), b.decode(), float(value)) for a, b, value in found]
+                return [(b.decode(), a.decode(), float(value)) for a, b, value in found]
         data = self._data(body)
         if data.get("resultType") != "vector":
             raise PrometheusError(f"{promql!r} gave a {data.get('resultType')}, not a vector")
         return [
-            (item["metric"]["instance"], item["metric"]["id"], float(item["value"][1]))
+            (item["metric"][one], item["metric"][other], float(item["value"][1]))
             for item in data.get("result", [])
-            if "instance" in item["metric"] and "id" in item["metric"]
+            if one in item["metric"] and other in item["metric"]
         ]
+
+    def label_values(self, label: str, match: str, start: float, end: float) -> list[str]:
+        """The values `label` takes on the series `match` selects between `start` and `end` (an index
+        lookup: no sample is read)."""
+        params = {"match[]": match, "start": f"{start:.3f}", "end": f"{end:.3f}"}
+        data = self._get(f"/api/v1/label/{urllib.parse.quote(label)}/values", params)
+        if not isinstance(data, list):
+            raise PrometheusError(f"{self.url} gave no list of {label} values")
+        return [str(value) for value in data]
 
     def query_range(self, promql: str, start: float, end: float, step: float) -> list[Series]:
         params = {"query": promql, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step:g}"}

@@ -22,5 +22,8 @@ class Sample(NamedTuple):
 CardValue = tuple[str, str, float]
 """(instance, card id, value): one card's value of one metric, the shape of a refresh's answers."""
 
+HostValue = tuple[str, str, float]
+"""(instance, job, value): one host's value of a `… by (instance, job)` query."""
+
 SamplesByMetric = dict[str, list[Sample]]
 """Metric name → its samples (the name is also the `__name__` label)."""

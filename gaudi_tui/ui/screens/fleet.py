@@ -1,13 +1,17 @@
 """Fleet: every Gaudi host and card a Prometheus server sees, one row per host.
 
-A thread worker runs one fleet refresh (`core.fleet.fetch.refresh`: one query per metric for the
-whole fleet) every few seconds while the screen is shown; this screen only draws. Enter opens a
-host's cards with 5-minute sparklines from one `query_range`.
+A thread worker runs one screen refresh (`core.fleet.fetch.ScreenReader`: per-host aggregates for
+every host, per-card values only for the rows on screen) every few seconds while the screen is shown;
+rows scrolled into view get their cards from one more query; this screen only draws, and redraws only
+the rows that changed. When Prometheus stops answering, the last answer stays, with its age and the
+reason. Enter opens a host's cards with 5-minute sparklines from one `query_range`.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from rich.style import Style
 from rich.text import Text
@@ -16,29 +20,40 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.color import Color
 from textual.message import Message
-from textual.widgets import Input, Static
+from textual.widgets import Footer, Input, Static
 
-from gaudi_tui.core.fleet import fetch
-from gaudi_tui.core.fleet.model import HOST_CARDS, JOB_SIZES, Card, Fleet, Host, worst_first
+from gaudi_tui.core.fleet.model import (
+    HOST_CARDS,
+    JOB_SIZES,
+    Card,
+    Fleet,
+    Host,
+    HostSummary,
+    Overview,
+    worst_first,
+)
 from gaudi_tui.core.fleet.prometheus import ENV_VAR, PrometheusClient, PrometheusError, prometheus_url
 from gaudi_tui.ui.screens.base import PanelScreen
-from gaudi_tui.ui.screens.fleet_host import HostScreen
-from gaudi_tui.ui.widgets.host_grid import HostGrid
+from gaudi_tui.ui.widgets.host_grid import HostGrid, Row
+from gaudi_tui.ui.widgets.steady_footer import SteadyFooter
+
+if TYPE_CHECKING:
+    from textual.timer import Timer
+
+    from gaudi_tui.core.fleet.fetch import ScreenReader
 
 REFRESH_S = 5.0
+SCROLL_WAIT_S = 0.15
+"""Cards for rows scrolled into view are asked for once scrolling rests this long."""
 METRICS = (("utilization", "util %"), ("hbm", "HBM %"), ("power", "power % of cap"), ("temperature", "°C"))
-SORTS: tuple[tuple[str, Callable[[list[Host]], list[Host]]], ...] = (
+Sort = Callable[[list[HostSummary]], list[HostSummary]]
+SORTS: tuple[tuple[str, Sort], ...] = (
     ("worst first", worst_first),
     ("name", lambda hosts: sorted(hosts, key=lambda h: h.name)),
     ("free cards", lambda hosts: sorted(hosts, key=lambda h: (-len(h.free_ids), h.name))),
-    ("busiest", lambda hosts: sorted(hosts, key=lambda h: (-_mean_util(h), h.name))),
+    ("busiest", lambda hosts: sorted(hosts, key=lambda h: (-(h.mean_util or -1.0), h.name))),
 )
 Loader = Callable[[], Fleet]
-
-
-def _mean_util(host: Host) -> float:
-    values = [c.utilization_pct for c in host.cards if c.utilization_pct is not None]
-    return sum(values) / len(values) if values else -1.0
 
 
 def card_text(card: Card, metric: str) -> str:
@@ -62,9 +77,15 @@ def level(card: Card, metric: str) -> str:
 
 
 class FleetLoaded(Message):
-    def __init__(self, fleet: Fleet) -> None:
+    def __init__(self, overview: Overview, cards: dict[str, Host], at: float) -> None:
         super().__init__()
-        self.fleet = fleet
+        self.overview, self.cards, self.at = overview, cards, at
+
+
+class CardsLoaded(Message):
+    def __init__(self, cards: dict[str, Host], problems: list[str]) -> None:
+        super().__init__()
+        self.cards, self.problems = cards, problems
 
 
 class FleetScreen(PanelScreen):
@@ -95,30 +116,45 @@ class FleetScreen(PanelScreen):
     ]
 
     def __init__(
-        self, loader: Loader | None = None, url: str | None = None, interval: float = REFRESH_S
+        self,
+        loader: Loader | None = None,
+        url: str | None = None,
+        interval: float = REFRESH_S,
+        reader: ScreenReader | None = None,
     ) -> None:
-        """`loader` replaces Prometheus (a saved /metrics, tests); `url` overrides the app's setting."""
+        """`loader` replaces Prometheus (a saved /metrics, tests); `url` overrides the app's setting;
+        `reader` replaces the one made from the URL (the bench reads a backfilled TSDB at a fixed time)."""
         super().__init__()
         self._loader = loader
-        self._url = url
+        self._url = reader.client.url if reader is not None else url
+        self._reader = reader
+        """The `fetch.ScreenReader`, made in the worker (its module is imported after the first frame)."""
         self.interval = interval
-        self.fleet: Fleet | None = None
+        self.overview: Overview | None = None
+        self.cards: dict[str, Host] = {}
+        """Per-card values of the hosts that have been on screen (host name → Host)."""
+        self.seen_at: float | None = None
+        """Wall-clock time of the last answer with hosts."""
+        self.problems: list[str] = []
         self.metric = 0
         self.sort = 0
         self.job = 0
         self.filter = ""
         self._styles: dict[str, Style] = {}
+        self._scroll_timer: Timer | None = None
 
     # -- layout -------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        for widget in super().compose():
+            yield SteadyFooter() if type(widget) is Footer else widget
+
     def compose_body(self) -> ComposeResult:
         yield Static("", id="fleet-banner", markup=False)
         yield Static("", id="fleet-status", markup=False)
-        yield Input(
-            placeholder="filter hosts (name, state or flag); Enter keeps, Esc clears", id="fleet-filter"
-        )
         yield HostGrid(self._cells, id="fleet-hosts")
 
     def on_mount(self) -> None:
+        self.query_one(HostGrid).focus()  # before the footer's first keys: it draws them once
         self._styles = self._theme_styles()
         if self._loader is None:
             self._url = self._url or prometheus_url(getattr(self.app, "prometheus", None))
@@ -134,40 +170,104 @@ class FleetScreen(PanelScreen):
         except PrometheusError:
             return None
 
+    @property
+    def ready(self) -> bool:
+        """Loaded, and every row on screen has its cards (tests, the bench)."""
+        if self.overview is None:
+            return False
+        return all(
+            row.cards is not None or row.host.state == "down"
+            for row in self.query_one(HostGrid).rows_on_screen()
+        )
+
     # -- refresh ------------------------------------------------------------------------------
     def _tick(self) -> None:
         if self.is_current:
-            self.refresh_fleet()
+            self._refresh()
+            if self.seen_at is not None and self.problems:
+                self._banner_now()
 
     def on_screen_resume(self) -> None:
         """Shown (first time or again): refresh, after the frame is drawn so it stays light."""
-        self.call_after_refresh(self.refresh_fleet)
+        self.call_after_refresh(self._refresh)
 
     def action_refresh_now(self) -> None:
-        self.refresh_fleet()
+        self._refresh()
 
-    def _load(self) -> Fleet | None:
+    def _refresh(self) -> None:
+        """One refresh in the worker, asking for the cards of the rows on screen (and the mean
+        utilization of every host only while sorting by it)."""
+        self.refresh_fleet(self._visible_names(), SORTS[self.sort][0] == "busiest")
+
+    def _visible_names(self) -> list[str]:
+        return [row.host.name for row in self.query_one(HostGrid).rows_on_screen()]
+
+    def _screen_reader(self) -> ScreenReader | None:
+        from gaudi_tui.core.fleet import fetch  # in the worker thread, after the first frame
+
+        if self._reader is None and self._url is not None:
+            self._reader = fetch.ScreenReader(PrometheusClient(self._url))
+        return self._reader
+
+    def _load(self, visible: list[str], mean_util: bool) -> tuple[Overview, dict[str, Host]] | None:
         if self._loader is not None:
-            return self._loader()
+            fleet = self._loader()
+            return fleet.overview(), {host.name: host for host in fleet.hosts}
         if self._url is None:
             return None
         try:
-            return fetch.refresh(PrometheusClient(self._url))
+            reader = self._screen_reader()
         except PrometheusError as error:  # a URL that is not http(s)
-            return Fleet(self._url, problems=(str(error),))
+            return Overview(self._url, problems=(str(error),)), {}
+        return reader.refresh(visible, mean_util) if reader is not None else None
 
     @work(thread=True, exclusive=True, group="fleet", exit_on_error=False, description="fleet refresh")
-    def refresh_fleet(self) -> None:
-        fleet = self._load()
-        if fleet is not None:
-            self.post_message(FleetLoaded(fleet))
+    def refresh_fleet(self, visible: list[str], mean_util: bool = False) -> None:
+        loaded = self._load(visible, mean_util)
+        if loaded is not None:
+            self.post_message(FleetLoaded(*loaded, time.time()))
+
+    @work(thread=True, exclusive=True, group="fleet-cards", exit_on_error=False, description="fleet cards")
+    def load_cards(self, names: list[str]) -> None:
+        reader = self._screen_reader()
+        if reader is not None:
+            self.post_message(CardsLoaded(*reader.cards(names)))
 
     def on_fleet_loaded(self, message: FleetLoaded) -> None:
-        if message.fleet == self.fleet:
+        overview = message.overview
+        if not overview.hosts and self.overview is not None and self.overview.hosts:
+            self.problems = list(overview.problems)  # Prometheus stopped answering: keep the last answer
+            self._banner_now()
+            return
+        recovered, self.problems = bool(self.problems), []
+        self.seen_at = message.at if overview.hosts else self.seen_at
+        if not recovered and overview == self.overview and message.cards == self.cards:
             return  # nothing changed: no redraw
-        self.fleet = message.fleet
-        self._banner(list(message.fleet.problems))
+        self.overview = overview
+        self.cards = message.cards  # rows scrolled away drop theirs: asked again when back in view
+        self._banner(list(overview.problems))
         self._draw()
+
+    def on_cards_loaded(self, message: CardsLoaded) -> None:
+        if message.problems:
+            self._banner([*(self.overview.problems if self.overview else ()), *message.problems])
+        if message.cards:
+            self.cards.update(message.cards)
+            self._draw()
+
+    def on_host_grid_scrolled(self, event: HostGrid.Scrolled) -> None:
+        event.stop()
+        if self._scroll_timer is not None:
+            self._scroll_timer.stop()
+        self._scroll_timer = self.set_timer(SCROLL_WAIT_S, self._ask_missing_cards)
+
+    def _ask_missing_cards(self) -> None:
+        """Cards for the rows on screen that have none yet (scrolled into view, filtered, sorted)."""
+        if self._loader is not None or self.overview is None:
+            return
+        missing = [row.host.name for row in self.query_one(HostGrid).rows_on_screen() if row.cards is None]
+        if missing:
+            self.load_cards(missing)
 
     # -- drawing ------------------------------------------------------------------------------
     def _banner(self, lines: list[str]) -> None:
@@ -175,16 +275,26 @@ class FleetScreen(PanelScreen):
         banner.update("\n".join(f"⚠ {line}" for line in lines))
         banner.set_class(bool(lines), "shown")
 
+    def _banner_now(self) -> None:
+        """The reason Prometheus gave no answer, and how old the rows shown are."""
+        lines = list(self.problems)
+        if self.seen_at is not None:
+            age = max(0, round(time.time() - self.seen_at))
+            lines.append(
+                f"showing the last answer, {age} s old (from {time.strftime('%H:%M:%S', time.localtime(self.seen_at))})"
+            )
+        self._banner(lines)
+
     def _status(self) -> None:
-        fleet = self.fleet
+        overview = self.overview
         parts = []
-        if fleet is not None:
-            cards = sum(len(h.cards) for h in fleet.hosts)
-            free = sum(len(h.free_ids) for h in fleet.hosts)
-            down = sum(h.state != "up" for h in fleet.hosts)
-            parts.append(f"{len(fleet.hosts)} hosts · {cards} cards · {free} free · {down} down/stale")
+        if overview is not None:
+            cards = sum(h.cards for h in overview.hosts)
+            free = sum(len(h.free_ids) for h in overview.hosts)
+            down = sum(h.state != "up" for h in overview.hosts)
+            parts.append(f"{len(overview.hosts)} hosts · {cards} cards · {free} free · {down} down/stale")
             size = JOB_SIZES[self.job]
-            fits = sum(h.fits(size) for h in fleet.hosts)
+            fits = sum(h.fits(size) for h in overview.hosts)
             if size > HOST_CARDS:
                 need = -(-size // HOST_CARDS)
                 verdict = "fits" if fits >= need else "does not fit"
@@ -193,13 +303,17 @@ class FleetScreen(PanelScreen):
                 )
             else:
                 parts.append(f"a {size}-card job fits on {fits} host(s)")
+        elif self._loader is None and self._url is None:
+            parts.append("no Prometheus server")
         else:
-            parts.append("waiting for the first refresh…")
+            parts.append(
+                f"asking Prometheus at {self._url}…" if self._loader is None else "reading the fleet…"
+            )
         line2 = f"colour: {METRICS[self.metric][1]} · sort: {SORTS[self.sort][0]}"
         if self.filter:
             line2 += f" · filter: {self.filter}"
-        if fleet is not None:
-            line2 += f" · from {fleet.source}"
+        if overview is not None:
+            line2 += f" · from {overview.source}"
         self.query_one("#fleet-status", Static).update(" · ".join(parts) + "\n" + line2)
 
     def _theme_styles(self) -> dict[str, Style]:
@@ -212,28 +326,31 @@ class FleetScreen(PanelScreen):
         }
         return {"text-muted": Style(dim=True), **styles}
 
-    def _cards_cell(self, host: Host) -> Text:
-        styles = self._styles
+    def _cards_cell(self, row: Row) -> Text:
+        styles, host = self._styles, row.host
         if host.state == "down":
             return Text("target down", style=styles["error"])
         metric = METRICS[self.metric][0]
         text = Text()
-        for card in host.cards:
-            text.append(card_text(card, metric), style=styles[level(card, metric)])
-            text.append(" ")
-        missing = host.usual_cards - len(host.cards)
+        if row.cards is None:  # not asked for yet: one muted dot per card
+            text.append("  · " * host.cards, style=styles["text-muted"])
+        else:
+            for card in row.cards.cards:
+                text.append(card_text(card, metric), style=styles[level(card, metric)])
+                text.append(" ")
+        missing = host.usual_cards - host.cards
         if missing > 0:
             text.append("  ?" * missing, style=styles["error"])
         return text
 
-    def _cells(self, host: Host) -> tuple[Text, ...]:
+    def _cells(self, row: Row) -> tuple[Text, ...]:
         """One host row (built only when the row is on screen)."""
-        styles, size = self._styles, JOB_SIZES[self.job]
+        styles, size, host = self._styles, JOB_SIZES[self.job], row.host
         fits = host.fits(size)
         return (
             Text(host.name),
             Text(host.state, style=styles["success"] if host.state == "up" else styles["error"]),
-            self._cards_cell(host),
+            self._cards_cell(row),
             Text(str(len(host.free_ids))),
             Text(f"{size}:{'✓' if fits else '—'}", style=styles["success"] if fits else styles["text-muted"]),
             Text(
@@ -241,32 +358,48 @@ class FleetScreen(PanelScreen):
             ),
         )
 
-    def _draw(self) -> None:
+    def _draw(self, restyle: bool = False) -> None:
         self._status()
-        if self.fleet is None:
+        if self.overview is None:
             return
-        self._styles = self._theme_styles()  # the theme may have changed
-        hosts = SORTS[self.sort][1](list(self.fleet.hosts))
+        grid = self.query_one(HostGrid)
+        styles = self._theme_styles()  # the theme may have changed
+        if restyle or styles != self._styles:
+            self._styles = styles
+            grid.restyle()
+        hosts = SORTS[self.sort][1](list(self.overview.hosts))
         if self.filter:
             needle = self.filter.lower()
             hosts = [h for h in hosts if needle in " ".join((h.name, h.state, *h.flags)).lower()]
-        self.query_one(HostGrid).show(hosts)
+        cards = self.cards
+        grid.show([Row(h, cards.get(h.name)) for h in hosts])
+        self.call_after_refresh(self._ask_missing_cards)
 
     # -- keys ---------------------------------------------------------------------------------
     def action_cycle_metric(self) -> None:
         self.metric = (self.metric + 1) % len(METRICS)
-        self._draw()
+        self._draw(restyle=True)
 
     def action_cycle_sort(self) -> None:
         self.sort = (self.sort + 1) % len(SORTS)
         self._draw()
+        if SORTS[self.sort][0] == "busiest" and self._loader is None:
+            self._refresh()  # the mean utilization is asked only for this order
 
     def action_cycle_job(self) -> None:
         self.job = (self.job + 1) % len(JOB_SIZES)
-        self._draw()
+        self._draw(restyle=True)
 
-    def action_filter(self) -> None:
-        box = self.query_one("#fleet-filter", Input)
+    async def action_filter(self) -> None:
+        """The filter box is mounted on first use (it is not part of the first frame)."""
+        boxes = self.query("#fleet-filter")
+        if boxes:
+            box = boxes.first(Input)
+        else:
+            box = Input(
+                placeholder="filter hosts (name, state or flag); Enter keeps, Esc clears", id="fleet-filter"
+            )
+            await self.mount(box, before=self.query_one(HostGrid))
         box.add_class("shown")
         box.focus()
 
@@ -279,10 +412,10 @@ class FleetScreen(PanelScreen):
         self._close_filter(keep=True)
 
     def on_key(self, event: events.Key) -> None:
-        box = self.query_one("#fleet-filter", Input)
-        if event.key == "escape" and box.has_focus:
+        box = self.query("#fleet-filter")
+        if event.key == "escape" and box and box.first().has_focus:
             event.stop()
-            box.value = ""
+            box.first(Input).value = ""
             self._close_filter(keep=False)
 
     def _close_filter(self, keep: bool) -> None:
@@ -292,4 +425,10 @@ class FleetScreen(PanelScreen):
 
     def on_host_grid_selected(self, event: HostGrid.Selected) -> None:
         event.stop()
-        self.app.push_screen(HostScreen(event.host, self.client))
+        if event.row.cards is None:
+            self.notify("This host's cards are still being read; try again in a moment.")
+            self._ask_missing_cards()
+            return
+        from gaudi_tui.ui.screens.fleet_host import HostScreen  # its DataTable is not in the first frame
+
+        self.app.push_screen(HostScreen(event.row.cards, self.client))

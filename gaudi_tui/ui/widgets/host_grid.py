@@ -1,9 +1,11 @@
 """The Fleet screen's host rows as a line-API widget: only the rows on screen are ever rendered, so a
-refresh of 512 hosts costs the rows you see, not the fleet (a DataTable lays out every row)."""
+refresh of 512 hosts costs the rows you see, not the fleet (a DataTable lays out every row). A row's
+line is kept (by host name) until its row changes: a refresh redraws only the rows that changed."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 from rich.style import Style
 from rich.text import Text
@@ -15,11 +17,19 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from gaudi_tui.core.fleet.model import Host
+from gaudi_tui.core.fleet.model import Host, HostSummary
 
 COLUMNS = (("host", 21), ("state", 5), ("cards", 32), ("free", 4), ("fits", 4), ("flags", 18))
 TOTAL_WIDTH = sum(width + 1 for _, width in COLUMNS)
-Cells = Callable[[Host], Sequence[Text]]
+
+
+class Row(NamedTuple):
+    host: HostSummary
+    cards: Host | None = None
+    """The host's per-card values; None while not asked for (the row has not been on screen)."""
+
+
+Cells = Callable[[Row], Sequence[Text]]
 
 
 class HostGrid(ScrollView, can_focus=True):
@@ -45,15 +55,18 @@ class HostGrid(ScrollView, can_focus=True):
     cursor_row: reactive[int] = reactive(0)
 
     class Selected(Message):
-        def __init__(self, host: Host) -> None:
+        def __init__(self, row: Row) -> None:
             super().__init__()
-            self.host = host
+            self.row = row
+
+    class Scrolled(Message):
+        """Other rows came into view."""
 
     def __init__(self, cells: Cells, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]  # Widget's id/classes keywords
         self.cells = cells
-        self.hosts: list[Host] = []
-        self._strips: dict[int, Strip] = {}
+        self.hosts: list[Row] = []
+        self._strips: dict[str, tuple[Row, Strip]] = {}
         self._header: Strip | None = None
         self.virtual_size = Size(TOTAL_WIDTH, 1)
 
@@ -63,23 +76,38 @@ class HostGrid(ScrollView, can_focus=True):
         return len(self.hosts)
 
     @property
-    def current(self) -> Host | None:
+    def current(self) -> Row | None:
         return self.hosts[self.cursor_row] if 0 <= self.cursor_row < len(self.hosts) else None
 
     def row_text(self, row: int) -> list[str]:
         """The plain text of a row's cells (tests, screen readers)."""
         return [cell.plain for cell in self.cells(self.hosts[row])]
 
-    def show(self, hosts: list[Host]) -> None:
-        """Replace the rows (keeping the cursor on the same host when it is still there)."""
-        keep = self.current.name if self.current else None
-        self.hosts = hosts
+    def rows_on_screen(self) -> list[Row]:
+        """The rows on screen now (all of them before the first layout)."""
+        top = int(self.scroll_offset.y)
+        height = self.size.height - 1 if self.size.height else len(self.hosts)
+        return self.hosts[top : top + max(height, 1)]
+
+    def show(self, rows: list[Row]) -> None:
+        """Replace the rows (keeping the cursor on the same host when it is still there); lines of
+        rows that did not change are kept."""
+        keep = self.current.host.name if self.current else None
+        same_order = len(rows) == len(self.hosts) and all(
+            a.host.name == b.host.name for a, b in zip(rows, self.hosts, strict=True)
+        )
+        self.hosts = rows
+        if not same_order:
+            self.virtual_size = Size(TOTAL_WIDTH, len(rows) + 1)
+            names = [r.host.name for r in rows]
+            row = names.index(keep) if keep in names else self.cursor_row
+            self.cursor_row = max(0, min(row, len(rows) - 1))
+        self.refresh(layout=not same_order)
+
+    def restyle(self) -> None:
+        """Drop every kept line (the colouring metric, job size or theme changed)."""
         self._strips.clear()
-        self.virtual_size = Size(TOTAL_WIDTH, len(hosts) + 1)
-        names = [h.name for h in hosts]
-        row = names.index(keep) if keep in names else self.cursor_row
-        self.cursor_row = max(0, min(row, len(hosts) - 1))
-        self.refresh(layout=True)
+        self.refresh()
 
     # -- rendering ----------------------------------------------------------------------------
     def _line(self, cells: Sequence[Text], style: Style | None = None) -> Strip:
@@ -103,10 +131,11 @@ class HostGrid(ScrollView, can_focus=True):
             strip = header
         elif number - 1 < len(self.hosts):
             row = number - 1
-            cached = self._strips.get(row)
-            if cached is None:
-                cached = self._strips[row] = self._line(self.cells(self.hosts[row]))
-            strip = cached
+            data = self.hosts[row]
+            cached = self._strips.get(data.host.name)
+            if cached is None or cached[0] != data:
+                cached = self._strips[data.host.name] = (data, self._line(self.cells(data)))
+            strip = cached[1]
             if row == self.cursor_row:
                 strip = strip.apply_style(self.get_component_rich_style("host-grid--cursor"))
         else:
@@ -117,6 +146,14 @@ class HostGrid(ScrollView, can_focus=True):
         super().notify_style_update()
         self._header = None
         self._strips.clear()
+
+    def watch_scroll_y(self, old: float, new: float) -> None:
+        super().watch_scroll_y(old, new)
+        if int(old) != int(new):
+            self.post_message(self.Scrolled())
+
+    def on_resize(self) -> None:
+        self.post_message(self.Scrolled())
 
     # -- cursor -------------------------------------------------------------------------------
     def watch_cursor_row(self, old: int, new: int) -> None:
