@@ -110,7 +110,7 @@ class GaudiApp(PanelApp):
         self._settings: Settings | None = settings.settings if settings else None
         self._read_later = appearance is not None and settings is None
         self._problems = [str(p) for p in settings.problems] if settings else []
-        self._first_frame_shown = False
+        self.first_frame_shown = False
         self._waiting_for_first_frame: list[Callable[[], object]] = []
         # The Devices mode is built from the settings (refresh, replay). Textual keeps the modes in
         # `_modes` (copied from MODES per app); subclasses (tests) that give their own screen keep it.
@@ -201,7 +201,7 @@ class GaudiApp(PanelApp):
         """Run `callback` once the first frame is on the terminal. (`call_after_refresh` alone is
         not enough at start-up: Textual runs those callbacks during its start-up batch, before any
         frame is drawn.)"""
-        if self._first_frame_shown:
+        if self.first_frame_shown:
             self.call_after_refresh(callback)
         else:
             self._waiting_for_first_frame.append(callback)
@@ -209,7 +209,7 @@ class GaudiApp(PanelApp):
     def on_ready(self) -> None:
         """Textual's Ready: the first frame is out. Now the rest of start-up: the accelerator probe,
         the settings, and what screens asked for (the Devices feed and map)."""
-        self._first_frame_shown = True
+        self.first_frame_shown = True
         waiting, self._waiting_for_first_frame = self._waiting_for_first_frame, []
         if self._given_accelerator is None:
             self.call_after_refresh(self.detect_accelerator)

@@ -171,9 +171,13 @@ class DevicesScreen(PanelScreen):
 
     # -- layout -------------------------------------------------------------------------------
     def compose_body(self) -> ComposeResult:
-        yield Static("", id="devices-banner", markup=False)
+        # Composed with their first texts, not updated in on_mount: an update before the first frame
+        # makes Textual draw a frame of those widgets alone, over a layout not made yet.
+        fault = quick_fault(self.config)
+        banner = _banner_text(fault.banner() if fault else None)
+        yield _composed(banner, "devices-banner", "shown" if banner else "")
         yield Static("", id="devices-links-banner", markup=False)
-        yield Static("host: measuring…", id="devices-status", markup=False)
+        yield _composed(self._status_text(_EMPTY), "devices-status")
         yield Vertical(id="devices-body")  # filled after the first frame (`_after_first_frame`)
 
     def _compose_map(self) -> list[Widget]:
@@ -190,9 +194,6 @@ class DevicesScreen(PanelScreen):
 
     def on_mount(self) -> None:
         self.chosen = set(self.app.selected_cards)
-        fault = quick_fault(self.config)
-        self._show_banner(fault.banner() if fault else None)
-        _show(self.query_one("#devices-status", Static), self._status_text(_EMPTY))
         # The first frame first (header, host row, footer); then the feeds start (they load their
         # sources, and hl-smi starts while the map is built) and the map is built.
         self.app.after_first_frame(self._after_first_frame)
@@ -370,7 +371,7 @@ class DevicesScreen(PanelScreen):
 
     def _show_banner(self, text: str | None) -> None:
         banner = self.query_one("#devices-banner", Static)
-        _show(banner, f"⚠ {text} (retries automatically; r retries now)" if text else "")
+        _show(banner, _banner_text(text))
         banner.set_class(bool(text), "shown")
 
     def _redraw(self) -> None:
@@ -669,14 +670,28 @@ _SHOWN: weakref.WeakKeyDictionary[Static, tuple[str | Text, tuple[int, int]]] = 
 def _show(widget: Static, content: str | Text) -> None:
     """Update a Static only when its content changed, and re-layout only when its shape did (a
     layout pass redraws the whole screen: that is most of a refresh's CPU)."""
-    plain = content.plain if isinstance(content, Text) else content
-    lines = plain.split("\n")
-    shape = (len(lines), max(len(line) for line in lines))
+    shape = _shape(content)
     seen = _SHOWN.get(widget)
     if seen is not None and seen[0] == content:
         return
     widget.update(content, layout=seen is None or seen[1] != shape)
     _SHOWN[widget] = (content, shape)
+
+
+def _shape(content: str | Text) -> tuple[int, int]:
+    lines = (content.plain if isinstance(content, Text) else content).split("\n")
+    return len(lines), max(len(line) for line in lines)
+
+
+def _composed(content: str | Text, id: str, classes: str = "") -> Static:
+    """A Static composed with its content, noted as shown (so `_show` compares against it)."""
+    widget = Static(content, id=id, markup=False, classes=classes)
+    _SHOWN[widget] = (content, _shape(content))
+    return widget
+
+
+def _banner_text(fault: str | None) -> str:
+    return f"⚠ {fault} (retries automatically; r retries now)" if fault else ""
 
 
 _EMPTY = MonitorUpdate(DeviceSnapshot(source="none"), None, ())

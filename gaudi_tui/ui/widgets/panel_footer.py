@@ -1,0 +1,31 @@
+"""The panel screens' footer: Textual's Footer, whose keys are composed once the first frame is out.
+
+Composing a footer's keys costs about 3 ms of CPU a key on these cores (each FooterKey mounts, binds
+its `compact` and restyles itself); a panel screen shows a dozen. A bare Textual app's first frame
+has an empty footer bar too (its keys come with the next frame), so the panel's first frame is drawn
+the same way: the bar at once, its keys right after (bench/startup.py measures both moments).
+"""
+
+from __future__ import annotations
+
+from textual.screen import Screen
+from textual.widgets import Footer
+
+from gaudi_tui.ui.panel_app import PanelApp
+
+
+class PanelFooter(Footer):
+    _waiting = False
+
+    def bindings_changed(self, screen: Screen) -> None:
+        app = self.app
+        if not isinstance(app, PanelApp) or app.first_frame_shown:
+            super().bindings_changed(screen)
+        elif not self._waiting:
+            self._waiting = True
+            # Run in the footer's own message loop: Footer's compose binds data to the active one.
+            app.after_first_frame(lambda: self.call_later(self._bindings_after_first_frame, screen))
+
+    def _bindings_after_first_frame(self, screen: Screen) -> None:
+        self._waiting = False
+        super().bindings_changed(screen)
