@@ -4,9 +4,9 @@ the cards a job may use.
 A thread runs the device feed (`core.devices.monitor.DeviceMonitor`: HLML, one long-lived hl-smi
 child, NVML or host only) and posts each refresh as a message; a second thread posts the host
 figures on their own timer, so the host row stays live whatever the device source does; a third,
-started after the first frame, reads the slow details every 30 s (`core.devices.details`: one-shot
-`hl-smi -n link`/`-n ports` per card, or HLML's port masks, and hl-smi's process table). This
-screen only draws.
+started after the first frame, reads the slow details every 30 s while this screen is shown
+(`core.devices.details`: one-shot `hl-smi -n link`/`-n ports` per card, or HLML's port masks, and
+hl-smi's process table). This screen only draws.
 """
 
 from __future__ import annotations
@@ -162,6 +162,7 @@ class DevicesScreen(PanelScreen):
         self.sort = 0
         self._feed: Feed | None = None
         self._details_reader: Feed | None = None
+        self._details_shown = True
         self._feed_cancel: threading.Event | None = None
         self._feed_thread: threading.Thread | None = None
         self._built = False
@@ -263,6 +264,8 @@ class DevicesScreen(PanelScreen):
             )
             if not self._details_cancel.is_set():
                 self._details_reader = reader
+                if not self._details_shown:  # the screen was left before the reader was made
+                    self._show_details_reader(False)
                 reader.run()
         except Exception:  # a reader bug must not take the panel down; links just stay unknown
             log.exception("card details reader failed")
@@ -361,8 +364,19 @@ class DevicesScreen(PanelScreen):
             _show(self.query_one("#devices-status", Static), self._status_text(self.latest))
 
     def on_screen_resume(self) -> None:
+        self._show_details_reader(True)
         if self.latest is not None:
             self._redraw()
+
+    def on_screen_suspend(self) -> None:
+        self._show_details_reader(False)
+
+    def _show_details_reader(self, shown: bool) -> None:
+        """The details reader reads only while this screen is shown (`DetailsPoller.hide`)."""
+        self._details_shown = shown
+        method = getattr(self._details_reader, "show" if shown else "hide", None)
+        if method is not None:
+            method()
 
     def on_unmount(self) -> None:
         self._host_cancel.set()
