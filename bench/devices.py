@@ -8,6 +8,9 @@
    medians with min and max. Target: the TUI ≤ the bare table.
 3. CPU of the long-lived `hl-smi -Q … -l N` poller vs. spawning `hl-smi -Q …` every tick (parent
    and children, same fake hl-smi, same ticks).
+4. The details reader's round (NIC links and hl-smi's process table: `-n link`, once `-n ports`, per
+   card, and the table, against the fake), read by the panel every 30 s while Devices is shown: this
+   process's CPU and its children's a round, and what that is at the 30 s period as % of one core.
 """
 
 from __future__ import annotations
@@ -195,7 +198,32 @@ def main() -> int:
         f"{TICKS} ticks of hl-smi (fake), parent + children CPU: long-lived poller {poller * 1000:.0f} ms, "
         f"spawn per tick {spawner * 1000:.0f} ms (spawn/long-lived ratio {spawner / max(poller, 1e-3):.1f})"
     )
+    details_rounds()
     return 0
+
+
+def details_rounds(rounds: int = 3) -> None:
+    from gaudi_tui.core.devices.details import EVERY_S, DetailsPoller
+    from gaudi_tui.core.devices.parsers.parse_table import parse_table
+
+    devices = parse_table(TABLE.read_text()).devices
+    poller = DetailsPoller(lambda: devices, lambda _: None, threading.Event())
+    own: list[float] = []
+    children: list[float] = []
+    for _ in range(rounds):  # the first round also asks `-n ports` (asked once per card)
+        before = os.times()
+        poller.read(devices)
+        after = os.times()
+        own.append((after.user + after.system - before.user - before.system) * 1000)
+        children.append(
+            (after.children_user + after.children_system - before.children_user - before.children_system)
+            * 1000
+        )
+    print(
+        f"details reader, {len(devices)} cards, {rounds} rounds: this process {spread(own)} ms a round "
+        f"(at {EVERY_S:.0f} s: {statistics.median(own) / EVERY_S / 10:.3f} % of one core), its hl-smi "
+        f"children (the fake, Python) {spread(children)} ms; first round with `-n ports`"
+    )
 
 
 if __name__ == "__main__":

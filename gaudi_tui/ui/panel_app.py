@@ -25,6 +25,8 @@ class PanelApp(App[int]):
     """Environment fixes the Checklist applies to jobs launched from the panel (empty = off)."""
     hostname: str
     replay: Replay | None
+    first_frame_shown: bool = False
+    """True once Textual's Ready came: the first frame is on the terminal."""
 
     if TYPE_CHECKING:  # GaudiApp's: the settings are read after the first frame
 

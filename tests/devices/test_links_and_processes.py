@@ -16,7 +16,7 @@ import pytest
 from textual.widgets import Static
 
 from gaudi_tui.core.devices.card_processes import merge_processes
-from gaudi_tui.core.devices.details import DetailsPoller
+from gaudi_tui.core.devices.details import CardDetails, DetailsPoller
 from gaudi_tui.core.devices.holders import find_holders
 from gaudi_tui.core.devices.model import DeviceProcess
 from gaudi_tui.core.devices.monitor import MonitorUpdate
@@ -243,3 +243,38 @@ def test_a_port_down_of_unknown_type_is_a_warning_not_a_scale_out_alarm() -> Non
     assert banner([device], [links]) is None
     colours = Palette("yellow", "bold red", "green", "cyan", "blue", "dim")
     assert links_style(links, colours) == "yellow"
+
+
+async def test_the_details_reader_reads_only_while_devices_is_shown() -> None:
+    """A round is 17 hl-smi children on 8 cards: none while another screen covers Devices (here the
+    help), and one at once when Devices is back and the last round is older than `every`."""
+    update = MonitorUpdate(replayed("gaudi2-hl225-x8-1.20.0-busy-table.txt"), HOST, ())
+    rounds: list[float] = []
+
+    class Counted(DetailsPoller):
+        def read(self, devices):  # noqa: ANN001, ANN202 - the rounds, not the children, are tested
+            rounds.append(time.monotonic())
+            return CardDetails()
+
+    def feed(on_update: Callable, cancel: threading.Event):  # noqa: ANN202
+        class Once:
+            def run(self) -> None:
+                on_update(update)
+                cancel.wait()
+
+        return Once()
+
+    def details(devices, on_details, cancel, hlml):  # noqa: ANN001, ANN202
+        return Counted(devices, on_details, cancel, every=0.3, hlml=hlml)
+
+    app = app_with(feed, details)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: len(rounds) >= 2)
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: not isinstance(app.screen, DevicesScreen))
+        await pilot.pause(0.4)  # a round under way when the help opened may still finish
+        hidden_from = len(rounds)
+        await pilot.pause(1.2)  # four periods
+        assert len(rounds) == hidden_from
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: len(rounds) > hidden_from, timeout=2.0)

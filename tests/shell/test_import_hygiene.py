@@ -45,15 +45,24 @@ LATE = (
     "gaudi_tui.core.chat.options",
     "logging.handlers",
     "tomllib",
+    # the Devices map: its model, table, texts and dialogs load when the map is built or used
+    "gaudi_tui.core.devices.model",
+    "gaudi_tui.core.devices.usage",
+    "gaudi_tui.core.devices.links",
+    "gaudi_tui.core.devices.cardsets",
+    "gaudi_tui.ui.widgets.device_table",
+    "gaudi_tui.ui.widgets.confirm",
+    "gaudi_tui.ui.screens.card_links",
+    "gaudi_tui.ui.palette",
 )
 
 
 def test_the_panel_imports_no_source_parser_or_psutil_before_its_first_frame() -> None:
     """Start-up: `gaudi-tui` alone imports the app, the Devices screen and the early settings read
     (theme and keymap) only; the device sources, the hl-smi parsers, psutil, the accelerator probe's
-    module, the headless commands, the full settings reader (and TOML, with no config file) and the
-    log file's handler load later (in the feed threads, the probe worker, after the first frame, or
-    for a subcommand)."""
+    module, the headless commands, the full settings reader (and TOML, with no config file), the log
+    file's handler and the Devices map's modules load later (in the feed threads, the probe worker,
+    after the first frame, or for a subcommand)."""
     imports = [
         "gaudi_tui.cli",
         "gaudi_tui.core.appearance",

@@ -11,12 +11,12 @@ import shutil
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gaudi_tui.core.devices import faults
-from gaudi_tui.core.devices.faults import Fault
-from gaudi_tui.core.devices.holders import DEFAULT_NODE_PATTERN, CardHolder
-from gaudi_tui.core.devices.model import DeviceSnapshot
+from gaudi_tui.core.devices.holders import DEFAULT_NODE_PATTERN
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # not before the panel's first frame (the model's dataclasses cost ~6 ms)
+    from gaudi_tui.core.devices.faults import Fault
+    from gaudi_tui.core.devices.holders import CardHolder
+    from gaudi_tui.core.devices.model import DeviceSnapshot
     from gaudi_tui.core.devices.sources.host import HostStats
 
 
@@ -51,6 +51,8 @@ def quick_fault(config: MonitorConfig) -> Fault | None:
     """Without running anything: the fault the monitor will report when no source can exist here
     (no hl-smi on PATH, no pyhlml, no pynvml). Lets the screen show its banner on the first frame."""
     from importlib.util import find_spec
+
+    from gaudi_tui.core.devices import faults
 
     if shutil.which(config.hl_smi) or (config.use_hlml and find_spec("pyhlml")):
         return None

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from gaudi_tui.core.devices.model import DeviceSnapshot
+if TYPE_CHECKING:
+    from gaudi_tui.core.devices.model import DeviceSnapshot
 
 METRICS = ("utilization", "memory", "power")
 

@@ -9,10 +9,10 @@ from textual import getters
 from textual.app import ComposeResult
 from textual.message_pump import MessagePump
 from textual.screen import Screen
-from textual.widgets import Footer
 
 from gaudi_tui.ui.panel_app import PanelApp
 from gaudi_tui.ui.widgets.app_header import AppHeader
+from gaudi_tui.ui.widgets.panel_footer import PanelFooter
 
 
 def gaudi_app(node: MessagePump) -> PanelApp:
@@ -33,7 +33,7 @@ class PanelScreen(Screen):
     def compose(self) -> ComposeResult:
         yield AppHeader(self.TITLE, self.app.hostname, self.app.replay_label)
         yield from self.compose_body()
-        yield Footer()
+        yield PanelFooter()
 
     def compose_body(self) -> ComposeResult:
         raise NotImplementedError

@@ -4,9 +4,9 @@ the cards a job may use.
 A thread runs the device feed (`core.devices.monitor.DeviceMonitor`: HLML, one long-lived hl-smi
 child, NVML or host only) and posts each refresh as a message; a second thread posts the host
 figures on their own timer, so the host row stays live whatever the device source does; a third,
-started after the first frame, reads the slow details every 30 s (`core.devices.details`: one-shot
-`hl-smi -n link`/`-n ports` per card, or HLML's port masks, and hl-smi's process table). This
-screen only draws.
+started after the first frame, reads the slow details every 30 s while this screen is shown
+(`core.devices.details`: one-shot `hl-smi -n link`/`-n ports` per card, or HLML's port masks, and
+hl-smi's process table). This screen only draws.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, cast
 
 from rich.text import Text
 from textual import work
@@ -29,22 +29,20 @@ from textual.widget import Widget
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
-from gaudi_tui.core.devices import cardsets, links
-from gaudi_tui.core.devices.feed import MonitorConfig, MonitorUpdate, quick_fault
+from gaudi_tui.core.devices.feed import MonitorConfig, quick_fault
 from gaudi_tui.core.devices.history import History
-from gaudi_tui.core.devices.model import CardLinks, Device, DeviceProcess, DeviceSnapshot
-from gaudi_tui.core.devices.usage import CardUse, card_uses
-from gaudi_tui.ui.palette import palette
 from gaudi_tui.ui.screens.base import PanelScreen
-from gaudi_tui.ui.screens.card_links import CardLinksScreen
-from gaudi_tui.ui.widgets.confirm import ConfirmScreen
-from gaudi_tui.ui.widgets.device_table import DeviceTable
-from gaudi_tui.ui.widgets.sparkline_text import spark
 
-if TYPE_CHECKING:  # the sources, parsers and psutil load in the feed threads, after the first frame
+if TYPE_CHECKING:
+    # The sources, parsers and psutil load in the feed threads; the model, the map's table, its
+    # texts and dialogs when the map is built or used: all after the first frame (a test checks).
     from gaudi_tui.core.devices.details import CardDetails
+    from gaudi_tui.core.devices.feed import MonitorUpdate
     from gaudi_tui.core.devices.holders import CardHolder
+    from gaudi_tui.core.devices.model import CardLinks, Device, DeviceProcess, DeviceSnapshot
     from gaudi_tui.core.devices.sources.host import HostStats
+    from gaudi_tui.core.devices.usage import CardUse
+    from gaudi_tui.ui.widgets.device_table import DeviceTable
 
 log = logging.getLogger(__name__)
 
@@ -68,9 +66,9 @@ class Feed(Protocol):
     def run(self) -> None: ...
 
 
-FeedFactory = Callable[[Callable[[MonitorUpdate], object], threading.Event], Feed]
+FeedFactory = Callable[[Callable[["MonitorUpdate"], object], threading.Event], Feed]
 DetailsFactory = Callable[
-    [Callable[[], list[Device]], Callable[["CardDetails"], object], threading.Event, Callable[[], object]],
+    [Callable[[], list["Device"]], Callable[["CardDetails"], object], threading.Event, Callable[[], object]],
     Feed,
 ]
 """(the feed's cards now, on_details, cancel, the initialised pyhlml or None) → the details reader."""
@@ -164,6 +162,7 @@ class DevicesScreen(PanelScreen):
         self.sort = 0
         self._feed: Feed | None = None
         self._details_reader: Feed | None = None
+        self._details_shown = True
         self._feed_cancel: threading.Event | None = None
         self._feed_thread: threading.Thread | None = None
         self._built = False
@@ -171,12 +170,18 @@ class DevicesScreen(PanelScreen):
 
     # -- layout -------------------------------------------------------------------------------
     def compose_body(self) -> ComposeResult:
-        yield Static("", id="devices-banner", markup=False)
+        # Composed with their first texts, not updated in on_mount: an update before the first frame
+        # makes Textual draw a frame of those widgets alone, over a layout not made yet.
+        fault = quick_fault(self.config)
+        banner = _banner_text(fault.banner() if fault else None)
+        yield _composed(banner, "devices-banner", "shown" if banner else "")
         yield Static("", id="devices-links-banner", markup=False)
-        yield Static("host: measuring…", id="devices-status", markup=False)
+        yield _composed(self._status_text(None), "devices-status")
         yield Vertical(id="devices-body")  # filled after the first frame (`_after_first_frame`)
 
     def _compose_map(self) -> list[Widget]:
+        from gaudi_tui.ui.widgets.device_table import DeviceTable
+
         return [
             DeviceTable(id="devices-table"),
             Static("", id="devices-choice", markup=False),
@@ -190,9 +195,6 @@ class DevicesScreen(PanelScreen):
 
     def on_mount(self) -> None:
         self.chosen = set(self.app.selected_cards)
-        fault = quick_fault(self.config)
-        self._show_banner(fault.banner() if fault else None)
-        _show(self.query_one("#devices-status", Static), self._status_text(_EMPTY))
         # The first frame first (header, host row, footer); then the feeds start (they load their
         # sources, and hl-smi starts while the map is built) and the map is built.
         self.app.after_first_frame(self._after_first_frame)
@@ -207,14 +209,14 @@ class DevicesScreen(PanelScreen):
         threading.Thread(target=self._tick_host, name="host row", daemon=True).start()
         threading.Thread(target=self._run_details, name="card details", daemon=True).start()
         await self.query_one("#devices-body", Vertical).mount_all(self._compose_map())
-        if self._host_cancel.is_set() or not self.query(DeviceTable):  # the app quit meanwhile
+        if self._host_cancel.is_set() or not self.query("#devices-table"):  # the app quit meanwhile
             return
         self._built = True
         if self.focused is None:  # as if it had been composed: the map takes the keys
-            self.query_one(DeviceTable).focus()
+            self._table().focus()
         if self.sort:
             _, column, _ = SORTS[self.sort]
-            self.query_one(DeviceTable).label_sort(column, "▲" if column == "mod" else "▼")
+            self._table().label_sort(column, "▲" if column == "mod" else "▼")
         if self.latest is not None:
             self._redraw()
         else:
@@ -262,6 +264,8 @@ class DevicesScreen(PanelScreen):
             )
             if not self._details_cancel.is_set():
                 self._details_reader = reader
+                if not self._details_shown:  # the screen was left before the reader was made
+                    self._show_details_reader(False)
                 reader.run()
         except Exception:  # a reader bug must not take the panel down; links just stay unknown
             log.exception("card details reader failed")
@@ -269,9 +273,14 @@ class DevicesScreen(PanelScreen):
     def on_details_read(self, message: DetailsRead) -> None:
         self.details = message.details
         if self.latest is not None:
-            self.uses = card_uses(self._with_processes(self.latest), self.latest.holders)
+            self.uses = self._card_uses(self.latest)
             if self.is_current:
                 self._redraw()
+
+    def _card_uses(self, update: MonitorUpdate) -> dict[int, CardUse]:
+        from gaudi_tui.core.devices.usage import card_uses
+
+        return card_uses(self._with_processes(update), update.holders)
 
     def _with_processes(self, update: MonitorUpdate) -> DeviceSnapshot:
         """The snapshot with every process on each card: hl-smi's table (the details reader's, or a
@@ -341,7 +350,7 @@ class DevicesScreen(PanelScreen):
     def on_devices_updated(self, message: DevicesUpdated) -> None:
         self.latest, self._latest_at = message.update, time.monotonic()
         self.history.add(message.update.snapshot)
-        self.uses = card_uses(self._with_processes(message.update), message.update.holders)
+        self.uses = self._card_uses(message.update)
         if self.is_current:
             self._redraw()
 
@@ -352,11 +361,22 @@ class DevicesScreen(PanelScreen):
         self.host = message.stats
         feed_quiet = time.monotonic() - self._latest_at > 1.5 * self.config.interval
         if self.is_current and feed_quiet:
-            _show(self.query_one("#devices-status", Static), self._status_text(self.latest or _EMPTY))
+            _show(self.query_one("#devices-status", Static), self._status_text(self.latest))
 
     def on_screen_resume(self) -> None:
+        self._show_details_reader(True)
         if self.latest is not None:
             self._redraw()
+
+    def on_screen_suspend(self) -> None:
+        self._show_details_reader(False)
+
+    def _show_details_reader(self, shown: bool) -> None:
+        """The details reader reads only while this screen is shown (`DetailsPoller.hide`)."""
+        self._details_shown = shown
+        method = getattr(self._details_reader, "show" if shown else "hide", None)
+        if method is not None:
+            method()
 
     def on_unmount(self) -> None:
         self._host_cancel.set()
@@ -366,11 +386,15 @@ class DevicesScreen(PanelScreen):
     # -- drawing --------------------------------------------------------------------------------
     @property
     def snapshot(self) -> DeviceSnapshot:
-        return self.latest.snapshot if self.latest else DeviceSnapshot(source="none")
+        if self.latest:
+            return self.latest.snapshot
+        from gaudi_tui.core.devices.model import DeviceSnapshot
+
+        return DeviceSnapshot(source="none")
 
     def _show_banner(self, text: str | None) -> None:
         banner = self.query_one("#devices-banner", Static)
-        _show(banner, f"⚠ {text} (retries automatically; r retries now)" if text else "")
+        _show(banner, _banner_text(text))
         banner.set_class(bool(text), "shown")
 
     def _redraw(self) -> None:
@@ -382,34 +406,43 @@ class DevicesScreen(PanelScreen):
         _show(self.query_one("#devices-status", Static), self._status_text(update))
         key = SORTS[self.sort][2]
         devices = sorted(update.snapshot.devices, key=lambda d: (key(d), d.index))
-        table = self.query_one(DeviceTable)
+        table = self._table()
         by_index = {c.index: c for c in self.card_links if c.index is not None}
         table.show(devices, self.uses, self.history, self.chosen, by_index)
         self._render_choice()
         self._render_detail()
 
     def _show_links_banner(self) -> None:
+        from gaudi_tui.core.devices import links
+
         text = links.banner(self.snapshot.devices, self.card_links)
         banner = self.query_one("#devices-links-banner", Static)
         _show(banner, f"✗ {text}" if text else "")
         banner.set_class(bool(text), "shown")
 
-    def _status_text(self, update: MonitorUpdate) -> str:
-        snapshot = update.snapshot
-        stats = self.host or update.host
+    def _status_text(self, update: MonitorUpdate | None) -> str:
+        """The host row and the source line; before the feed's first update, `update` is None."""
+        stats = self.host or (update.host if update else None)
         host = stats.describe() if stats else "host: measuring…"
-        parts = [f"{len(snapshot.devices)} cards via {snapshot.source}"]
-        if snapshot.hl_smi_version:
-            parts.append(f"hl-smi {snapshot.hl_smi_version}")
-        if snapshot.driver_version:
-            parts.append(f"driver {snapshot.driver_version}")
+        if update is None:
+            parts = ["0 cards via none"]
+        else:
+            snapshot = update.snapshot
+            parts = [f"{len(snapshot.devices)} cards via {snapshot.source}"]
+            if snapshot.hl_smi_version:
+                parts.append(f"hl-smi {snapshot.hl_smi_version}")
+            if snapshot.driver_version:
+                parts.append(f"driver {snapshot.driver_version}")
         parts.append(f"sort: {SORTS[self.sort][0]}")
         return host + "\n" + " · ".join(parts)
+
+    def _table(self) -> DeviceTable:
+        return cast("DeviceTable", self.query_one("#devices-table"))
 
     def _current_device(self) -> Device | None:
         if not self._built:
             return None
-        index = self.query_one(DeviceTable).current_index
+        index = self._table().current_index
         return next((d for d in self.snapshot.devices if d.index == index), None)
 
     def _render_detail(self) -> None:
@@ -428,6 +461,9 @@ class DevicesScreen(PanelScreen):
         _show(detail, self._detail_text(device))
 
     def _detail_text(self, device: Device) -> Text:
+        from gaudi_tui.ui.palette import palette
+        from gaudi_tui.ui.widgets.sparkline_text import spark
+
         window = self.history.size
         text = Text()
         title = f"Card {device.index} · module {device.module_id if device.module_id is not None else '?'}"
@@ -469,6 +505,8 @@ class DevicesScreen(PanelScreen):
         return text
 
     def _links_line(self, device: Device) -> Text:
+        from gaudi_tui.ui.palette import palette
+
         colours = palette(self.app)
         found = next((c for c in self.card_links if c.index == device.index), None)
         if found is None or not found.ports:
@@ -509,6 +547,9 @@ class DevicesScreen(PanelScreen):
                 "No cards chosen — space chooses the card under the cursor; jobs started from the panel "
                 "use the chosen cards (HABANA_VISIBLE_MODULES)."
             )
+        from gaudi_tui.core.devices import cardsets
+        from gaudi_tui.ui.palette import palette
+
         here = self._modules_here()
         check = cardsets.check_modules(self.chosen, here.keys() if here else None)
         text = Text()
@@ -533,6 +574,8 @@ class DevicesScreen(PanelScreen):
         index_of = {m: d.index for m, d in here.items()}
         if not all(m in index_of for m in self.chosen):
             index_of = {}
+        from gaudi_tui.core.devices import cardsets
+
         return cardsets.export_line(self.chosen, index_of or None)
 
     def on_device_table_row_highlighted(self, _event: DeviceTable.RowHighlighted) -> None:
@@ -562,6 +605,8 @@ class DevicesScreen(PanelScreen):
         self._set_chosen(self.chosen ^ {device.module_id})
 
     def action_nearest_set(self) -> None:
+        from gaudi_tui.core.devices import cardsets
+
         check = cardsets.check_modules(self.chosen, self._modules_here().keys() or None)
         if check.ok or not check.nearest:
             self.notify(check.message if not check.ok else "The chosen cards are already a supported set.")
@@ -583,7 +628,7 @@ class DevicesScreen(PanelScreen):
         self.sort = (self.sort + 1) % len(SORTS)
         name, column, _ = SORTS[self.sort]
         if self._built:
-            self.query_one(DeviceTable).label_sort(column, "▲" if column == "mod" else "▼")
+            self._table().label_sort(column, "▲" if column == "mod" else "▼")
         if self.latest is not None:
             self._redraw()
         self.notify(f"Sorted by {name}.")
@@ -598,6 +643,8 @@ class DevicesScreen(PanelScreen):
             self.notify("No card under the cursor.", severity="warning")
             return
         found = next((c for c in self.card_links if c.index == device.index), None)
+        from gaudi_tui.ui.screens.card_links import CardLinksScreen
+
         self.app.push_screen(CardLinksScreen(device, found, "; ".join(self.link_errors[:2])))
 
     def action_stop_holder(self) -> None:
@@ -608,6 +655,7 @@ class DevicesScreen(PanelScreen):
             self.notify(why or "No visible process holds this card.", severity="warning")
             return
         from gaudi_tui.core.devices import holders
+        from gaudi_tui.ui.widgets.confirm import ConfirmScreen
 
         holder = use.holders[0]
         refusal = holders.can_signal(holder, self.config.proc_root)
@@ -652,6 +700,8 @@ class DevicesScreen(PanelScreen):
                 "Send SIGKILL? It cannot clean up: unsaved work is lost."
             )
 
+            from gaudi_tui.ui.widgets.confirm import ConfirmScreen
+
             def answered(yes: bool | None) -> None:
                 if yes:
                     self._signal(holder, signal.SIGKILL)
@@ -669,9 +719,7 @@ _SHOWN: weakref.WeakKeyDictionary[Static, tuple[str | Text, tuple[int, int]]] = 
 def _show(widget: Static, content: str | Text) -> None:
     """Update a Static only when its content changed, and re-layout only when its shape did (a
     layout pass redraws the whole screen: that is most of a refresh's CPU)."""
-    plain = content.plain if isinstance(content, Text) else content
-    lines = plain.split("\n")
-    shape = (len(lines), max(len(line) for line in lines))
+    shape = _shape(content)
     seen = _SHOWN.get(widget)
     if seen is not None and seen[0] == content:
         return
@@ -679,7 +727,20 @@ def _show(widget: Static, content: str | Text) -> None:
     _SHOWN[widget] = (content, shape)
 
 
-_EMPTY = MonitorUpdate(DeviceSnapshot(source="none"), None, ())
+def _shape(content: str | Text) -> tuple[int, int]:
+    lines = (content.plain if isinstance(content, Text) else content).split("\n")
+    return len(lines), max(len(line) for line in lines)
+
+
+def _composed(content: str | Text, id: str, classes: str = "") -> Static:
+    """A Static composed with its content, noted as shown (so `_show` compares against it)."""
+    widget = Static(content, id=id, markup=False, classes=classes)
+    _SHOWN[widget] = (content, _shape(content))
+    return widget
+
+
+def _banner_text(fault: str | None) -> str:
+    return f"⚠ {fault} (retries automatically; r retries now)" if fault else ""
 
 
 def _no_host() -> None:

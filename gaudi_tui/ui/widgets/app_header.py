@@ -34,13 +34,27 @@ class AppHeader(Horizontal):
         yield Static(self.hostname, id="header-host", markup=False)
         if self.replay:
             yield Static(f"REPLAY {self.replay}", id="header-replay", markup=False)
-        yield Static("accelerator: detecting…", id="header-accel", markup=False)
+        # Composed with its text, not updated in on_mount: an update before the first frame makes
+        # Textual draw a frame of that widget alone.
+        self._composed_with = self._accelerator()
+        accel = Static(_accel_text(self._composed_with), id="header-accel", markup=False)
+        if self._composed_with is not None:
+            accel.tooltip = self._composed_with.reason
+        yield accel
+
+    def _accelerator(self) -> Accelerator | None:
+        return getattr(self.app, "accelerator", None)
 
     def on_mount(self) -> None:
-        self.watch(self.app, "accelerator", self._show_accelerator)
+        self.watch(self.app, "accelerator", self._show_accelerator, init=False)
+        if self._accelerator() is not self._composed_with:  # found between compose and mount
+            self._show_accelerator(self._accelerator())
 
     def _show_accelerator(self, accel: Accelerator | None) -> None:
-        text = "accelerator: detecting…" if accel is None else f"{accel.kind}: {accel.reason}"
-        self.query_one("#header-accel", Static).update(text)
+        self.query_one("#header-accel", Static).update(_accel_text(accel))
         if accel is not None:
             self.query_one("#header-accel", Static).tooltip = accel.reason
+
+
+def _accel_text(accel: Accelerator | None) -> str:
+    return "accelerator: detecting…" if accel is None else f"{accel.kind}: {accel.reason}"
