@@ -20,7 +20,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.color import Color
 from textual.message import Message
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
 from gaudi_tui.core.fleet.model import (
     HOST_CARDS,
@@ -35,7 +35,6 @@ from gaudi_tui.core.fleet.model import (
 from gaudi_tui.core.fleet.prometheus import ENV_VAR, PrometheusClient, PrometheusError, prometheus_url
 from gaudi_tui.ui.screens.base import PanelScreen
 from gaudi_tui.ui.widgets.host_grid import HostGrid, Row
-from gaudi_tui.ui.widgets.steady_footer import SteadyFooter
 
 if TYPE_CHECKING:
     from textual.timer import Timer
@@ -144,10 +143,6 @@ class FleetScreen(PanelScreen):
         self._scroll_timer: Timer | None = None
 
     # -- layout -------------------------------------------------------------------------------
-    def compose(self) -> ComposeResult:
-        for widget in super().compose():
-            yield SteadyFooter() if type(widget) is Footer else widget
-
     def compose_body(self) -> ComposeResult:
         yield Static("", id="fleet-banner", markup=False)
         yield Static("", id="fleet-status", markup=False)

@@ -1,12 +1,13 @@
 """The panel screens' footer: Textual's Footer, whose keys are composed once the first frame is out,
-and composed once for a burst of binding changes.
+once for a burst of binding changes, and not at all when the keys it shows stay the same.
 
 Composing a footer's keys costs about 3 ms of CPU a key on these cores (each FooterKey mounts, binds
 its `compact` and restyles itself); a panel screen shows a dozen. A bare Textual app's first frame
 has an empty footer bar too (its keys come with the next frame), so the panel's first frame is drawn
 the same way: the bar at once, its keys right after (bench/startup.py measures both moments). Textual
-recomposes the footer once per binding change; at start-up the map's focus and the screen's bindings
-change one after the other, and each recompose would build every key again.
+recomposes the footer once per binding signal (a screen resumed, a focus change, a callback): at
+start-up the map's focus and the screen's bindings change one after the other, and a screen opening
+sends three, though the keys it shows are the same.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from gaudi_tui.ui.panel_app import PanelApp
 class PanelFooter(Footer):
     _waiting = False
     _recompose_queued = False
+    _shown: tuple[tuple[str, str, str, bool], ...] | None = None
 
     def bindings_changed(self, screen: Screen) -> None:
         app = self.app
@@ -42,8 +44,15 @@ class PanelFooter(Footer):
             return
         if not self._recompose_queued:
             self._recompose_queued = True
-            self.call_after_refresh(self._recompose_once)
+            self.call_after_refresh(self._recompose_once, screen)
 
-    async def _recompose_once(self) -> None:
+    async def _recompose_once(self, screen: Screen) -> None:
         self._recompose_queued = False
-        await self.recompose()
+        shown = tuple(
+            (binding.key, binding.action, binding.description, enabled)
+            for _node, binding, enabled, _tip in screen.active_bindings.values()
+            if binding.show
+        )
+        if shown != self._shown:
+            self._shown = shown
+            await self.recompose()
