@@ -20,13 +20,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))  # bench/common
+from common.figures import load, spread  # noqa: E402
 from common.job_runs import STEPS, one_run, spec  # noqa: E402
 
 RUNS = 3
-
-
-def spread(values: list[float], fmt: str = "{:.2f}") -> str:
-    return f"{fmt.format(statistics.median(values))} (min {fmt.format(min(values))}, max {fmt.format(max(values))})"
 
 
 def main() -> int:
@@ -67,7 +64,9 @@ def main() -> int:
         shutil.rmtree(os.environ["GAUDI_TUI_HOME"], ignore_errors=True)
     local_rate, ray_rate = [r for r, _ in local], [r for r, _ in on_ray]
     local_start, ray_start = [s for _, s in local], [s for _, s in on_ray]
-    print(f"demo fine-tune, 2 processes on CPU (gloo), {STEPS} steps, batch 8, seq ≤ 64; {runs} runs each")
+    print(
+        f"demo fine-tune, 2 processes on CPU (gloo), {STEPS} steps, batch 8, seq ≤ 64; {runs} runs each; {load()}"
+    )
     print(f"  local torchrun : {spread(local_rate)} steps/s, submit→first step {spread(local_start)} s")
     print(f"  Ray (2 nodes)  : {spread(ray_rate)} steps/s, submit→first step {spread(ray_start)} s")
     ratios = [r / max(lr, 1e-9) for r, lr in zip(ray_rate, local_rate, strict=True)]

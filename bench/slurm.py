@@ -30,15 +30,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))  # bench/common
+from common.figures import load, spread  # noqa: E402
 from common.job_runs import STEPS, one_run, spec  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "slurm"
 RUNS = 3
 REFRESH_S = 2.0
-
-
-def spread(values: list[float], fmt: str = "{:.2f}") -> str:
-    return f"{fmt.format(statistics.median(values))} (min {fmt.format(min(values))}, max {fmt.format(max(values))})"
 
 
 def generated_queue(count: int) -> str:
@@ -98,10 +95,9 @@ def main() -> int:
     sys.path.insert(0, str(ROOT))
     os.environ["GAUDI_TUI_HOME"] = tempfile.mkdtemp(prefix="gaudi-tui-bench-slurm-")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    load = os.getloadavg()
     costs = poll_cost(args.jobs)
     share = [c / REFRESH_S * 100 for c in costs]
-    print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(load())
     print(f"poll: {args.jobs} jobs (generated from real 22.05 records) + 2 nodes, parsed per refresh:")
     print(f"  panel CPU {spread([c * 1000 for c in costs], '{:.1f}')} ms a refresh = "
           f"{spread(share, '{:.2f}')} % at a {REFRESH_S:g} s refresh (target ≤ 2 %)")  # fmt: skip
@@ -144,8 +140,7 @@ def main() -> int:
     print(
         f"first-step latency Slurm − local {statistics.median(slurm_start) - statistics.median(local_start):+.1f} s"
     )
-    load = os.getloadavg()
-    print(f"load average at the end {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(f"at the end: {load()}")
     return 0
 
 
