@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT / "bench"))  # bench/common
 from common.figures import load, spread  # noqa: E402
 
 HOST_RUNS = 5
-GAUDI_RUNS = 3
+GAUDI_RUNS = 2
 
 
 def one_run(make_ctx: Callable[[], object], max_parallel: int | None) -> float:

@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RUNS = 3
 STEPS = 60
 LINES = 1_000_000
-KEY_SAMPLES = 30
+KEY_SAMPLES = 20
 FLOOD = """\
 import json, os, sys, time
 print("waiting for the go file", flush=True)
