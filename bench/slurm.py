@@ -7,7 +7,8 @@ Slurm cluster (this machine, loopback) vs local `torchrun`, in one run.
    parser the panel uses; the figure is the panel's CPU seconds per refresh ÷ the 2 s refresh
    (target ≤ 2 %). The real `squeue --json` call is also timed on the test cluster holding
    `--held` held jobs (its own CPU is the squeue child's, printed apart).
-2. Jobs. Trainer's `train_steps_per_second` and submit → first step (from `control.submit` to the
+2. Jobs. steady-state steps/s (1 / the median seconds per step of the log
+   windows after step 20, from metrics.jsonl's timestamps) and submit → first step (from `control.submit` to the
    wall time of the first `log` event; for Slurm that includes sbatch, the scheduler's pass and
    srun). Runs alternate; medians with min/max. Target: steps/s ratio Slurm/local ≥ 0.95.
 
@@ -31,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))  # bench/common
 from common.figures import load, spread  # noqa: E402
-from common.job_runs import STEPS, one_run, spec  # noqa: E402
+from common.job_runs import STEPS, WARMUP_STEPS, one_run, spec  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "slurm"
 RUNS = 3
@@ -130,7 +131,7 @@ def main() -> int:
     local_rate, slurm_rate = [r for r, _ in local], [r for r, _ in on_slurm]
     local_start, slurm_start = [s for _, s in local], [s for _, s in on_slurm]
     print(
-        f"demo fine-tune, 2 processes on CPU (gloo), {STEPS} steps, batch 8, seq ≤ 64; {args.runs} runs each"
+        f"demo fine-tune, 2 processes on CPU (gloo), {STEPS} steps (steady from {WARMUP_STEPS}), batch 8, seq ≤ 64; {args.runs} runs each"
     )
     print(f"  local torchrun   : {spread(local_rate)} steps/s, submit→first step {spread(local_start)} s")
     print(f"  Slurm (2 nodes)  : {spread(slurm_rate)} steps/s, submit→first step {spread(slurm_start)} s")
