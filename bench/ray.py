@@ -2,7 +2,8 @@
 `torchrun`, in one run. Figures per run: steady-state steps/s (1 / the median seconds per step of the
 log windows after step 20, from metrics.jsonl's timestamps) and submit-to-first-step latency (from
 `control.submit` to the wall time of the first `log` event in metrics.jsonl — for Ray that includes
-the Jobs API, Ray Train's worker group and the log-stream mirror). Runs alternate; medians with min/max. Target: steps/s ratio Ray/local ≥ 0.9.
+the Jobs API, Ray Train's worker group and the log-stream mirror). Runs alternate; medians with
+min/max. Target: steps/s ratio Ray/local ≥ 0.9.
 
 The cluster is the tests' (tests/ray/cluster.py): two `ray start` nodes of 1 CPU each, started here
 and stopped after; the Ray job puts one worker on each.
