@@ -9,7 +9,8 @@ Slurm cluster (this machine, loopback) vs local `torchrun`, in one run.
    `--held` held jobs (its own CPU is the squeue child's, printed apart).
 2. Jobs. Steady-state steps/s (1 / the median seconds per step of the log windows after step 20,
    from metrics.jsonl's timestamps) and submit → first step (from `control.submit` to the wall
-   time of the first `log` event; for Slurm that includes sbatch, the scheduler's pass and srun). Runs alternate; medians with min/max. Target: steps/s ratio Slurm/local ≥ 0.95.
+   time of the first `log` event; for Slurm that includes sbatch, the scheduler's pass and srun).
+   Runs alternate; medians with min/max. Target: steps/s ratio Slurm/local ≥ 0.95.
 
 The cluster is the tests' (tests/slurm/cluster.py): munge, slurmctld and two slurmd on free ports;
 the Slurm job runs one rank on each node (`slurm_nodes=2`, `slurm_cards_per_node=1`).
