@@ -12,10 +12,12 @@ status.json names the supervisor and launcher and that metrics.jsonl holds a who
 is steady state from the run's own timestamps: the seconds per step of every log window (5 steps)
 from WARMUP_STEPS on, and 1 / their median, so process start, model load, the first slow steps and
 a window hit by the scheduler do not count. Pairs interleave, the order swapped every pair; medians
-with min–max, the ratio of each pair and of the pooled windows. Target: ratio ≥ 0.99. Also: the
-supervisor's own CPU while the job trains (sampled from /proc), and the callbacks alone (stop-flag
-check + metrics lines) timed per step in this process, with the adaptive check interval and checking
-every step, against the bare run's seconds per step.
+with min–max, the ratio of each pair and of the pooled windows. Target: ratio ≥ 0.99. Beside them:
+CPU seconds per steady step of the training process and of the supervisor (read from /proc at the
+bench's looks; on a shared machine they move far less than the wall figures; `--threads 1` keeps a
+busy machine from stalling torch's thread team too), and the callbacks alone (stop-flag check +
+metrics lines) timed per step in this process, with the adaptive check interval and checking every
+step, against the bare run's seconds per step.
 
 (2) The panel runs in tmux at 100×30 next to a real training job; a helper appends 10,000
 lines/s to that job's stdout.log (the panel reads the file, so it cannot tell who wrote them).
