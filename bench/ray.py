@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT / "bench"))  # bench/common
 from common.figures import load, spread  # noqa: E402
 from common.job_runs import STEPS, WARMUP_STEPS, one_run, spec  # noqa: E402
 
-RUNS = 3
+RUNS = 2
 
 
 def main() -> int:

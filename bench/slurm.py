@@ -35,7 +35,7 @@ from common.figures import load, spread  # noqa: E402
 from common.job_runs import STEPS, WARMUP_STEPS, one_run, spec  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "slurm"
-RUNS = 3
+RUNS = 2
 REFRESH_S = 2.0
 
 
