@@ -5,7 +5,7 @@ token at once, then at most every TOKEN_BATCH_S = 50 ms), so a model producing 1
 second pays one decode per 5–12 tokens. This measures the streamer alone on the demo model's
 real byte-level BPE tokenizer and a 128-token paragraph of corpus answers: per-token decoding (how the engine
 streamed before) against `TokenStreamer.take` every 1, 5 and 12 tokens, beside counting only.
-Medians of 15 runs with min and max.
+Medians of 15 runs with min and max, and the load average.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/common
+from common.figures import load  # noqa: E402
 
 RUNS = 15
 TOKENS = 128
@@ -73,7 +75,7 @@ def main() -> int:
     }
     results = {name: per_token_us(run) for name, run in cases.items()}
     before = statistics.median(results["decode every token (before)"])
-    print(f"demo tokenizer, {len(steps)} tokens, median of {RUNS} (µs per token, min–max)")
+    print(f"demo tokenizer, {len(steps)} tokens, median of {RUNS} (µs per token, min–max); {load()}")
     for name, times in results.items():
         median = statistics.median(times)
         print(

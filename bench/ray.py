@@ -1,8 +1,9 @@
 """Ray: the same 2-process demo fine-tune on a 2-node Ray cluster (this machine, loopback) vs local
-`torchrun`, in one run. Figures per run: Trainer's own `train_steps_per_second` (the training loop)
-and submit-to-first-step latency (from `control.submit` to the wall time of the first `log` event in
-metrics.jsonl — for Ray that includes the Jobs API, Ray Train's worker group and the log-stream
-mirror). Runs alternate; medians with min/max. Target: steps/s ratio Ray/local ≥ 0.9.
+`torchrun`, in one run. Figures per run: steady-state steps/s (1 / the median seconds per step of the
+log windows after step 20, from metrics.jsonl's timestamps) and submit-to-first-step latency (from
+`control.submit` to the wall time of the first `log` event in metrics.jsonl — for Ray that includes
+the Jobs API, Ray Train's worker group and the log-stream mirror). Runs alternate; medians with
+min/max. Target: steps/s ratio Ray/local ≥ 0.9.
 
 The cluster is the tests' (tests/ray/cluster.py): two `ray start` nodes of 1 CPU each, started here
 and stopped after; the Ray job puts one worker on each.
@@ -20,13 +21,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))  # bench/common
-from common.job_runs import STEPS, one_run, spec  # noqa: E402
+from common.figures import load, spread  # noqa: E402
+from common.job_runs import STEPS, WARMUP_STEPS, one_run, spec  # noqa: E402
 
-RUNS = 3
-
-
-def spread(values: list[float], fmt: str = "{:.2f}") -> str:
-    return f"{fmt.format(statistics.median(values))} (min {fmt.format(min(values))}, max {fmt.format(max(values))})"
+RUNS = 2
 
 
 def main() -> int:
@@ -67,7 +65,9 @@ def main() -> int:
         shutil.rmtree(os.environ["GAUDI_TUI_HOME"], ignore_errors=True)
     local_rate, ray_rate = [r for r, _ in local], [r for r, _ in on_ray]
     local_start, ray_start = [s for _, s in local], [s for _, s in on_ray]
-    print(f"demo fine-tune, 2 processes on CPU (gloo), {STEPS} steps, batch 8, seq ≤ 64; {runs} runs each")
+    print(
+        f"demo fine-tune, 2 processes on CPU (gloo), {STEPS} steps (steady from {WARMUP_STEPS}), batch 8, seq ≤ 64; {runs} runs each; {load()}"
+    )
     print(f"  local torchrun : {spread(local_rate)} steps/s, submit→first step {spread(local_start)} s")
     print(f"  Ray (2 nodes)  : {spread(ray_rate)} steps/s, submit→first step {spread(ray_start)} s")
     ratios = [r / max(lr, 1e-9) for r, lr in zip(ray_rate, local_rate, strict=True)]

@@ -7,9 +7,10 @@ Slurm cluster (this machine, loopback) vs local `torchrun`, in one run.
    parser the panel uses; the figure is the panel's CPU seconds per refresh ÷ the 2 s refresh
    (target ≤ 2 %). The real `squeue --json` call is also timed on the test cluster holding
    `--held` held jobs (its own CPU is the squeue child's, printed apart).
-2. Jobs. Trainer's `train_steps_per_second` and submit → first step (from `control.submit` to the
-   wall time of the first `log` event; for Slurm that includes sbatch, the scheduler's pass and
-   srun). Runs alternate; medians with min/max. Target: steps/s ratio Slurm/local ≥ 0.95.
+2. Jobs. Steady-state steps/s (1 / the median seconds per step of the log windows after step 20,
+   from metrics.jsonl's timestamps) and submit → first step (from `control.submit` to the wall
+   time of the first `log` event; for Slurm that includes sbatch, the scheduler's pass and srun).
+   Runs alternate; medians with min/max. Target: steps/s ratio Slurm/local ≥ 0.95.
 
 The cluster is the tests' (tests/slurm/cluster.py): munge, slurmctld and two slurmd on free ports;
 the Slurm job runs one rank on each node (`slurm_nodes=2`, `slurm_cards_per_node=1`).
@@ -30,15 +31,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))  # bench/common
-from common.job_runs import STEPS, one_run, spec  # noqa: E402
+from common.figures import load, spread  # noqa: E402
+from common.job_runs import STEPS, WARMUP_STEPS, one_run, spec  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "slurm"
-RUNS = 3
+RUNS = 2
 REFRESH_S = 2.0
-
-
-def spread(values: list[float], fmt: str = "{:.2f}") -> str:
-    return f"{fmt.format(statistics.median(values))} (min {fmt.format(min(values))}, max {fmt.format(max(values))})"
 
 
 def generated_queue(count: int) -> str:
@@ -98,10 +96,9 @@ def main() -> int:
     sys.path.insert(0, str(ROOT))
     os.environ["GAUDI_TUI_HOME"] = tempfile.mkdtemp(prefix="gaudi-tui-bench-slurm-")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    load = os.getloadavg()
     costs = poll_cost(args.jobs)
     share = [c / REFRESH_S * 100 for c in costs]
-    print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(load())
     print(f"poll: {args.jobs} jobs (generated from real 22.05 records) + 2 nodes, parsed per refresh:")
     print(f"  panel CPU {spread([c * 1000 for c in costs], '{:.1f}')} ms a refresh = "
           f"{spread(share, '{:.2f}')} % at a {REFRESH_S:g} s refresh (target ≤ 2 %)")  # fmt: skip
@@ -134,7 +131,7 @@ def main() -> int:
     local_rate, slurm_rate = [r for r, _ in local], [r for r, _ in on_slurm]
     local_start, slurm_start = [s for _, s in local], [s for _, s in on_slurm]
     print(
-        f"demo fine-tune, 2 processes on CPU (gloo), {STEPS} steps, batch 8, seq ≤ 64; {args.runs} runs each"
+        f"demo fine-tune, 2 processes on CPU (gloo), {STEPS} steps (steady from {WARMUP_STEPS}), batch 8, seq ≤ 64; {args.runs} runs each"
     )
     print(f"  local torchrun   : {spread(local_rate)} steps/s, submit→first step {spread(local_start)} s")
     print(f"  Slurm (2 nodes)  : {spread(slurm_rate)} steps/s, submit→first step {spread(slurm_start)} s")
@@ -144,8 +141,7 @@ def main() -> int:
     print(
         f"first-step latency Slurm − local {statistics.median(slurm_start) - statistics.median(local_start):+.1f} s"
     )
-    load = os.getloadavg()
-    print(f"load average at the end {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(f"at the end: {load()}")
     return 0
 
 

@@ -3,15 +3,21 @@ callback vs. the same Trainer run bare; (2) key-press-to-screen latency of the T
 a job's log grows at 10,000 lines/s, vs. the same with a quiet log.
 
 (1) Both runs build the same Trainer (`gaudi_tui.core.jobs.worker.train.build`: same spec, data, seed,
-TrainingArguments); the bare one runs `trainer.train()` in a plain child process without our
-callbacks (only a bench callback that notes the time of each log step), the other is a real job
-(detached supervisor, STOP check every step, metrics from rank 0, whose `log` events carry their
-time). The figure is steady state: steps per second between the first log step after WARMUP_STEPS
-and the last one, from the run's own timestamps, so process start, model load and the first slow
-steps do not count. Runs alternate (RUNS pairs); medians with min–max, and the ratio of each pair.
-Target: ratio ≥ 0.99. The callbacks alone (stop-flag check + metrics lines) are timed per step in
-this process, with the adaptive check interval and checking every step, against the bare run's
-seconds per step.
+TrainingArguments) and start the same way: a child in its own session with the job's environment
+(`launch.job_env`) and torch's threads pinned to THREADS on both sides. The bare one runs
+`trainer.train()` without our callbacks (only a bench callback that notes the time of each log
+step); the other is a real job through `control.submit` (detached supervisor, its launcher, the
+stop check and metrics from rank 0, whose `log` events carry their time; the bench checks that
+status.json names the supervisor and launcher and that metrics.jsonl holds a whole run). The figure
+is steady state from the run's own timestamps: the seconds per step of every log window (5 steps)
+from WARMUP_STEPS on, and 1 / their median, so process start, model load, the first slow steps and
+a window hit by the scheduler do not count. Pairs interleave, the order swapped every pair; medians
+with min–max, the ratio of each pair and of the pooled windows. Target: ratio ≥ 0.99. Beside them:
+CPU seconds per steady step of the training process and of the supervisor (read from /proc at the
+bench's looks; on a shared machine they move far less than the wall figures; `--threads 1` keeps a
+busy machine from stalling torch's thread team too), and the callbacks alone (stop-flag check +
+metrics lines) timed per step in this process, with the adaptive check interval and checking every
+step, against the bare run's seconds per step.
 
 (2) The panel runs in tmux at 100×30 next to a real training job; a helper appends 10,000
 lines/s to that job's stdout.log (the panel reads the file, so it cannot tell who wrote them).
@@ -31,23 +37,34 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
+
 ROOT = Path(__file__).resolve().parent.parent
-RUNS = 3
-STEPS = 300
-WARMUP_STEPS = 50
-KEY_SAMPLES = 30
+sys.path.insert(0, str(ROOT / "bench"))  # bench/common
+from common.figures import load, spread  # noqa: E402
+
+PAIRS = 4
+STEPS = 200
+WARMUP_STEPS = 40
+THREADS = 2
+"""torch's threads on both sides (OMP_NUM_THREADS): the same on every machine, so runs compare."""
+KEY_SAMPLES = 20
 FLOOD_LINES_PER_S = 10_000
 LINE_BYTES = 62
 
 BARE = r"""
 import json, sys, time
+from pathlib import Path
+import torch
 from transformers import TrainerCallback
 from gaudi_tui.core.jobs import runfolder
 from gaudi_tui.core.jobs.worker import data
 from gaudi_tui.core.jobs.worker.train import build
-run = runfolder.RunFolder(__import__("pathlib").Path(sys.argv[1]))
+run = runfolder.RunFolder(Path(sys.argv[1]))
 spec = run.spec()
 built = build(run, spec, data.load_texts(spec.dataset, spec.text_field), monitor=False)
 marks = []
@@ -56,7 +73,7 @@ class Stamp(TrainerCallback):
         marks.append((state.global_step, time.time()))
 built.trainer.add_callback(Stamp())
 built.trainer.train()
-print("RESULT " + json.dumps(marks), flush=True)
+Path(sys.argv[2]).write_text(json.dumps({"threads": torch.get_num_threads(), "marks": marks}))
 """
 
 FLOOD = r"""
@@ -86,78 +103,179 @@ def bench_spec(**changes: object):  # noqa: ANN201 - JobSpec (imported after GAU
 
 
 def env() -> dict[str, str]:
+    """Both sides' environment: this tree first on the path, torch's thread count pinned."""
     out = dict(os.environ)
     out["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), out.get("PYTHONPATH")) if p)
+    out["OMP_NUM_THREADS"] = out["MKL_NUM_THREADS"] = str(THREADS)
     return out
 
 
-def steady_rate(marks: list[tuple[int, float]]) -> float:
-    """Steps per second between the first log step after the warm-up and the last one."""
-    steady = [(step, at) for step, at in marks if step >= WARMUP_STEPS]
-    (first_step, first_at), (last_step, last_at) = steady[0], steady[-1]
-    if last_step <= first_step:
-        raise RuntimeError(f"too few log steps after the warm-up: {marks}")
-    return (last_step - first_step) / (last_at - first_at)
+@dataclass
+class Run:
+    """One training run's steady state (log steps from WARMUP_STEPS on)."""
+
+    windows: list[float]
+    """Seconds per step of each log window."""
+    cpu_per_step: float
+    """CPU seconds (user + system, all threads) of the training process per step."""
+    supervisor_per_step: float = 0.0
+    """The supervisor's CPU seconds per step."""
+
+    @property
+    def rate(self) -> float:
+        """Steps per second: 1 / the median window (a scheduling hiccup moves one window, not the figure)."""
+        return 1.0 / statistics.median(self.windows)
 
 
-def bare_run() -> float:
+def steady(marks: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    out = [(step, at) for step, at in marks if step >= WARMUP_STEPS]
+    if len(out) < 11:
+        raise RuntimeError(f"only {len(out)} log steps after the warm-up: {marks}")
+    return out
+
+
+def windows(marks: list[tuple[int, float]]) -> list[float]:
+    """Seconds per step between consecutive log steps after the warm-up."""
+    after = steady(marks)
+    return [(t1 - t0) / (s1 - s0) for (s0, t0), (s1, t1) in zip(after, after[1:], strict=False) if s1 > s0]
+
+
+def step_at(marks: list[tuple[int, float]], at: float) -> float:
+    """The (fractional) step the run was at, at wall time `at`, between two log steps."""
+    for (s0, t0), (s1, t1) in zip(marks, marks[1:], strict=False):
+        if t0 <= at <= t1:
+            return s0 + (s1 - s0) * (at - t0) / max(t1 - t0, 1e-9)
+    raise ValueError(f"{at} is outside the log steps")
+
+
+class CpuSamples:
+    """Cumulative CPU seconds of named processes, read from /proc at each of the bench's looks."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, list[tuple[float, float]]] = {}
+
+    def take(self, **procs: psutil.Process | None) -> None:
+        now = time.time()
+        for name, proc in procs.items():
+            try:
+                if proc is not None:
+                    times = proc.cpu_times()
+                    self.rows.setdefault(name, []).append((now, times.user + times.system))
+            except psutil.Error:
+                pass
+
+    def per_step(self, name: str, marks: list[tuple[int, float]]) -> float:
+        """CPU seconds per step between the first and last look inside the steady part."""
+        after = steady(marks)
+        inside = [(t, c) for t, c in self.rows.get(name, []) if after[0][1] <= t <= after[-1][1]]
+        if len(inside) < 3:
+            raise RuntimeError(f"too few CPU samples of the {name} in the steady part ({len(inside)})")
+        (ta, ca), (tb, cb) = inside[0], inside[-1]
+        return (cb - ca) / (step_at(after, tb) - step_at(after, ta))
+
+
+def wait(done: Callable[[], bool], on_tick: Callable[[], None]) -> None:
+    """Both sides wait the same way: a look every 0.5 s, for at most 900 s."""
+    deadline = time.monotonic() + 900
+    while not done():
+        if time.monotonic() > deadline:
+            raise RuntimeError("a training run did not end within 900 s")
+        on_tick()
+        time.sleep(0.5)
+
+
+def bare_run() -> Run:
+    """The same Trainer in one plain child started as the job's launcher would be: the job's env and cwd."""
     from gaudi_tui.core.accelerator import Accelerator
     from gaudi_tui.core.jobs import launch, runfolder
 
     spec = launch.prepare(bench_spec(name="bare"), Accelerator("cpu", "bench"))
     run = runfolder.create(spec, accelerator="cpu")
-    done = subprocess.run(
-        [sys.executable, "-c", BARE, str(run.path)], capture_output=True, text=True, env=env(), timeout=900
-    )
-    for line in done.stdout.splitlines():
-        if line.startswith("RESULT "):
-            return steady_rate([(int(step), float(at)) for step, at in json.loads(line[7:])])
-    raise RuntimeError(f"bare run failed: {done.stderr[-800:]}")
+    result = run.path / "bare.json"
+    with run.log_path.open("ab") as log:
+        child = subprocess.Popen(
+            [sys.executable, "-c", BARE, str(run.path), str(result)],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            env=launch.job_env(run, spec, env()), cwd=run.path, start_new_session=True,
+        )  # fmt: skip
+    cpu, proc = CpuSamples(), psutil.Process(child.pid)
+    try:
+        wait(lambda: child.poll() is not None, lambda: cpu.take(training=proc))
+    finally:
+        if child.poll() is None:
+            child.kill()
+        child.wait()
+    if child.returncode != 0 or not result.exists():
+        raise RuntimeError(f"bare run failed (exit {child.returncode}): {run.log_path.read_text()[-800:]}")
+    out = json.loads(result.read_text())
+    if out["threads"] != THREADS:
+        raise RuntimeError(f"the bare run used {out['threads']} torch threads, not {THREADS}")
+    marks = [(int(step), float(at)) for step, at in out["marks"]]
+    return Run(windows(marks), cpu.per_step("training", marks))
 
 
-def supervised_run() -> float:
+def supervised_run() -> Run:
+    """A real job: `control.submit`, the detached supervisor, its launcher, our callbacks in the rank."""
     from gaudi_tui.core.accelerator import Accelerator
     from gaudi_tui.core.jobs import control
     from gaudi_tui.core.jobs.status import TERMINAL
 
     run = control.submit(bench_spec(name="supervised"), Accelerator("cpu", "bench"), env=env())
-    deadline = time.monotonic() + 900
-    while (status := run.status()) is None or status.state not in TERMINAL:
-        if time.monotonic() > deadline:
-            raise RuntimeError("the supervised run did not end within 900 s")
-        time.sleep(0.5)
-    if status.state != "succeeded":
-        raise RuntimeError(f"supervised run {status.state}: {status.error}")
+    cpu = CpuSamples()
+
+    def look() -> None:  # the single-process launcher is the training process itself
+        status = run.status()
+        if status is not None:
+            cpu.take(
+                supervisor=status.supervisor.process() if status.supervisor else None,
+                training=status.launcher.process() if status.launcher else None,
+            )
+
+    wait(lambda: (s := run.status()) is not None and s.state in TERMINAL, look)
+    status = run.status()
+    if status is None or status.state != "succeeded":
+        raise RuntimeError(f"supervised run {status and status.state}: {status and status.error}")
+    if status.supervisor is None or status.supervisor.pid == os.getpid() or status.launcher is None:
+        raise RuntimeError(f"the supervised run did not go through a supervisor and launcher: {status}")
+    if "gaudi_tui.core.jobs.worker.train" not in status.command:
+        raise RuntimeError(f"the launcher was not the training process itself: {status.command}")
     events = [json.loads(line) for line in run.metrics_path.read_text().splitlines()]
-    return steady_rate([(int(e["step"]), float(e["time"])) for e in events if e.get("event") == "log"])
+    if [e["event"] for e in events[:1] + events[-1:]] != ["begin", "end"] or events[-1]["stopped"]:
+        raise RuntimeError("metrics.jsonl does not hold the metrics callback's begin … end of a whole run")
+    marks = [(int(e["step"]), float(e["time"])) for e in events if e.get("event") == "log"]
+    return Run(windows(marks), cpu.per_step("training", marks), cpu.per_step("supervisor", marks))
 
 
-def spread(values: list[float], fmt: str = "{:.2f}") -> str:
-    return f"{fmt.format(statistics.median(values))} (min {fmt.format(min(values))}, max {fmt.format(max(values))})"
-
-
-def throughput() -> float:
-    """Returns the bare run's median seconds per step (for the callback's share)."""
-    bare: list[float] = []
-    supervised: list[float] = []
-    for _ in range(RUNS):
-        bare.append(bare_run())
-        supervised.append(supervised_run())
-    b = statistics.median(bare)
-    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+def throughput(pairs: int) -> float:
+    """Returns the bare runs' median seconds per step (for the callbacks' share)."""
+    bare: list[Run] = []
+    supervised: list[Run] = []
+    for i in range(pairs):  # interleaved pairs, the order swapped every pair (a drifting load cancels)
+        sides = [(bare, bare_run), (supervised, supervised_run)]
+        for runs, one in sides if i % 2 == 0 else sides[::-1]:
+            runs.append(one())
+    b, s = [r.rate for r in bare], [r.rate for r in supervised]
     print(
-        f"demo fine-tune ({STEPS} steps, batch 8, seq ≤ 64, CPU), {RUNS} alternating pairs, steady state "
-        f"(log steps ≥ {WARMUP_STEPS}), load average {load}:"
+        f"demo fine-tune ({STEPS} steps, batch 8, seq ≤ 64, CPU, {THREADS} torch threads both sides), {pairs} "
+        f"interleaved pairs; steady state = 1 / the median seconds per step of the log windows "
+        f"(every 5 steps) from step {WARMUP_STEPS} on; {load()}:"
     )
-    print(f"  bare Trainer                                     {spread(bare)} steps/s")
-    print(f"  through the supervisor with the metrics callback {spread(supervised)} steps/s")
-    pairs = [x / y for x, y in zip(supervised, bare, strict=True)]
-    print(f"  ratio per pair {spread(pairs, '{:.3f}')} (target ≥ 0.99)")
-    print(
-        f"  spread of the runs (max/min − 1): bare {max(bare) / min(bare) - 1:.1%}, supervised "
-        f"{max(supervised) / min(supervised) - 1:.1%}"
-    )
-    return 1.0 / b
+    print(f"  bare Trainer                                     {spread(b)} steps/s")
+    print(f"  through the supervisor with the metrics callback {spread(s)} steps/s")
+    ratios = [x / y for x, y in zip(s, b, strict=True)]
+    print(f"  ratio per pair {spread(ratios, '{:.3f}')} (target ≥ 0.99)")
+    pooled_b = statistics.median(w for r in bare for w in r.windows)
+    pooled_s = statistics.median(w for r in supervised for w in r.windows)
+    print(f"  ratio of the pooled windows {pooled_b / pooled_s:.3f}; spread of the runs (max/min − 1): "
+          f"bare {max(b) / min(b) - 1:.1%}, supervised {max(s) / min(s) - 1:.1%}")  # fmt: skip
+    cb = [r.cpu_per_step * 1000 for r in bare]
+    cs = [r.cpu_per_step * 1000 for r in supervised]
+    sup = [r.supervisor_per_step * 1000 for r in supervised]
+    total = statistics.median(cs) + statistics.median(sup)
+    print(f"  CPU per step (moves less with the load): bare {spread(cb)} ms; supervised: the training "
+          f"process {spread(cs)} ms + the supervisor {spread(sup, '{:.3f}')} ms; "
+          f"ratio bare / supervised {statistics.median(cb) / total:.3f}")  # fmt: skip
+    return pooled_b
 
 
 def callback_cost(seconds_per_step: float | None, steps: int = 3000) -> None:
@@ -197,7 +315,7 @@ def callback_cost(seconds_per_step: float | None, steps: int = 3000) -> None:
     every = [per_step(0.0) for _ in range(3)]
     print(f"callbacks alone, per step ({steps} steps, a log line every 5): ", end="")
     print(f"{spread([x * 1e6 for x in adaptive], '{:.1f}')} µs with the adaptive stop check, ", end="")
-    print(f"{spread([x * 1e6 for x in every], '{:.1f}')} µs checking every step")
+    print(f"{spread([x * 1e6 for x in every], '{:.1f}')} µs checking every step ({load()})")
     if seconds_per_step:
         share = statistics.median(adaptive) / seconds_per_step
         print(f"  = {share * 100:.3f} % of the bare run's {seconds_per_step * 1000:.1f} ms per step")
@@ -267,26 +385,31 @@ def latency() -> None:
         control.kill(run)
         while run.status().state not in TERMINAL:  # the folder is deleted afterwards: let it finish
             time.sleep(0.5)
+    size_mb = (run.log_path.stat().st_size - size) / 2**20
     q, f = statistics.median(quiet), statistics.median(flooded)
-    print(f"key-press-to-screen (tmux, 100x30): quiet log {q * 1000:.0f} ms, ", end="")
-    print(
-        f"log flooding at {rate:,.0f} lines/s {f * 1000:.0f} ms (p90 {sorted(flooded)[int(0.9 * len(flooded))] * 1000:.0f} ms)"
-    )
-    print(f"  (log grew {(run.log_path.stat().st_size - size) / 2**20:.0f} MB during the run)")
-    print(
-        f"ratio flooded/quiet {f / q:.2f}; median {f * 1000:.0f} ms (target < 100 ms), {KEY_SAMPLES} presses each"
-    )
+    p90 = sorted(flooded)[int(0.9 * len(flooded))]
+    print(f"key-press-to-screen (tmux, 100x30), {KEY_SAMPLES} presses each; {load()}:")
+    print(f"  quiet log {spread([x * 1000 for x in quiet], '{:.0f}')} ms")
+    print(f"  log flooding at {rate:,.0f} lines/s {spread([x * 1000 for x in flooded], '{:.0f}')} ms "
+          f"(p90 {p90 * 1000:.0f} ms; the log grew {size_mb:.0f} MB)")  # fmt: skip
+    print(f"  ratio flooded/quiet {f / q:.2f}; median {f * 1000:.0f} ms (target < 100 ms)")
 
 
 def main() -> int:
+    global THREADS, STEPS  # noqa: PLW0603 - set once from the command line, read by the runs
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", choices=["all", "throughput", "callback", "latency"], default="all")
-    part = parser.parse_args().part
+    parser.add_argument("--pairs", type=int, default=PAIRS, help="interleaved bare/supervised pairs")
+    parser.add_argument("--threads", type=int, default=THREADS, help="torch threads on both sides")
+    parser.add_argument("--steps", type=int, default=STEPS, help="training steps of each run")
+    args = parser.parse_args()
+    THREADS, STEPS = args.threads, args.steps
+    part = args.part
     os.environ["GAUDI_TUI_HOME"] = tempfile.mkdtemp(prefix="gaudi-tui-bench-train-")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     sys.path.insert(0, str(ROOT))
     try:
-        per_step = throughput() if part in ("all", "throughput") else None
+        per_step = throughput(args.pairs) if part in ("all", "throughput") else None
         if part in ("all", "throughput", "callback"):
             callback_cost(per_step)
         if part in ("all", "latency"):

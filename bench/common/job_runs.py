@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import statistics
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 STEPS = 60
+WARMUP_STEPS = 20
 
 
 def spec(**changes: object):  # noqa: ANN201 - JobSpec (imported after GAUDI_TUI_HOME is set)
@@ -28,8 +30,19 @@ def spec(**changes: object):  # noqa: ANN201 - JobSpec (imported after GAUDI_TUI
     return replace(PRESETS["demo fine-tune"], **{**base, **changes})
 
 
+def steady_rate(events: list[dict]) -> float:
+    """Steps per second in steady state: 1 / the median seconds per step of the log windows from
+    WARMUP_STEPS on (process start, the first slow steps and a window the scheduler hit do not count)."""
+    marks = [(int(e["step"]), float(e["time"])) for e in events if e.get("event") == "log"]
+    after = [(step, at) for step, at in marks if step >= WARMUP_STEPS]
+    windows = [(t1 - t0) / (s1 - s0) for (s0, t0), (s1, t1) in zip(after, after[1:], strict=False) if s1 > s0]
+    if len(windows) < 4:
+        raise RuntimeError(f"only {len(windows)} log windows after step {WARMUP_STEPS}: {marks}")
+    return 1.0 / statistics.median(windows)
+
+
 def one_run(job) -> tuple[float, float]:  # noqa: ANN001 - JobSpec
-    """(steps/s, seconds from submit to the first step) of one job."""
+    """(steady steps/s, seconds from submit to the first step) of one job."""
     from gaudi_tui.core.accelerator import Accelerator
     from gaudi_tui.core.jobs import control
     from gaudi_tui.core.jobs.status import TERMINAL
@@ -45,5 +58,4 @@ def one_run(job) -> tuple[float, float]:  # noqa: ANN001 - JobSpec
         raise RuntimeError(f"{job.target} run {status.state}: {status.error}")
     events = [json.loads(line) for line in run.metrics_path.read_text().splitlines() if line.strip()]
     first = next(e for e in events if e.get("event") == "log")
-    summary = next(e for e in events if e.get("event") == "summary")
-    return float(summary["train_steps_per_second"]), float(first["time"]) - submitted
+    return steady_rate(events), float(first["time"]) - submitted

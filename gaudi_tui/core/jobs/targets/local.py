@@ -27,6 +27,11 @@ from gaudi_tui.core.jobs.targets import Attempt, Host, Presence
 from gaudi_tui.core.jobs.validate import Problem, hardware
 
 POLL_S = 0.2
+TREE_MAX_S = 1.0
+"""The job's process tree is read every poll at first and after every change, then less often while
+it stays the same, doubling up to TREE_MAX_S (and every poll while killing): a read scans every
+process on the host (about 1 ms of CPU per 100 processes), which at every poll cost the training
+up to 1 % of a core (bench/train.py)."""
 ORPHAN_GRACE_S = 5.0
 KILL_WAIT_S = 5.0
 STUCK_S = 10.0
@@ -145,11 +150,15 @@ class Supervision:
         it outlives SIGKILL by STUCK_S (stuck in the kernel)."""
         kill_deadline: float | None = None
         run = attempt.run
+        tree_every, next_tree = POLL_S, 0.0
         while True:
             code = child.poll()
             if code is not None:
                 return code
-            self.record_tree(attempt, child.pid)
+            if time.monotonic() >= next_tree or attempt.kill_requested.is_set():  # every poll once killing
+                grew = self.record_tree(attempt, child.pid)
+                tree_every = POLL_S if grew else min(tree_every * 2, TREE_MAX_S)
+                next_tree = time.monotonic() + tree_every
             if not run.path.is_dir():
                 attempt.kill_requested.set()  # the run folder was deleted: nothing may run on without it
             if run.stop_requested() and not attempt.status().stop_requested:
@@ -185,11 +194,12 @@ class Supervision:
         )
         attempt.save(state="cancelled", ended=time.time(), error=error)
 
-    def record_tree(self, attempt: Attempt, pid: int) -> None:
+    def record_tree(self, attempt: Attempt, pid: int) -> bool:
+        """Record the launcher's new descendants; True when there were any."""
         try:
             children = psutil.Process(pid).children(recursive=True)
         except psutil.Error:
-            return
+            return False
         new = False
         for proc in children:
             if proc.pid not in self.known:
@@ -199,6 +209,7 @@ class Supervision:
                     new = True
         if new:
             attempt.save(workers=tuple(self.known.values()))
+        return new
 
     def known_alive(self) -> list[psutil.Process]:
         """Every recorded process that is still the same process."""
