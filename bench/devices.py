@@ -36,8 +36,8 @@ FAKE_BIN = ROOT / "tests" / "fakes" / "bin"
 TABLE = SAMPLES / "gaudi2-hl225-x8-1.20.0-busy-table.txt"
 CSV = SAMPLES / "gaudi1-hl205-x8-1.18.0-query.csv"
 CYCLE = "gaudi2-hl225-x8-1.20.0-busy-table.txt,gaudi2-hl225-x8-1.16.0-process-table.txt,gaudi2-hl225-x8-1.12.1-table.txt"
-WARMUP_S, MEASURE_S = 5.0, 20.0
-PAIRS = int(os.environ.get("BENCH_PAIRS", "5"))
+WARMUP_S, MEASURE_S = 4.0, 15.0
+PAIRS = int(os.environ.get("BENCH_PAIRS", "4"))
 TICK_S, TICKS = 0.5, 20
 
 TUI = r"""
