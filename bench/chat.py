@@ -42,6 +42,8 @@ NEW_TOKENS = 128
 STOP_TOKENS = 230  # within the demo model's 256 positions
 TMUX_WAIT_S = 120.0
 """The longest the tmux run waits for a screen or an answer."""
+EMPTY = "No messages yet"
+"""What the Chat screen shows in an empty conversation."""
 MAIN_CPU = time.pthread_getcpuclockid(threading.main_thread().ident)
 
 
@@ -348,27 +350,30 @@ def in_tmux(bare: Bare) -> dict[str, list[float]]:
         tmux.keys("3")
         tmux.wait(lambda: "Conversations" in tmux.run("capture-pane", "-p", "-t", "panel"), "Chat")
         store = ChatStore()  # the panel's own file, under the bench's GAUDI_TUI_HOME
-        for conversation in store.conversations():  # a new conversation takes the shown one's params
-            store.set_params(conversation.id, params())
-        shown = store.conversations()[0].id
+        measured: set[int] = set()
 
         def answered() -> bool:
-            latest = store.conversations()[0]
-            messages = store.messages(latest.id)
-            return latest.id != shown and len(messages) == 2 and messages[-1].status == "complete"
+            """The newest conversation (each run starts one) holds a finished answer."""
+            newest = max(c.id for c in store.conversations())
+            messages = store.messages(newest)
+            return newest not in measured and len(messages) == 2 and messages[-1].status != "partial"
 
         for run in range(RUNS + 1):  # the first loads the engine (and warms it up); not measured
-            tmux.keys("Escape")
-            tmux.keys("n")
-            time.sleep(0.3)  # the new conversation is shown and its input focused
+            tmux.keys("Escape")  # the input -> the list (the list at first)
+            time.sleep(0.3)  # an Esc followed at once by a key reads as Alt+key
+            tmux.keys("n")  # a new conversation (the first one is empty: its input is focused)
+            tmux.wait(lambda: EMPTY in tmux.run("capture-pane", "-p", "-t", "panel"), "a new conversation")
+            store.set_params(max(c.id for c in store.conversations()), params())  # as the headless run does
+            time.sleep(0.3)  # its input takes the focus just after it is drawn
             tmux.keys(PROMPT, literal=True)
             time.sleep(0.3)
             began = process_cpu_s(pid)
             tmux.keys("Enter")
             tmux.wait(answered, "the answer")
             cpu = process_cpu_s(pid) - began
-            shown = store.conversations()[0].id
-            metrics = store.messages(shown)[-1].metrics
+            newest = max(c.id for c in store.conversations())
+            measured.add(newest)
+            metrics = store.messages(newest)[-1].metrics
             if run:
                 results["ui_cpu"].append(cpu)
                 record(results, metrics, bare)
@@ -418,7 +423,7 @@ def main() -> int:
             tmux_results,
             None,
             0.95,
-            "the UI process's CPU (all threads, Enter to the stored answer, Markdown included):",
+            "the UI process's CPU (all threads, Enter to the stored answer):",
         )
     if not path["stop"] or not pane_results["stop"]:
         print("could not measure a stop: every answer finished before its stop arrived", file=sys.stderr)

@@ -68,9 +68,9 @@ async def test_send_stop_continue_kill_reload_quit_and_restart(cpu_accelerator: 
         assert answer.status == "complete" and "hl-smi" in answer.content and answer.model == "demo model"
         assert answer.metrics is not None and answer.metrics.tokens_out > 0
         assert len(screen.query(MessageView)) == 2
-        shown = screen.query(MessageView)[-1]  # drawn as Markdown once it ended, with its metrics
+        shown = screen.query(MessageView)[-1]  # drawn as Markdown once it ended, then its metrics
+        await wait_until(pilot, lambda: "TTFT" in shown.meta)
         assert shown.query_one(Markdown).source == answer.content and not screen.query(LiveText)
-        assert "TTFT" in shown.meta
         assert "TTFT" in str(screen.query_one("#chat-status", Static).render())
         assert store.conversations()[0].title == "What is hl-smi?"
 

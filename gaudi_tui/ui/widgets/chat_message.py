@@ -96,6 +96,8 @@ class MessageView(Vertical):
 
     async def finish(self, text: str, meta: str, note: str = "") -> None:
         """The answer ended with `text`: draw it as Markdown (parsed once, here) with its metrics."""
+        if not self.is_attached:  # the screen is going away (the app quit during the answer)
+            return
         if self.live:
             self.live = False
             self.text = text
