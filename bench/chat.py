@@ -1,24 +1,32 @@
 """Chat speed: the pane's path vs. bare `model.generate`, same model, prompt and settings, same run.
 
 Path (the target): the engine child + the JSON-lines pipe + a worker thread calling
-`EngineClient.generate`, exactly as the Chat screen's worker does. Pane: the whole Chat screen,
-headless — the prompt typed into its input, the answer streamed into its Markdown view; on a
-2-core machine its rendering takes CPU from the engine, so it is printed too. The figures are the
-ones the pane records with each answer: time to first token from the send, decode rate from token
-arrival times. Bare: `model.generate` in this process with a streamer that timestamps each
-token. All greedy with a fixed answer length; each measured run is followed at once by a bare
-run and the pairs are compared (median of N, with min–max, and the load average). Targets: decode
-ratio ≥ 0.98 on the pane's path and ≥ 0.95 for the whole screen (Markdown rendering included), TTFT
-overhead ≤ 50 ms, stop ≤ 200 ms. Exit 1 only when it could not measure.
+`EngineClient.generate`, exactly as the Chat screen's worker does. Screen: the whole Chat screen,
+headless — the prompt typed into its input, the answer streamed into it and drawn as Markdown
+when it ends; on a 2-core machine its drawing takes CPU from the engine, so it is printed too,
+with the CPU the screen's main thread used while the answer decoded (stamped as each text
+reached the client: a figure the machine's load hardly moves). Screen in tmux: the panel itself
+(`python -m gaudi_tui`) in a real tmux pane at 100×30, driven by keys, its figures read from its
+store, with the UI process's CPU per answer. The figures are the ones the pane records with each
+answer: time to first token from the send, decode rate from token arrival times. Bare:
+`model.generate` in this process with a streamer that timestamps each token. All greedy with a
+fixed answer length; each measured run is followed at once by a bare run and the pairs are
+compared (median of N, with min–max, and the load average). Targets: decode ratio ≥ 0.98 on the
+pane's path and ≥ 0.95 for the whole screen, TTFT overhead ≤ 50 ms, stop ≤ 200 ms. Exit 1 only when
+it could not measure.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import shlex
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -32,6 +40,42 @@ STOP_ATTEMPTS = 15
 PROMPT = "What is hl-smi?"
 NEW_TOKENS = 128
 STOP_TOKENS = 230  # within the demo model's 256 positions
+TMUX_WAIT_S = 120.0
+"""The longest the tmux run waits for a screen or an answer."""
+EMPTY = "No messages yet"
+"""What the Chat screen shows in an empty conversation."""
+MAIN_CPU = time.pthread_getcpuclockid(threading.main_thread().ident)
+
+
+class DecodeWindow:
+    """The main thread's CPU between an answer's first and last text, stamped as each text reaches
+    `EngineClient.generate` (in its worker thread): what drawing took from the engine while it decoded."""
+
+    def __init__(self) -> None:
+        self.stamps: list[float] = []
+
+    def install(self) -> None:
+        from gaudi_tui.core.chat.client import EngineClient
+
+        original = EngineClient.generate
+
+        def generate(client, messages, params, on_text=None, **kwargs):  # noqa: ANN001, ANN202
+            self.stamps.clear()
+
+            def stamped(text: str) -> None:
+                self.stamps.append(time.clock_gettime(MAIN_CPU))
+                if on_text is not None:
+                    on_text(text)
+
+            return original(client, messages, params, on_text=stamped, **kwargs)
+
+        EngineClient.generate = generate
+
+    def cpu_s(self) -> float:
+        return self.stamps[-1] - self.stamps[0]
+
+
+WINDOW = DecodeWindow()
 
 
 def params(tokens: int = NEW_TOKENS):  # noqa: ANN201 - imported late to keep the module light
@@ -145,6 +189,7 @@ async def pane(bare: Bare) -> dict[str, list[float]]:
             await wait(answered)
             metrics = store.messages(screen.current().id)[-1].metrics
             assert metrics is not None and metrics.tokens_out == NEW_TOKENS, metrics
+            results["ui_cpu"].append(WINDOW.cpu_s())
             record(results, metrics, bare)
         attempts = 0
         while len(results["stop"]) < STOP_RUNS and attempts < STOP_ATTEMPTS:
@@ -176,7 +221,7 @@ def record(results: dict[str, list[float]], metrics, bare: Bare) -> None:  # noq
 
 
 def empty_results() -> dict[str, list[float]]:
-    keys = ("ttft", "tps", "bare_ttft", "bare_tps", "stop", "finished_before_stop")
+    keys = ("ttft", "tps", "bare_ttft", "bare_tps", "stop", "finished_before_stop", "ui_cpu")
     return {k: [] for k in keys}
 
 
@@ -225,7 +270,9 @@ def spread(values: list[float], fmt: str = ".1f") -> str:
     return f"{statistics.median(values):{fmt}} ({min(values):{fmt}}–{max(values):{fmt}})"
 
 
-def report(name: str, r: dict[str, list[float]], stop_what: str, target: float) -> None:
+def report(
+    name: str, r: dict[str, list[float]], stop_what: str | None, target: float, cpu_what: str = ""
+) -> None:
     # Comparing within pairs cancels the load other processes put on the machine, which drifts.
     ratios = [p / b for p, b in zip(r["tps"], r["bare_tps"], strict=True)]
     overheads = [(p - b) * 1000 for p, b in zip(r["ttft"], r["bare_ttft"], strict=True)]
@@ -238,8 +285,12 @@ def report(name: str, r: dict[str, list[float]], stop_what: str, target: float) 
         f"  time to first token {spread([t * 1000 for t in r['ttft']])} ms, "
         f"bare {spread([t * 1000 for t in r['bare_ttft']])} ms: overhead {spread(overheads)} ms (target ≤ 50 ms)"
     )
+    if r["ui_cpu"]:
+        print(f"  {cpu_what} {spread([c * 1000 for c in r['ui_cpu']])} ms per answer")
     stops, early = r["stop"], len(r["finished_before_stop"])
     note = f"; {early} answer(s) finished before the stop arrived, not counted" if early else ""
+    if stop_what is None:
+        return
     if stops:
         print(
             f"  {stop_what}: median {statistics.median(stops) * 1000:.0f} ms, min {min(stops) * 1000:.0f} ms, "
@@ -247,6 +298,90 @@ def report(name: str, r: dict[str, list[float]], stop_what: str, target: float) 
         )
     else:
         print(f"  {stop_what}: not measured{note}")
+
+
+class Tmux:
+    """The panel in a real terminal: a tmux server of its own (stopped at the end)."""
+
+    def __init__(self) -> None:
+        self.socket = f"gaudi-tui-bench-chat-{os.getpid()}"
+
+    def run(self, *args: str) -> str:
+        return subprocess.run(
+            ["tmux", "-L", self.socket, *args], capture_output=True, text=True, timeout=30
+        ).stdout
+
+    def keys(self, *keys: str, literal: bool = False) -> None:
+        self.run("send-keys", "-t", "panel", *(["-l"] if literal else []), *keys)
+
+    def wait(self, ready, what: str) -> None:  # noqa: ANN001 - () -> bool
+        deadline = time.monotonic() + TMUX_WAIT_S
+        while not ready():
+            if time.monotonic() > deadline:
+                screen = self.run("capture-pane", "-p", "-t", "panel")
+                raise RuntimeError(f"the panel in tmux did not show {what} in time:\n{screen}")
+            time.sleep(0.05)
+
+
+def process_cpu_s(pid: int) -> float:
+    """user + system CPU of a process (all its threads), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def in_tmux(bare: Bare) -> dict[str, list[float]]:
+    """The same answers from the panel itself in a tmux pane: keys in, figures from its store."""
+    from gaudi_tui.core.chat.store import ChatStore
+
+    results = empty_results()
+    tmux = Tmux()
+    command = f"exec {shlex.quote(sys.executable)} -m gaudi_tui"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    subprocess.run(
+        ["tmux", "-L", tmux.socket, "new-session", "-d", "-s", "panel", "-x", "100", "-y", "30", command],
+        env=env,
+        check=True,
+        timeout=30,
+    )
+    store: ChatStore | None = None
+    try:
+        pid = int(tmux.run("display-message", "-p", "-t", "panel", "#{pane_pid}").strip())
+        tmux.wait(lambda: "cpu: " in tmux.run("capture-pane", "-p", "-t", "panel"), "its first screen")
+        tmux.keys("3")
+        tmux.wait(lambda: "Conversations" in tmux.run("capture-pane", "-p", "-t", "panel"), "Chat")
+        store = ChatStore()  # the panel's own file, under the bench's GAUDI_TUI_HOME
+        measured: set[int] = set()
+
+        def answered() -> bool:
+            """The newest conversation (each run starts one) holds a finished answer."""
+            newest = max(c.id for c in store.conversations())
+            messages = store.messages(newest)
+            return newest not in measured and len(messages) == 2 and messages[-1].status != "partial"
+
+        for run in range(RUNS + 1):  # the first loads the engine (and warms it up); not measured
+            tmux.keys("Escape")  # the input -> the list (the list at first)
+            time.sleep(0.3)  # an Esc followed at once by a key reads as Alt+key
+            tmux.keys("n")  # a new conversation (the first one is empty: its input is focused)
+            tmux.wait(lambda: EMPTY in tmux.run("capture-pane", "-p", "-t", "panel"), "a new conversation")
+            store.set_params(max(c.id for c in store.conversations()), params())  # as the headless run does
+            time.sleep(0.3)  # its input takes the focus just after it is drawn
+            tmux.keys(PROMPT, literal=True)
+            time.sleep(0.3)
+            began = process_cpu_s(pid)
+            tmux.keys("Enter")
+            tmux.wait(answered, "the answer")
+            cpu = process_cpu_s(pid) - began
+            newest = max(c.id for c in store.conversations())
+            measured.add(newest)
+            metrics = store.messages(newest)[-1].metrics
+            if run:
+                results["ui_cpu"].append(cpu)
+                record(results, metrics, bare)
+    finally:
+        if store is not None:
+            store.close()
+        tmux.run("kill-server")
+    return results
 
 
 def main() -> int:
@@ -264,14 +399,32 @@ def main() -> int:
         path = worker_path(client, bare)
     finally:
         client.shutdown()
+    WINDOW.install()
     pane_results = asyncio.run(pane(bare))
+    tmux_results = in_tmux(bare) if shutil.which("tmux") else None
     print(
         f"demo model on {bare.device} ({bare.dtype}), greedy, {NEW_TOKENS} new tokens; "
         f"{RUNS} pairs (measured run, then bare), medians"
     )
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     report("engine + pipe + worker (the pane's path)", path, "stop request to stopped answer", 0.98)
-    report("whole Chat screen, headless (rendering included)", pane_results, "Esc to stopped answer", 0.95)
+    report(
+        "whole Chat screen, headless (rendering included)",
+        pane_results,
+        "Esc to stopped answer",
+        0.95,
+        "its main thread's CPU while the answer decoded:",
+    )
+    if tmux_results is None:
+        print("whole Chat screen in tmux: skipped (tmux is not installed)")
+    else:
+        report(
+            "whole Chat screen in tmux 100x30 (`python -m gaudi_tui`, a real terminal)",
+            tmux_results,
+            None,
+            0.95,
+            "the UI process's CPU (all threads, Enter to the stored answer):",
+        )
     if not path["stop"] or not pane_results["stop"]:
         print("could not measure a stop: every answer finished before its stop arrived", file=sys.stderr)
         return 1

@@ -68,7 +68,7 @@ async def chat_conversation(pilot) -> None:
         await pilot.press("n", *question, "enter")
         await pilot.pause(0.2)
         deadline = time.monotonic() + 180
-        while screen.engine_state != "ready" or screen.live is not None:
+        while screen.engine_state != "ready" or screen.live is not None or screen.query("LiveText"):
             if time.monotonic() > deadline:
                 raise RuntimeError("the demo model did not answer in time")
             await pilot.pause(0.1)
@@ -96,7 +96,7 @@ async def trained_side_by_side(pilot) -> None:
         pilot, lambda: compare.comparison is not None and bool(compare.comparison.reports), "the load"
     )
     await pilot.press(*FACT_QUESTION, "enter")
-    await until(pilot, lambda: len(compare.views) == 2 and not compare.answering, "both answers")
+    await until(pilot, lambda: len(compare.views) == 2 and all(v.meta for v in compare.views), "both answers")
 
 
 async def until(pilot, ready: Callable[[], bool], what: str, timeout: float = 300) -> None:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from textual.pilot import Pilot
-from textual.widgets import Checkbox, Input, OptionList, RadioButton, Static
+from textual.widgets import Checkbox, Input, Markdown, OptionList, RadioButton, Static
 
 from gaudi_tui.core.accelerator import Accelerator
 from gaudi_tui.core.chat.options import GAUDI_BNB_REASON, GenerationParams
@@ -17,7 +17,7 @@ from gaudi_tui.core.demo import load_corpus, starter_questions
 from gaudi_tui.ui.app import GaudiApp
 from gaudi_tui.ui.screens.chat import ChatScreen
 from gaudi_tui.ui.screens.chat_dialogs import LoadDialog, RenameDialog
-from gaudi_tui.ui.widgets.chat_message import MessageView
+from gaudi_tui.ui.widgets.chat_message import LiveText, MessageView
 from gaudi_tui.ui.widgets.chat_params import ParamsPanel
 from gaudi_tui.ui.widgets.confirm import ConfirmScreen
 from tests.chat.seed import ANSWER, seed_conversations
@@ -68,6 +68,9 @@ async def test_send_stop_continue_kill_reload_quit_and_restart(cpu_accelerator: 
         assert answer.status == "complete" and "hl-smi" in answer.content and answer.model == "demo model"
         assert answer.metrics is not None and answer.metrics.tokens_out > 0
         assert len(screen.query(MessageView)) == 2
+        shown = screen.query(MessageView)[-1]  # drawn as Markdown once it ended, then its metrics
+        await wait_until(pilot, lambda: "TTFT" in shown.meta)
+        assert shown.query_one(Markdown).source == answer.content and not screen.query(LiveText)
         assert "TTFT" in str(screen.query_one("#chat-status", Static).render())
         assert store.conversations()[0].title == "What is hl-smi?"
 
@@ -75,6 +78,7 @@ async def test_send_stop_continue_kill_reload_quit_and_restart(cpu_accelerator: 
         store.set_params(conversation.id, GenerationParams(max_new_tokens=200, min_new_tokens=200))
         await send(pilot, "What is HL-225?")
         await wait_until(pilot, lambda: screen.live is not None and bool(screen.live.text))
+        assert screen.live is not None and screen.query_one(LiveText).text == screen.live.text  # streaming
         await pilot.press("escape")
         await wait_until(pilot, lambda: screen.live is None)
         stopped = store.messages(conversation.id)[-1]

@@ -56,12 +56,22 @@ class Threads:
     def __init__(self) -> None:
         self.names: list[str] = []
         self.threads: list[threading.Thread] = []
+        self.held: list[threading.Thread] | None = None
+        """While a list, jobs wait there for `release` (as the screen's answer waits for a frame)."""
 
     def __call__(self, job: Job, name: str) -> None:
         self.names.append(name)
         thread = threading.Thread(target=job, args=(threading.Event(),), daemon=True)
         self.threads.append(thread)
-        thread.start()
+        if self.held is not None:
+            self.held.append(thread)
+        else:
+            thread.start()
+
+    def release(self) -> None:
+        held, self.held = self.held or [], None
+        for thread in held:
+            thread.start()
 
     def join(self) -> None:
         for thread in self.threads:
@@ -128,6 +138,16 @@ def test_question_loads_then_answers_stops_and_close_keeps_the_partial(
     end = deliver(session, inbox, lambda event, result: event == "finish")
     assert end.status == "partial" and end.metrics is not None and end.metrics.stopped
     assert 0 < end.metrics.tokens_out < 200 and session.state is EngineState.READY
+
+    # A stop that comes before the answer's job has begun (the screen starts it once the question
+    # is drawn) is not lost: the answer stops at once.
+    threads.held = []
+    _, live = session.ask(conversation.id, "What is HL-225?")
+    assert live is not None and session.stop()
+    threads.release()
+    end = deliver(session, inbox, lambda event, result: event == "finish")
+    assert end.status == "partial" and end.metrics is not None and end.metrics.stopped
+    assert end.metrics.tokens_out < 50 and session.state is EngineState.READY
 
     # Closing in the middle of an answer keeps what arrived and ends the engine.
     _, live = session.ask(conversation.id, "What is hl-smi?")

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from gaudi_tui.core import paths, processes
 from gaudi_tui.core.chat.errors import ChatError, EngineDied, death_message
@@ -34,6 +34,12 @@ STOP_WAIT_S = 10.0
 """After a stop is sent, how long an answer waits for the engine to end it; then the engine is ended
 (it would hold the card) and the answer fails saying so."""
 """After the engine closes its output, how long it may take to exit before it is ended."""
+
+
+class Cancel(Protocol):
+    """What asks a call to give up: a `threading.Event`, or anything else that can say it is set."""
+
+    def is_set(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -187,7 +193,7 @@ class EngineClient:
         messages: Sequence[Mapping[str, str]],
         params: GenerationParams,
         on_text: Callable[[str], None] | None = None,
-        cancel: threading.Event | None = None,
+        cancel: Cancel | None = None,
         on_warning: Callable[[str], None] | None = None,
     ) -> Answer:
         """Stream one answer. Setting `cancel` (or calling `stop()`) ends it after the current

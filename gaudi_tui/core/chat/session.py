@@ -76,6 +76,19 @@ class LiveAnswer:
     text: str = ""
     stopping: bool = False
     warnings: list[str] = field(default_factory=list)
+    stop_requested: threading.Event = field(default_factory=threading.Event)
+    """Set by `ChatSession.stop`; the answer's job sees it even when the stop came before it began."""
+
+
+@dataclass(frozen=True)
+class EitherSet:
+    """Set when either event is: the job's cancel (its owner goes away) or the answer's stop."""
+
+    first: threading.Event
+    second: threading.Event
+
+    def is_set(self) -> bool:
+        return self.first.is_set() or self.second.is_set()
 
 
 @dataclass(frozen=True)
@@ -83,6 +96,8 @@ class AnswerEnd:
     """How an answer ended, once it is stored."""
 
     live: LiveAnswer
+    text: str
+    """The answer as stored."""
     status: Status
     metrics: AnswerMetrics | None
     note: str | None
@@ -214,7 +229,7 @@ class ChatSession:
         self.answering = client
         self.state = EngineState.GENERATING
         params = conversation.params
-        self.run(lambda cancel: self._generate(client, messages, params, stored.id, cancel), "generate")
+        self.run(lambda cancel: self._generate(client, messages, params, live, cancel), "generate")
         return live
 
     def _generate(
@@ -222,13 +237,17 @@ class ChatSession:
         client: EngineClient,
         messages: Sequence[Mapping[str, str]],
         params: GenerationParams,
-        message_id: int,
+        live: LiveAnswer,
         cancel: threading.Event,
     ) -> None:
-        batcher = ChunkBatcher(self.store, message_id, self.events.answer_text)
+        batcher = ChunkBatcher(self.store, live.message_id, self.events.answer_text)
         try:
             answer = client.generate(
-                messages, params, on_text=batcher.add, cancel=cancel, on_warning=self.events.answer_warning
+                messages,
+                params,
+                on_text=batcher.add,
+                cancel=EitherSet(cancel, live.stop_requested),
+                on_warning=self.events.answer_warning,
             )
         except ChatError as exc:
             batcher.flush()
@@ -262,7 +281,7 @@ class ChatSession:
             self.last_metrics = answer.metrics
             if current:
                 self.state = EngineState.READY
-            return AnswerEnd(live, status, answer.metrics, note, None)
+            return AnswerEnd(live, answer.text, status, answer.metrics, note, None)
         assert error is not None
         text = error.partial or live.text
         status = "partial" if text else "error"
@@ -271,13 +290,14 @@ class ChatSession:
             self._dead(error.message)
         elif current:
             self.state = EngineState.READY
-        return AnswerEnd(live, status, None, error.message, error)
+        return AnswerEnd(live, text, status, None, error.message, error)
 
     def stop(self) -> bool:
         """Ask the engine to end the live answer; False when there is nothing (more) to stop."""
         if self.live is None or self.live.stopping or self.client is None:
             return False
         self.live.stopping = True
+        self.live.stop_requested.set()
         self.client.stop()
         return True
 

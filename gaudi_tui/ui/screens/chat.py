@@ -12,7 +12,6 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.message import Message
 from textual.widgets import Input, OptionList, Static
-from textual.widgets.markdown import MarkdownStream
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
@@ -156,7 +155,6 @@ class ChatScreen(PanelScreen):
         self.session: ChatSession | None = None
         self.conversation_id: int | None = None
         self.live_view: MessageView | None = None
-        self.live_stream: MarkdownStream | None = None
         """Where the live answer is drawn, while its conversation is shown."""
         self.starters: list[str] = []
         self.wanted_model: str | None = None
@@ -216,19 +214,27 @@ class ChatScreen(PanelScreen):
 
     def _run_job(self, job: Job, name: str) -> None:
         """The session's blocking work runs in a Textual worker thread; a cancelled worker
-        (the screen going away) cancels the load or stops the answer."""
+        (the screen going away) cancels the load or stops the answer. An answer starts once the
+        question is drawn: that layout would otherwise take the CPU a CPU-only engine on the same
+        host needs for its first tokens (bench/chat.py)."""
 
         def work() -> None:
             job(get_current_worker().cancelled_event)
 
-        self.run_worker(
-            work,
-            thread=True,
-            exclusive=name != "unload",
-            exit_on_error=False,
-            group=f"chat-{name}",
-            description=f"chat {name}",
-        )
+        def start() -> None:
+            self.run_worker(
+                work,
+                thread=True,
+                exclusive=name != "unload",
+                exit_on_error=False,
+                group=f"chat-{name}",
+                description=f"chat {name}",
+            )
+
+        if name == "generate":
+            self.call_after_refresh(start)
+        else:
+            start()
 
     # ---- conversations -----------------------------------------------------------------------
     def _store(self) -> ChatStore:
@@ -260,9 +266,7 @@ class ChatScreen(PanelScreen):
 
     async def show_conversation(self, conversation_id: int) -> None:
         """Draw a conversation from the store (and the live answer, when it belongs here)."""
-        if self.live_stream is not None:
-            await self.live_stream.stop()
-        self.live_view, self.live_stream = None, None
+        self.live_view = None
         self.conversation_id = conversation_id
         conversation = self.current()
         live = self.live
@@ -415,19 +419,17 @@ class ChatScreen(PanelScreen):
         """Mount the live answer's view when its conversation is the one shown."""
         if live.conversation_id != self.conversation_id:
             return
-        self.live_view = MessageView("assistant", live.label, live.text)
+        self.live_view = MessageView("assistant", live.label, live.text, live=True)
         log = self.query_one("#chat-log", VerticalScroll)
         await log.mount(self.live_view)
-        self.live_stream = self.live_view.stream()
         log.scroll_end(animate=False)
 
-    async def on_answer_chunk(self, message: AnswerChunk) -> None:
-        if self._session().add_text(message.text) is None or self.live_stream is None:
+    def on_answer_chunk(self, message: AnswerChunk) -> None:
+        if self._session().add_text(message.text) is None or self.live_view is None:
             return
         log = self.query_one("#chat-log", VerticalScroll)
         following = log.scroll_y >= log.max_scroll_y - 1  # a reader who scrolled up stays put
-        await self.live_stream.write(message.text)
-        if following:
+        if self.live_view.append(message.text) and following:
             log.scroll_end(animate=False)
 
     def on_answer_warning(self, message: AnswerWarning) -> None:
@@ -441,13 +443,14 @@ class ChatScreen(PanelScreen):
         if end.error is not None and end.error.kind != "engine_died":
             self.notify(end.error.message, title="The answer failed", severity="error", timeout=10)
         self.show_state()
-        view, stream = self.live_view, self.live_stream
-        self.live_view, self.live_stream = None, None
-        if stream is not None:
-            await stream.stop()
+        view, self.live_view = self.live_view, None
         if view is not None:
+            log = self.query_one("#chat-log", VerticalScroll)
+            following = log.scroll_y >= log.max_scroll_y - 1
             meta = end.metrics.summary() if end.metrics is not None else STATUS_WORDS[end.status]
-            view.set_meta(meta, end.note or "")
+            await view.finish(end.text, meta, end.note or "")
+            if following:
+                log.scroll_end(animate=False)
 
     # ---- the engine --------------------------------------------------------------------------
     def on_load_progress(self, message: LoadProgress) -> None:

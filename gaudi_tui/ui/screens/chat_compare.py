@@ -19,7 +19,6 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Input, Static
-from textual.widgets.markdown import MarkdownStream
 from textual.worker import get_current_worker
 
 from gaudi_tui.core.chat.client import Answer
@@ -124,7 +123,6 @@ class CompareScreen(PanelScreen):
         self.conversation_id: int | None = None
         self.message_ids: list[int] = []
         self.views: list[MessageView] = []
-        self.streams: list[MarkdownStream] = []
         self.answering = False
         self.cancel = threading.Event()
         self.engines = ""
@@ -204,13 +202,12 @@ class CompareScreen(PanelScreen):
             ).id
             for p in who
         ]
-        self.views, self.streams = [], []
+        self.views = []
         for side in range(SIDES):
             log = self.query_one(f"#compare-log-{side}", VerticalScroll)
-            view = MessageView("assistant", who[side].label)
+            view = MessageView("assistant", who[side].label, live=True)
             await log.mount_all([MessageView("user", "You", text), view])
             self.views.append(view)
-            self.streams.append(view.stream())
             log.scroll_end(animate=False)
         self.answering = True
         self.cancel = threading.Event()
@@ -239,26 +236,24 @@ class CompareScreen(PanelScreen):
         self.post_message(CompareDone(answers, None))
 
     async def on_compare_chunk(self, message: CompareChunk) -> None:
-        if message.side < len(self.streams):
-            await self.streams[message.side].write(message.text)
+        if message.side < len(self.views) and self.views[message.side].append(message.text):
             self.query_one(f"#compare-log-{message.side}", VerticalScroll).scroll_end(animate=False)
 
     async def on_compare_done(self, message: CompareDone) -> None:
         assert self.store is not None
         self.answering = False
-        for stream in self.streams:
-            await stream.stop()
         if message.answers is None:
             assert message.error is not None
-            for mid in self.message_ids:
+            for mid, view in zip(self.message_ids, self.views, strict=True):
                 self.store.update_message(mid, "", "error", None, message.error.message)
+                await view.finish(view.text, "failed")
             self._banner(f"The answers failed: {message.error.message}")
             self._status("Esc goes back to Chat")
             return
         for mid, view, answer in zip(self.message_ids, self.views, message.answers, strict=True):
             status: Status = "partial" if answer.stopped else "complete"
             self.store.update_message(mid, answer.text, status, answer.metrics)
-            view.set_meta(answer.metrics.summary())
+            await view.finish(answer.text, answer.metrics.summary())
         self._status(f"Ready ({self.engines}) · ask another question, or Esc goes back to Chat")
 
     def action_escape(self) -> None:

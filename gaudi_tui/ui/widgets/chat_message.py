@@ -4,16 +4,42 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.content import Content
+from textual.widget import Widget
 from textual.widgets import Markdown, Static
-from textual.widgets.markdown import MarkdownStream
 
 from gaudi_tui.core.chat.store import StoredMessage
 
 STATUS_WORDS = {"partial": "interrupted", "error": "failed"}
 
 
+class LiveText(Widget):
+    """An answer while it streams: its text so far, plain. Text that fits the lines it already has
+    repaints this widget alone; only a new line lays the chat log out again (a layout re-arranges
+    every earlier message, which a CPU-only engine on the same host pays for: bench/chat.py)."""
+
+    DEFAULT_CSS = "LiveText { height: auto; }"
+
+    def __init__(self, text: str = "") -> None:
+        super().__init__()
+        self.text = text
+
+    def render(self) -> Content:
+        return Content(self.text)
+
+    def append(self, text: str) -> bool:
+        """Add streamed text; True when it needed another line (the log grew)."""
+        self.text += text
+        self.refresh()  # a repaint, which also forgets the height measured for the old text
+        width, height = self.content_size
+        grew = not width or self.get_content_height(self.size, self.size, width) != height
+        if grew:
+            self.refresh(layout=True)
+        return grew
+
+
 class MessageView(Vertical):
-    """A question (plain text) or an answer (Markdown, streamable)."""
+    """A question (plain text) or an answer: Markdown, or `LiveText` while it streams."""
 
     DEFAULT_CSS = """
     MessageView { height: auto; margin: 0 0 1 0; }
@@ -21,17 +47,21 @@ class MessageView(Vertical):
     MessageView.-user > .message-who { color: $secondary; }
     MessageView > .message-text { padding: 0 0 0 2; }
     MessageView > Markdown { margin: 0; padding: 0 0 0 2; }
+    MessageView > LiveText { padding: 0 0 0 2; }
     MessageView > .message-meta { color: $text-muted; padding: 0 0 0 2; }
     MessageView > .message-note { color: $warning; padding: 0 0 0 2; }
     """
 
-    def __init__(self, role: str, who: str, text: str = "", meta: str = "", note: str = "") -> None:
+    def __init__(
+        self, role: str, who: str, text: str = "", meta: str = "", note: str = "", live: bool = False
+    ) -> None:
         super().__init__(classes=f"-{role}")
         self.role = role
         self.who = who
         self.text = text
         self.meta = meta
         self.note = note
+        self.live = live
 
     @classmethod
     def from_stored(cls, message: StoredMessage) -> MessageView:
@@ -48,6 +78,8 @@ class MessageView(Vertical):
         yield Static(self.who, classes="message-who", markup=False)
         if self.role == "user":
             yield Static(self.text, classes="message-text", markup=False)
+        elif self.live:
+            yield LiveText(self.text)
         else:
             yield Markdown(self.text)
         yield Static(self.meta, classes="message-meta", markup=False)
@@ -57,9 +89,22 @@ class MessageView(Vertical):
         self.query_one(".message-meta").display = bool(self.meta)
         self.query_one(".message-note").display = bool(self.note)
 
-    def stream(self) -> MarkdownStream:
-        """A stream that appends Markdown to this answer as tokens arrive."""
-        return Markdown.get_stream(self.query_one(Markdown))
+    def append(self, text: str) -> bool:
+        """Add streamed text to the live answer; True when the view grew a line."""
+        self.text += text
+        return self.query_one(LiveText).append(text)
+
+    async def finish(self, text: str, meta: str, note: str = "") -> None:
+        """The answer ended with `text`: draw it as Markdown (parsed once, here) with its metrics."""
+        if not self.is_attached:  # the screen is going away (the app quit during the answer)
+            return
+        if self.live:
+            self.live = False
+            self.text = text
+            with self.app.batch_update():  # one frame: the plain text turns into Markdown in place
+                await self.mount(Markdown(text), after=self.query_one(LiveText))
+                await self.query_one(LiveText).remove()
+        self.set_meta(meta, note)
 
     def set_meta(self, meta: str, note: str = "") -> None:
         self.meta, self.note = meta, note
