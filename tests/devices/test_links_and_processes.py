@@ -44,6 +44,20 @@ def app_with(feed: Callable, details: Callable | None = None) -> GaudiApp:
     return App(accelerator=CPU, hostname="gaudi-host")
 
 
+def once(update: MonitorUpdate) -> Callable:
+    """A feed that sends `update` once, then waits for its cancel."""
+
+    def feed(on_update: Callable, cancel: threading.Event):  # noqa: ANN202
+        class Once:
+            def run(self) -> None:
+                on_update(update)
+                cancel.wait()
+
+        return Once()
+
+    return feed
+
+
 def text(app: GaudiApp, selector: str) -> str:
     return str(app.screen.query_one(selector, Static).render())
 
@@ -93,18 +107,10 @@ async def test_the_details_reader_sees_the_port_go_down_and_every_process(fake_h
     fake_hl_smi.set(link=f"{UP},{DOWN}", link_after="8")
     update = MonitorUpdate(replayed("gaudi2-hl225-x8-1.20.0-busy-table.txt"), HOST, ())
 
-    def feed(on_update: Callable, cancel: threading.Event):  # noqa: ANN202
-        class Once:
-            def run(self) -> None:
-                on_update(update)
-                cancel.wait()
-
-        return Once()
-
     def details(devices, on_details, cancel, hlml):  # noqa: ANN001, ANN202
         return DetailsPoller(devices, on_details, cancel, every=0.3, hlml=hlml)
 
-    app = app_with(feed, details)
+    app = app_with(once(update), details)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: bool(app.screen.query(DeviceTable)))  # mounted after the first frame
         await wait_for(pilot, lambda: links_cell(app, 3).plain == "24/24", timeout=30)
@@ -256,18 +262,10 @@ async def test_the_details_reader_reads_only_while_devices_is_shown() -> None:
             rounds.append(time.monotonic())
             return CardDetails()
 
-    def feed(on_update: Callable, cancel: threading.Event):  # noqa: ANN202
-        class Once:
-            def run(self) -> None:
-                on_update(update)
-                cancel.wait()
-
-        return Once()
-
     def details(devices, on_details, cancel, hlml):  # noqa: ANN001, ANN202
         return Counted(devices, on_details, cancel, every=0.3, hlml=hlml)
 
-    app = app_with(feed, details)
+    app = app_with(once(update), details)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: len(rounds) >= 2)
         await pilot.press("question_mark")
