@@ -37,7 +37,7 @@ TABLE = SAMPLES / "gaudi2-hl225-x8-1.20.0-busy-table.txt"
 CSV = SAMPLES / "gaudi1-hl205-x8-1.18.0-query.csv"
 CYCLE = "gaudi2-hl225-x8-1.20.0-busy-table.txt,gaudi2-hl225-x8-1.16.0-process-table.txt,gaudi2-hl225-x8-1.12.1-table.txt"
 WARMUP_S, MEASURE_S = 4.0, 15.0
-PAIRS = int(os.environ.get("BENCH_PAIRS", "4"))
+PAIRS = int(os.environ.get("BENCH_PAIRS", "3"))
 TICK_S, TICKS = 0.5, 20
 
 TUI = r"""
