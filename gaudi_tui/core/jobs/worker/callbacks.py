@@ -83,6 +83,20 @@ def _distributed() -> bool:
     return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
 
 
+def save_event(step: int, output_dir: Path) -> dict[str, object]:
+    """The `save` event of the checkpoint Trainer writes at `step` into `output_dir`."""
+    return {
+        "event": "save",
+        "time": time.time(),
+        "step": step,
+        "checkpoint": str(output_dir / f"checkpoint-{step}"),
+    }
+
+
+def end_event(step: int, max_steps: int, stopped: bool) -> dict[str, object]:
+    return {"event": "end", "time": time.time(), "step": step, "max_steps": max_steps, "stopped": stopped}
+
+
 class StopCallback(TrainerCallback):
     """`flag` is read on rank 0 only (other ranks may not see the STOP file or the cluster's KV)."""
 
@@ -242,28 +256,12 @@ class MetricsCallback(TrainerCallback):
 
     def on_save(self, args, state, control, **kwargs):  # noqa: ANN001
         if state.is_world_process_zero:
-            checkpoint = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-            self._write(
-                {
-                    "event": "save",
-                    "time": time.time(),
-                    "step": state.global_step,
-                    "checkpoint": str(checkpoint),
-                }
-            )
+            self._write(save_event(state.global_step, Path(args.output_dir)))
         return control
 
     def on_train_end(self, args, state, control, **kwargs):  # noqa: ANN001
         if state.is_world_process_zero:
-            self._write(
-                {
-                    "event": "end",
-                    "time": time.time(),
-                    "step": state.global_step,
-                    "max_steps": state.max_steps,
-                    "stopped": self.stop.stopped,
-                }
-            )
+            self._write(end_event(state.global_step, state.max_steps, self.stop.stopped))
             if self.out is not None:
                 self.out.close()
             self.out = None

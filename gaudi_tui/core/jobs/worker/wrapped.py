@@ -27,7 +27,9 @@ from gaudi_tui.core.jobs.worker.callbacks import (
     LogStreamSink,
     Sink,
     StopCallback,
+    end_event,
     memory_mib,
+    save_event,
     stop_file_flag,
 )
 from gaudi_tui.core.jobs.worker.logstream import LOG_METRICS_ENV, WRAPPER_MARKER, WRAPPER_PREFIX
@@ -114,28 +116,12 @@ class PanelCallback(StopCallback, TrainerCallback):
     def on_save(self, args, state, control, **kwargs):  # noqa: ANN001
         control = super().on_save(args, state, control, **kwargs)  # the completion marker
         if state.is_world_process_zero:
-            checkpoint = Path(args.output_dir).resolve() / f"checkpoint-{state.global_step}"
-            self._write(
-                {
-                    "event": "save",
-                    "time": time.time(),
-                    "step": state.global_step,
-                    "checkpoint": str(checkpoint),
-                }
-            )
+            self._write(save_event(state.global_step, Path(args.output_dir).resolve()))
         return control
 
     def on_train_end(self, args, state, control, **kwargs):  # noqa: ANN001
         if state.is_world_process_zero and self.out is not None:
-            self._write(
-                {
-                    "event": "end",
-                    "time": time.time(),
-                    "step": state.global_step,
-                    "max_steps": state.max_steps,
-                    "stopped": self.stopped,
-                }
-            )
+            self._write(end_event(state.global_step, state.max_steps, self.stopped))
             self.out.close()
             self.out = None
         return control
