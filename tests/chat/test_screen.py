@@ -79,8 +79,11 @@ async def test_send_stop_continue_kill_reload_quit_and_restart(cpu_accelerator: 
         await send(pilot, "What is HL-225?")
         await wait_until(pilot, lambda: screen.live is not None and bool(screen.live.text))
         assert screen.live is not None and screen.query_one(LiveText).text == screen.live.text  # streaming
+        chat_input = screen.query_one("#chat-input", Input)
+        assert not chat_input.cursor_blink  # no blink redraws while the answer decodes
         await pilot.press("escape")
         await wait_until(pilot, lambda: screen.live is None)
+        assert chat_input.cursor_blink
         stopped = store.messages(conversation.id)[-1]
         assert stopped.status == "partial" and stopped.content
         assert stopped.metrics is not None and stopped.metrics.stopped and stopped.metrics.tokens_out < 200

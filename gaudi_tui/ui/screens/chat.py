@@ -528,3 +528,5 @@ class ChatScreen(PanelScreen):
         banner = self.query_one("#chat-banner", Static)
         banner.update(text.banner)
         banner.display = bool(text.banner)
+        # a blinking cursor redraws the input twice a second, CPU the answer being decoded needs
+        self.query_one("#chat-input", Input).cursor_blink = self.live is None
