@@ -2,13 +2,15 @@
 (2) the output reader's throughput on 1 M Trainer log lines; (3) key-press-to-screen latency of the
 Training screen while a command prints 10,000 lines/s.
 
-(1) The script (tests/commands/scripts.py `HF_TRAINER`, the demo model, CPU) runs as a plain child,
-once bare and once with the wrapper on PYTHONPATH and GAUDI_TUI_RUN set (the callback adds the
-stop check and metrics.jsonl lines to every step). The figure is the steady state: 1 / the median
-seconds per step between the log lines Trainer prints every 5 steps (stamped as they arrive), from
-step 20 on, so process start and the first slow steps do not count. Runs alternate (RUNS pairs, the order
-swapped every pair); the ratio of each pair, its median with min–max. Target: ≥ 0.98. The
-callback's own cost per step is then timed in this process (not moved by the machine's load).
+(1) The script (tests/commands/scripts.py `HF_TRAINER`, the demo model, CPU, torch's threads pinned
+to THREADS) runs as two plain children, one bare and one with the wrapper on PYTHONPATH and
+GAUDI_TUI_RUN set (the callback adds the stop check and metrics.jsonl lines to every step). Each warms
+up to WARMUP_STEPS while the other is paused; then they take turns (`bench/common/timeslice.py`):
+one runs alone for SLICE_S while the other is paused, PAIRS pairs, the order swapped every pair. A
+turn's figure is the seconds per step between the log lines Trainer prints every 5 steps, stamped as
+they arrive, inside that turn; the ratio of each pair compares two turns seconds apart, so the
+machine's drift cancels. Median with min–max. Target: ≥ 0.98. The callback's own cost per step is
+then timed in this process (not moved by the machine's load).
 
 (2) `OutputMetrics.feed` on a recorded Trainer output (transformers 5.24, tests/commands/data)
 repeated to 1,000,000 lines (bar redraws and log dicts as Trainer writes them), in 64 KiB chunks as
@@ -31,12 +33,22 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
+import psutil
+
 ROOT = Path(__file__).resolve().parent.parent
-RUNS = 3
-STEPS = 100
+sys.path.insert(0, str(ROOT / "bench"))  # bench/common
+from common.figures import load, spread  # noqa: E402
+from common.timeslice import Side, pair_ratios, take_turns, wait_past  # noqa: E402
+
+PAIRS = 10
+SLICE_S = 2.0
+THREADS = 2
+STEPS = 100_000
+"""Enough for the turns at any speed: both runs are ended once the turns are over."""
 WARMUP_STEPS = 20
 LINES = 1_000_000
 KEY_SAMPLES = 20
@@ -58,78 +70,78 @@ while True:
 """
 
 
-def load() -> str:
-    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
-def spread(values: list[float], fmt: str = "{:.3f}") -> str:
-    return f"{fmt.format(statistics.median(values))} (min {fmt.format(min(values))}, max {fmt.format(max(values))})"
-
-
-def trainer_run(folder: Path, wrapped: bool) -> float:
-    """Steady-state steps/s of one run: 1 / the median seconds per step between the log lines Trainer
-    prints (every 5 steps), stamped as they arrive, from step WARMUP_STEPS on."""
+def trainer_run(folder: Path, wrapped: bool) -> tuple[subprocess.Popen[str], Side]:
+    """The script started in `folder`; its log lines are stamped as they arrive (the k-th is step 5k)."""
     from gaudi_tui.core.demo import model_dir
     from gaudi_tui.core.jobs.kinds.command import SITE_DIR
 
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
-    run = folder / "run"
+    env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(THREADS)
     if wrapped:
-        shutil.rmtree(run, ignore_errors=True)
-        run.mkdir()
-        env.update(GAUDI_TUI_RUN=str(run), PYTHONPATH=f"{SITE_DIR}{os.pathsep}{ROOT}")
+        (folder / "run").mkdir()
+        env.update(GAUDI_TUI_RUN=str(folder / "run"), PYTHONPATH=f"{SITE_DIR}{os.pathsep}{ROOT}")
     argv = [sys.executable, "train.py", "--model_name_or_path", str(model_dir()), "--train_file", "train.txt",
             "--output_dir", "out", "--max_steps", str(STEPS), "--logging_steps", "5", "--disable_tqdm"]  # fmt: skip
-    stamps: list[float] = []
-    tail: list[str] = []
-    with subprocess.Popen(
+    child = subprocess.Popen(
         argv, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
-    ) as child:
+    )
+    stamps: list[tuple[int, float]] = []
+    tail: list[str] = []
+
+    def read() -> None:
         assert child.stdout is not None
-        for line in child.stdout:  # ends when the script does (its own max_steps bound it)
+        for line in child.stdout:
             if line.startswith("{'loss'"):
-                stamps.append(time.time())
-            tail = [*tail[-40:], line]
-    if child.returncode != 0:
-        raise RuntimeError("".join(tail))
-    if wrapped:
-        ends = [
-            e
-            for e in map(json.loads, (run / "metrics.jsonl").read_text().splitlines())
-            if e["event"] == "end"
-        ]
-        if [(e["step"], e["stopped"]) for e in ends] != [(STEPS, False)]:
-            raise RuntimeError(f"the wrapped run did not train {STEPS} steps: {ends}")
-    steady = stamps[WARMUP_STEPS // 5 - 1 :]  # the k-th log line is step 5k
-    if len(steady) < 5:
-        raise RuntimeError(f"{len(stamps)} log lines in the output:\n{''.join(tail)}")
-    return 5 / statistics.median(b - a for a, b in zip(steady, steady[1:], strict=False))
+                stamps.append((5 * (len(stamps) + 1), time.time()))
+            tail[:] = [*tail[-40:], line]
+
+    threading.Thread(target=read, daemon=True).start()
+
+    def marks() -> list[tuple[int, float]]:
+        if child.poll() is not None:
+            raise RuntimeError(f"the {'wrapped' if wrapped else 'bare'} script ended:\n{''.join(tail)}")
+        return list(stamps)
+
+    return child, Side(psutil.Process(child.pid), marks)
 
 
 def wrapper_overhead() -> None:
     from tests.commands import scripts
 
-    folder = Path(tempfile.mkdtemp(prefix="gaudi-tui-bench-cmd-"))
-    scripts.write(folder, "train.py", scripts.HF_TRAINER)
-    scripts.train_file(folder, lines=256)
-    bare: list[float] = []
-    wrapped: list[float] = []
-    ratios: list[float] = []
-    for i in range(RUNS):
-        order = (False, True) if i % 2 == 0 else (True, False)
-        pair = {w: trainer_run(folder, w) for w in order}
-        bare.append(pair[False])
-        wrapped.append(pair[True])
-        ratios.append(pair[True] / pair[False])
-        print(f"  pair {i + 1}: bare {pair[False]:.2f} steps/s, wrapped {pair[True]:.2f} steps/s ({load()})")
-    shutil.rmtree(folder, ignore_errors=True)
-    print(
-        f"Trainer script, {STEPS} steps, CPU: bare {spread(bare, '{:.2f}')} steps/s, wrapped {spread(wrapped, '{:.2f}')}"
-    )
-    print(
-        f"  ratio wrapped/bare {spread(ratios)} over {RUNS} interleaved pairs, steady from step {WARMUP_STEPS} (target >= 0.98)"
-    )
-    callback_cost(1 / statistics.median(bare))
+    root = Path(tempfile.mkdtemp(prefix="gaudi-tui-bench-cmd-"))
+    children = []
+    try:
+        sides = []
+        for name in ("bare", "wrapped"):  # one warms up while the other is paused
+            folder = root / name
+            folder.mkdir()
+            scripts.write(folder, "train.py", scripts.HF_TRAINER)
+            scripts.train_file(folder, lines=256)
+            child, side = trainer_run(folder, wrapped=name == "wrapped")
+            children.append(child)
+            wait_past(WARMUP_STEPS, side)
+            side.proc.suspend()
+            sides.append(side)
+        bare, wrapped = sides
+        take_turns(bare, wrapped, PAIRS, SLICE_S)
+        events = [
+            json.loads(line) for line in (root / "wrapped" / "run" / "metrics.jsonl").read_text().splitlines()
+        ]
+        logged = [e["step"] for e in events if e["event"] == "log"]
+        if not (root / "wrapped" / "run" / "wrapper.json").exists() or len(logged) < PAIRS:
+            raise RuntimeError(f"the wrapper's callback was not active in the wrapped run: {events[:3]}")
+        b, w = [1 / x for x in bare.seconds_per_step()], [1 / x for x in wrapped.seconds_per_step()]
+        ratios = pair_ratios(bare, wrapped)
+    finally:
+        for child in children:
+            child.kill()
+            child.wait()
+        shutil.rmtree(root, ignore_errors=True)
+    print(f"Trainer script, CPU, {THREADS} torch threads, warmed up to step {WARMUP_STEPS}, then {PAIRS} pairs of "
+          f"{SLICE_S:g} s turns (one runs, the other paused); {load()}:")  # fmt: skip
+    print(f"  bare {spread(b)} steps/s, wrapped {spread(w)} steps/s")
+    print(f"  ratio wrapped/bare per pair {spread(ratios, '{:.3f}')} (target >= 0.98)")
+    callback_cost(1 / statistics.median(b))
 
 
 def callback_cost(seconds_per_step: float, steps: int = 3000) -> None:

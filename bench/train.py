@@ -5,19 +5,19 @@ a job's log grows at 10,000 lines/s, vs. the same with a quiet log.
 (1) Both runs build the same Trainer (`gaudi_tui.core.jobs.worker.train.build`: same spec, data, seed,
 TrainingArguments) and start the same way: a child in its own session with the job's environment
 (`launch.job_env`) and torch's threads pinned to THREADS on both sides. The bare one runs
-`trainer.train()` without our callbacks (only a bench callback that notes the time of each log
-step); the other is a real job through `control.submit` (detached supervisor, its launcher, the
-stop check and metrics from rank 0, whose `log` events carry their time; the bench checks that
-status.json names the supervisor and launcher and that metrics.jsonl holds a whole run). The figure
-is steady state from the run's own timestamps: the seconds per step of every log window (5 steps)
-from WARMUP_STEPS on, and 1 / their median, so process start, model load, the first slow steps and
-a window hit by the scheduler do not count. Pairs interleave, the order swapped every pair; medians
-with min–max, the ratio of each pair and of the pooled windows. Target: ratio ≥ 0.99. Beside them:
-CPU seconds per steady step of the training process and of the supervisor (read from /proc at the
-bench's looks; on a shared machine they move far less than the wall figures; `--threads 1` keeps a
-busy machine from stalling torch's thread team too), and the callbacks alone (stop-flag check +
-metrics lines) timed per step in this process, with the adaptive check interval and checking every
-step, against the bare run's seconds per step.
+`trainer.train()` without our callbacks (only a bench callback that stamps each log step); the
+other is a real job through `control.submit` (detached supervisor, its launcher, the stop check and
+metrics from rank 0, whose `log` events carry their time; the bench checks that status.json names
+the supervisor and launcher and that metrics.jsonl holds the callback's lines). Each warms up
+(WARMUP_STEPS) while the other is paused, then they take turns (`bench/common/timeslice.py`): one runs alone for
+SLICE_S while the other is paused, PAIRS pairs, the order swapped every pair. Each side's figure in
+a slice is the seconds per step between its own stamps inside that slice; the ratio of each pair
+compares two slices seconds apart, so the machine's drift cancels (one after the other, the same run
+moved 18–30 % here). Medians with min–max over the pairs. Target: ratio ≥ 0.99. Beside them: CPU
+seconds per step of each training process in its slices, the supervisor's CPU (it runs throughout,
+so its cost is also added to the supervised side's step for a second ratio), and the callbacks alone
+(stop-flag check + metrics lines) timed per step in this process, with the adaptive check interval
+and checking every step, against the bare run's seconds per step.
 
 (2) The panel runs in tmux at 100×30 next to a real training job; a helper appends 10,000
 lines/s to that job's stdout.log (the panel reads the file, so it cannot tell who wrote them).
@@ -37,8 +37,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -46,9 +44,13 @@ import psutil
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))  # bench/common
 from common.figures import load, spread  # noqa: E402
+from common.timeslice import Marks, Side, cpu_seconds, median_rate, pair_ratios, take_turns, wait_past  # noqa: E402
 
-PAIRS = 4
-STEPS = 200
+PAIRS = 12
+SLICE_S = 2.0
+"""Each side's turn: about 55 steps and 11 log stamps at this machine's 35 ms a step."""
+STEPS = 100_000
+"""Enough for the turns at any speed: both runs are ended once the turns are over."""
 WARMUP_STEPS = 40
 THREADS = 2
 """torch's threads on both sides (OMP_NUM_THREADS): the same on every machine, so runs compare."""
@@ -67,13 +69,13 @@ from gaudi_tui.core.jobs.worker.train import build
 run = runfolder.RunFolder(Path(sys.argv[1]))
 spec = run.spec()
 built = build(run, spec, data.load_texts(spec.dataset, spec.text_field), monitor=False)
-marks = []
+stamps = open(sys.argv[2], "a", buffering=1)
+stamps.write(f"threads {torch.get_num_threads()}\n")
 class Stamp(TrainerCallback):
     def on_log(self, args, state, control, logs=None, **kwargs):
-        marks.append((state.global_step, time.time()))
+        stamps.write(f"{state.global_step} {time.time()}\n")
 built.trainer.add_callback(Stamp())
 built.trainer.train()
-Path(sys.argv[2]).write_text(json.dumps({"threads": torch.get_num_threads(), "marks": marks}))
 """
 
 FLOOD = r"""
@@ -110,172 +112,103 @@ def env() -> dict[str, str]:
     return out
 
 
-@dataclass
-class Run:
-    """One training run's steady state (log steps from WARMUP_STEPS on)."""
-
-    windows: list[float]
-    """Seconds per step of each log window."""
-    cpu_per_step: float
-    """CPU seconds (user + system, all threads) of the training process per step."""
-    supervisor_per_step: float = 0.0
-    """The supervisor's CPU seconds per step."""
-
-    @property
-    def rate(self) -> float:
-        """Steps per second: 1 / the median window (a scheduling hiccup moves one window, not the figure)."""
-        return 1.0 / statistics.median(self.windows)
-
-
-def steady(marks: list[tuple[int, float]]) -> list[tuple[int, float]]:
-    out = [(step, at) for step, at in marks if step >= WARMUP_STEPS]
-    if len(out) < 11:
-        raise RuntimeError(f"only {len(out)} log steps after the warm-up: {marks}")
-    return out
-
-
-def windows(marks: list[tuple[int, float]]) -> list[float]:
-    """Seconds per step between consecutive log steps after the warm-up."""
-    after = steady(marks)
-    return [(t1 - t0) / (s1 - s0) for (s0, t0), (s1, t1) in zip(after, after[1:], strict=False) if s1 > s0]
-
-
-def step_at(marks: list[tuple[int, float]], at: float) -> float:
-    """The (fractional) step the run was at, at wall time `at`, between two log steps."""
-    for (s0, t0), (s1, t1) in zip(marks, marks[1:], strict=False):
-        if t0 <= at <= t1:
-            return s0 + (s1 - s0) * (at - t0) / max(t1 - t0, 1e-9)
-    raise ValueError(f"{at} is outside the log steps")
-
-
-class CpuSamples:
-    """Cumulative CPU seconds of named processes, read from /proc at each of the bench's looks."""
-
-    def __init__(self) -> None:
-        self.rows: dict[str, list[tuple[float, float]]] = {}
-
-    def take(self, **procs: psutil.Process | None) -> None:
-        now = time.time()
-        for name, proc in procs.items():
-            try:
-                if proc is not None:
-                    times = proc.cpu_times()
-                    self.rows.setdefault(name, []).append((now, times.user + times.system))
-            except psutil.Error:
-                pass
-
-    def per_step(self, name: str, marks: list[tuple[int, float]]) -> float:
-        """CPU seconds per step between the first and last look inside the steady part."""
-        after = steady(marks)
-        inside = [(t, c) for t, c in self.rows.get(name, []) if after[0][1] <= t <= after[-1][1]]
-        if len(inside) < 3:
-            raise RuntimeError(f"too few CPU samples of the {name} in the steady part ({len(inside)})")
-        (ta, ca), (tb, cb) = inside[0], inside[-1]
-        return (cb - ca) / (step_at(after, tb) - step_at(after, ta))
-
-
-def wait(done: Callable[[], bool], on_tick: Callable[[], None]) -> None:
-    """Both sides wait the same way: a look every 0.5 s, for at most 900 s."""
-    deadline = time.monotonic() + 900
-    while not done():
-        if time.monotonic() > deadline:
-            raise RuntimeError("a training run did not end within 900 s")
-        on_tick()
-        time.sleep(0.5)
-
-
-def bare_run() -> Run:
+def bare_run() -> tuple[subprocess.Popen[bytes], Side]:
     """The same Trainer in one plain child started as the job's launcher would be: the job's env and cwd."""
     from gaudi_tui.core.accelerator import Accelerator
     from gaudi_tui.core.jobs import launch, runfolder
 
     spec = launch.prepare(bench_spec(name="bare"), Accelerator("cpu", "bench"))
     run = runfolder.create(spec, accelerator="cpu")
-    result = run.path / "bare.json"
+    stamps = run.path / "stamps.txt"
     with run.log_path.open("ab") as log:
         child = subprocess.Popen(
-            [sys.executable, "-c", BARE, str(run.path), str(result)],
+            [sys.executable, "-c", BARE, str(run.path), str(stamps)],
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
             env=launch.job_env(run, spec, env()), cwd=run.path, start_new_session=True,
         )  # fmt: skip
-    cpu, proc = CpuSamples(), psutil.Process(child.pid)
-    try:
-        wait(lambda: child.poll() is not None, lambda: cpu.take(training=proc))
-    finally:
-        if child.poll() is None:
-            child.kill()
-        child.wait()
-    if child.returncode != 0 or not result.exists():
-        raise RuntimeError(f"bare run failed (exit {child.returncode}): {run.log_path.read_text()[-800:]}")
-    out = json.loads(result.read_text())
-    if out["threads"] != THREADS:
-        raise RuntimeError(f"the bare run used {out['threads']} torch threads, not {THREADS}")
-    marks = [(int(step), float(at)) for step, at in out["marks"]]
-    return Run(windows(marks), cpu.per_step("training", marks))
+
+    def marks() -> Marks:
+        if child.poll() is not None:
+            raise RuntimeError(f"bare run ended (exit {child.returncode}): {run.log_path.read_text()[-800:]}")
+        lines = stamps.read_text().splitlines() if stamps.exists() else []
+        if lines and lines[0] != f"threads {THREADS}":
+            raise RuntimeError(f"the bare run used {lines[0]} torch threads, not {THREADS}")
+        return [(int(step), float(at)) for step, at in (line.split() for line in lines[1:])]
+
+    return child, Side(psutil.Process(child.pid), marks)
 
 
-def supervised_run() -> Run:
+def supervised_run():  # noqa: ANN201 - (RunFolder, Side, the supervisor's psutil.Process)
     """A real job: `control.submit`, the detached supervisor, its launcher, our callbacks in the rank."""
     from gaudi_tui.core.accelerator import Accelerator
     from gaudi_tui.core.jobs import control
-    from gaudi_tui.core.jobs.status import TERMINAL
 
     run = control.submit(bench_spec(name="supervised"), Accelerator("cpu", "bench"), env=env())
-    cpu = CpuSamples()
+    deadline = time.monotonic() + 120
+    while (status := run.status()) is None or status.launcher is None or status.supervisor is None:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the supervised run named no supervisor and launcher in 120 s: {status}")
+        time.sleep(0.2)
+    if status.supervisor.pid == os.getpid() or "gaudi_tui.core.jobs.worker.train" not in status.command:
+        raise RuntimeError(f"the launcher was not the training process under a supervisor: {status}")
+    supervisor, training = status.supervisor.process(), status.launcher.process()
+    if supervisor is None or training is None:
+        raise RuntimeError(f"the supervised run's processes are gone: {status}")
 
-    def look() -> None:  # the single-process launcher is the training process itself
-        status = run.status()
-        if status is not None:
-            cpu.take(
-                supervisor=status.supervisor.process() if status.supervisor else None,
-                training=status.launcher.process() if status.launcher else None,
-            )
+    def marks() -> Marks:
+        text = run.metrics_path.read_text() if run.metrics_path.exists() else ""
+        events = [json.loads(line) for line in text.splitlines()]
+        if events and events[0]["event"] != "begin":
+            raise RuntimeError(f"metrics.jsonl does not start with the callback's begin: {events[0]}")
+        return [(int(e["step"]), float(e["time"])) for e in events if e.get("event") == "log"]
 
-    wait(lambda: (s := run.status()) is not None and s.state in TERMINAL, look)
-    status = run.status()
-    if status is None or status.state != "succeeded":
-        raise RuntimeError(f"supervised run {status and status.state}: {status and status.error}")
-    if status.supervisor is None or status.supervisor.pid == os.getpid() or status.launcher is None:
-        raise RuntimeError(f"the supervised run did not go through a supervisor and launcher: {status}")
-    if "gaudi_tui.core.jobs.worker.train" not in status.command:
-        raise RuntimeError(f"the launcher was not the training process itself: {status.command}")
-    events = [json.loads(line) for line in run.metrics_path.read_text().splitlines()]
-    if [e["event"] for e in events[:1] + events[-1:]] != ["begin", "end"] or events[-1]["stopped"]:
-        raise RuntimeError("metrics.jsonl does not hold the metrics callback's begin … end of a whole run")
-    marks = [(int(e["step"]), float(e["time"])) for e in events if e.get("event") == "log"]
-    return Run(windows(marks), cpu.per_step("training", marks), cpu.per_step("supervisor", marks))
+    return run, Side(training, marks), supervisor
 
 
 def throughput(pairs: int) -> float:
-    """Returns the bare runs' median seconds per step (for the callbacks' share)."""
-    bare: list[Run] = []
-    supervised: list[Run] = []
-    for i in range(pairs):  # interleaved pairs, the order swapped every pair (a drifting load cancels)
-        sides = [(bare, bare_run), (supervised, supervised_run)]
-        for runs, one in sides if i % 2 == 0 else sides[::-1]:
-            runs.append(one())
-    b, s = [r.rate for r in bare], [r.rate for r in supervised]
+    """Returns the bare run's median seconds per step (for the callbacks' share)."""
+    from gaudi_tui.core.jobs import control
+    from gaudi_tui.core.jobs.status import TERMINAL
+
+    child, bare = bare_run()
+    run = None
+    try:  # one warms up while the other is paused: two thread teams on these cores stall each other
+        wait_past(WARMUP_STEPS, bare)
+        bare.proc.suspend()
+        run, supervised, supervisor = supervised_run()
+        wait_past(WARMUP_STEPS, supervised)
+        began, sup_cpu = time.time(), cpu_seconds(supervisor)
+        take_turns(bare, supervised, pairs, SLICE_S)
+        sup_share = (cpu_seconds(supervisor) - sup_cpu) / (time.time() - began)
+        b, s = [1 / x for x in bare.seconds_per_step()], [1 / x for x in supervised.seconds_per_step()]
+        ratios = pair_ratios(bare, supervised)
+        cb, cs = bare.cpu_per_step(), supervised.cpu_per_step()
+        bare_step, per_step = 1 / median_rate(bare), 1 / median_rate(supervised)
+    finally:
+        child.kill()
+        child.wait()
+        if run is not None:
+            control.kill(run)
+            deadline = time.monotonic() + 60  # the folder is deleted afterwards: let the job end
+            while (
+                time.monotonic() < deadline and (st := run.status()) is not None and st.state not in TERMINAL
+            ):
+                time.sleep(0.5)
     print(
-        f"demo fine-tune ({STEPS} steps, batch 8, seq ≤ 64, CPU, {THREADS} torch threads both sides), {pairs} "
-        f"interleaved pairs; steady state = 1 / the median seconds per step of the log windows "
-        f"(every 5 steps) from step {WARMUP_STEPS} on; {load()}:"
+        f"demo fine-tune (batch 8, seq ≤ 64, CPU, {THREADS} torch threads both sides), warmed up one at a time "
+        f"to step {WARMUP_STEPS}, then {pairs} pairs of {SLICE_S:g} s turns (one runs, the other paused); "
+        f"a turn's figure = its seconds per step between its own log stamps (every 5 steps); {load()}:"
     )
     print(f"  bare Trainer                                     {spread(b)} steps/s")
     print(f"  through the supervisor with the metrics callback {spread(s)} steps/s")
-    ratios = [x / y for x, y in zip(s, b, strict=True)]
     print(f"  ratio per pair {spread(ratios, '{:.3f}')} (target ≥ 0.99)")
-    pooled_b = statistics.median(w for r in bare for w in r.windows)
-    pooled_s = statistics.median(w for r in supervised for w in r.windows)
-    print(f"  ratio of the pooled windows {pooled_b / pooled_s:.3f}; spread of the runs (max/min − 1): "
-          f"bare {max(b) / min(b) - 1:.1%}, supervised {max(s) / min(s) - 1:.1%}")  # fmt: skip
-    cb = [r.cpu_per_step * 1000 for r in bare]
-    cs = [r.cpu_per_step * 1000 for r in supervised]
-    sup = [r.supervisor_per_step * 1000 for r in supervised]
-    total = statistics.median(cs) + statistics.median(sup)
-    print(f"  CPU per step (moves less with the load): bare {spread(cb)} ms; supervised: the training "
-          f"process {spread(cs)} ms + the supervisor {spread(sup, '{:.3f}')} ms; "
-          f"ratio bare / supervised {statistics.median(cb) / total:.3f}")  # fmt: skip
-    return pooled_b
+    adjusted = [r / (1 + sup_share) for r in ratios]
+    print(f"  with the supervisor's CPU ({sup_share * 100:.2f} % of a core throughout, "
+          f"{sup_share * per_step * 1000:.3f} ms a step) added to the supervised step: {spread(adjusted, '{:.3f}')}")  # fmt: skip
+    print(f"  CPU per step of the training process: bare {spread([x * 1000 for x in cb])} ms, "
+          f"supervised {spread([x * 1000 for x in cs])} ms; ratio bare / supervised "
+          f"{statistics.median(cb) / statistics.median(cs):.3f}")  # fmt: skip
+    return bare_step
 
 
 def callback_cost(seconds_per_step: float | None, steps: int = 3000) -> None:
@@ -396,14 +329,14 @@ def latency() -> None:
 
 
 def main() -> int:
-    global THREADS, STEPS  # noqa: PLW0603 - set once from the command line, read by the runs
+    global THREADS, SLICE_S  # noqa: PLW0603 - set once from the command line, read by the runs
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", choices=["all", "throughput", "callback", "latency"], default="all")
-    parser.add_argument("--pairs", type=int, default=PAIRS, help="interleaved bare/supervised pairs")
+    parser.add_argument("--pairs", type=int, default=PAIRS, help="pairs of bare/supervised turns")
     parser.add_argument("--threads", type=int, default=THREADS, help="torch threads on both sides")
-    parser.add_argument("--steps", type=int, default=STEPS, help="training steps of each run")
+    parser.add_argument("--slice", type=float, default=SLICE_S, help="seconds of each turn")
     args = parser.parse_args()
-    THREADS, STEPS = args.threads, args.steps
+    THREADS, SLICE_S = args.threads, args.slice
     part = args.part
     os.environ["GAUDI_TUI_HOME"] = tempfile.mkdtemp(prefix="gaudi-tui-bench-train-")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -1,0 +1,119 @@
+"""Two training processes measured in turns: each runs alone for a slice while the other is paused.
+
+Measured one after the other, the same run on this shared VM moved 18–30 % from run to run: the
+machine's speed drifts over tens of seconds, so whichever side ran in a slow minute lost. Here both
+processes are started and warmed up (one at a time: two torch thread teams on two cores stall each
+other), then `take_turns` pauses one (SIGSTOP) and lets the other run
+alone for `slice_s`, swapping every slice and the order every pair. Each side's steps/s in a slice
+comes from its own step stamps inside that slice only (a window that spans a pause never counts),
+and the ratio of the two slices of a pair compares them a few seconds apart, so the drift cancels.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import psutil
+
+Marks = list[tuple[int, float]]
+"""(step, wall time) stamps of one run, as it logs them."""
+
+
+@dataclass
+class Side:
+    """One of the two processes and what it did in its slices."""
+
+    proc: psutil.Process
+    marks: Callable[[], Marks]
+    """The run's stamps so far (read again after the turns)."""
+    slices: list[tuple[float, float]] = field(default_factory=list)
+    """(start, end) wall times of each slice this side ran alone."""
+    cpu: list[float] = field(default_factory=list)
+    """CPU seconds (user + system, all threads) the process used in each slice."""
+
+    def turns(self) -> list[float | None]:
+        """Per slice: the seconds per step between its second and last stamp inside the slice (the
+        first may be a line written just before the pause and read after it); None when the slice
+        holds fewer than three such stamps (the machine gave this side almost nothing then)."""
+        marks = self.marks()
+        out: list[float | None] = []
+        for start, end in self.slices:
+            inside = [(s, t) for s, t in marks if start <= t <= end][1:]
+            if len(inside) < 3 or inside[-1][0] <= inside[0][0]:
+                out.append(None)
+                continue
+            (s0, t0), (s1, t1) = inside[0], inside[-1]
+            out.append((t1 - t0) / (s1 - s0))
+        return out
+
+    def seconds_per_step(self) -> list[float]:
+        """The turns that could be measured."""
+        return [x for x in self.turns() if x is not None]
+
+    def cpu_per_step(self) -> list[float]:
+        """Per measured slice: CPU seconds per step (the slice's CPU over the steps it ran at its rate)."""
+        return [
+            cpu / ((end - start) / rate)
+            for cpu, (start, end), rate in zip(self.cpu, self.slices, self.turns(), strict=True)
+            if rate is not None
+        ]
+
+
+def cpu_seconds(proc: psutil.Process) -> float:
+    """User + system CPU seconds of the process, all its threads."""
+    times = proc.cpu_times()
+    return times.user + times.system
+
+
+def take_turns(a: Side, b: Side, pairs: int, slice_s: float) -> None:
+    """`pairs` pairs of slices, `a` first in even pairs and `b` first in odd ones; both are left
+    running afterwards, whatever happens."""
+    try:
+        a.proc.suspend()
+        b.proc.suspend()
+        for i in range(pairs):
+            for side in (a, b) if i % 2 == 0 else (b, a):
+                side.proc.resume()
+                start, cpu = time.time(), cpu_seconds(side.proc)
+                time.sleep(slice_s)
+                end, used = time.time(), cpu_seconds(side.proc) - cpu
+                side.proc.suspend()
+                side.slices.append((start, end))
+                side.cpu.append(used)
+    finally:
+        for side in (a, b):
+            try:
+                side.proc.resume()
+            except psutil.Error:
+                pass
+
+
+def pair_ratios(a: Side, b: Side) -> list[float]:
+    """b's steps/s over a's, slice pair by slice pair, for the pairs where both turns were measured;
+    fails when under half were (the figure would stand on too little)."""
+    pairs = list(zip(a.turns(), b.turns(), strict=True))
+    out = [sa / sb for sa, sb in pairs if sa is not None and sb is not None]
+    if len(out) < max(1, len(pairs) / 2):
+        raise RuntimeError(
+            f"only {len(out)} of {len(pairs)} pairs of turns had three step stamps in each turn"
+        )
+    return out
+
+
+def wait_past(step: int, side: Side, timeout_s: float = 300.0) -> None:
+    """Until the side has stamped `step` (its warm-up), for at most `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while not any(s >= step for s, _ in side.marks()):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"process {side.proc.pid} did not reach step {step} within {timeout_s:g} s")
+        if not side.proc.is_running() or side.proc.status() == psutil.STATUS_ZOMBIE:
+            raise RuntimeError(f"process {side.proc.pid} ended during the warm-up")
+        time.sleep(0.2)
+
+
+def median_rate(side: Side) -> float:
+    """Steps per second: 1 / the median seconds per step of the side's slices."""
+    return 1.0 / statistics.median(side.seconds_per_step())
