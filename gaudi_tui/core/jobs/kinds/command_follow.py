@@ -31,7 +31,7 @@ class OutputFollower:
         spec: JobSpec,
         log: Path,
         *,
-        from_start: bool,
+        offset: int | None = None,
         begin_step: int = 0,
         resumed_from: str | None = None,
     ) -> None:
@@ -47,7 +47,7 @@ class OutputFollower:
         )
         self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
         try:
-            self.offset = 0 if from_start else log.stat().st_size
+            self.offset = log.stat().st_size if offset is None else offset  # None: from its end now
         except OSError:
             self.offset = 0
         self.muted = False

@@ -67,7 +67,6 @@ class CommandKind:
             run,
             spec,
             run.log_path,
-            from_start=False,
             begin_step=checkpoint_step(resume) if resume else 0,
             resumed_from=str(resume) if resume else None,
         )

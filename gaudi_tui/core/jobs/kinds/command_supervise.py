@@ -45,34 +45,20 @@ class CommandSupervision(Supervision):
             return self.follow_attached(attempt)
         argv = command.argv(spec, attempt.resume)
         env = command.job_env(run, spec, os.environ)
-        attempt.save(command=tuple(argv))
-        with open(run.log_path, "ab") as log:
-            log.write(f"[gaudi-tui] attempt {attempt.status().attempt}: {' '.join(argv)}\n".encode())
-            log.flush()
-            follower = OutputFollower(
-                run,
-                spec,
-                run.log_path,
-                from_start=False,
-                begin_step=checkpoint_step(attempt.resume) if attempt.resume else 0,
-                resumed_from=str(attempt.resume) if attempt.resume else None,
-            )
-            try:
-                child = subprocess.Popen(
-                    argv,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    env=env,
-                    cwd=spec.workdir or None,
-                    start_new_session=True,
-                    preexec_fn=_default_signals,  # no thread runs yet in the supervisor
-                )
-            except OSError as exc:
-                error = f"cannot start {argv[0]}: {exc.strerror or exc}"
-                attempt.save(state="failed", ended=time.time(), error=error)
-                return 1
-        attempt.save(launcher=ProcRef.of(child.pid))
+        started = self.start_logged(
+            attempt, argv, env, Path(spec.workdir) if spec.workdir else None, argv[0], _default_signals
+        )
+        if started is None:
+            return 1
+        child, begins = started
+        follower = OutputFollower(
+            run,
+            spec,
+            run.log_path,
+            offset=begins,
+            begin_step=checkpoint_step(attempt.resume) if attempt.resume else 0,
+            resumed_from=str(attempt.resume) if attempt.resume else None,
+        )
         follower.start()
         code = self.watch(attempt, child)
         follower.close(stopped=self.stop_signal is not None)
@@ -126,7 +112,7 @@ class CommandSupervision(Supervision):
         run, spec = attempt.run, attempt.spec
         ref = ProcRef(spec.pid, spec.pid_started) if spec.pid else None
         attempt.save(command=("(started by hand)", spec.log_file), workers=(ref,) if ref else ())
-        follower = OutputFollower(run, spec, Path(spec.log_file), from_start=True)
+        follower = OutputFollower(run, spec, Path(spec.log_file), offset=0)
         follower.start()
         ended_by = ""
         while True:

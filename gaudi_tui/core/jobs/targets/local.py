@@ -13,6 +13,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -34,9 +35,9 @@ process on the host (about 1 ms of CPU per 100 processes), which at every poll c
 up to 1 % of a core (bench/train.py)."""
 ORPHAN_GRACE_S = 5.0
 KILL_WAIT_S = 5.0
+"""After SIGKILL, how long `kill` waits for the job's processes to go."""
 STUCK_S = 10.0
 """How long the supervisor sends SIGKILL to a launcher that does not exit before it gives up on it."""
-"""After SIGKILL, how long `kill` waits for the job's processes to go."""
 ENDING_GRACE_S = 10.0
 """How long after a job ended its processes may still be exiting before resume calls them stray."""
 
@@ -119,31 +120,49 @@ class Supervision:
     def supervise(self, attempt: Attempt) -> int:
         run, spec = attempt.run, attempt.spec
         argv = launch.command(run, spec, attempt.resume)
-        env = launch.job_env(run, spec, os.environ)
-        attempt.save(command=tuple(argv))
-        with open(run.log_path, "ab") as log:
-            log.write(f"[gaudi-tui] attempt {attempt.status().attempt}: {' '.join(argv)}\n".encode())
-            log.flush()
-            try:
-                child = subprocess.Popen(
-                    argv,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    env=env,
-                    cwd=run.path,
-                    start_new_session=True,
-                )
-            except OSError as exc:
-                attempt.save(state="failed", ended=time.time(), error=f"cannot start the launcher: {exc}")
-                return 1
-        attempt.save(launcher=ProcRef.of(child.pid))
+        started = self.start_logged(
+            attempt, argv, launch.job_env(run, spec, os.environ), run.path, "the launcher"
+        )
+        if started is None:
+            return 1
+        child, _ = started
         code = self.watch(attempt, child)
         if code is None:
             self.finish_stuck(attempt, child.pid)
             return 1
         self.finish(attempt, code)
         return 0
+
+    def start_logged(
+        self,
+        attempt: Attempt,
+        argv: list[str],
+        env: dict[str, str],
+        cwd: Path | None,
+        what: str,
+        preexec: Callable[[], None] | None = None,
+    ) -> tuple[subprocess.Popen[bytes], int] | None:
+        """The attempt's line in stdout.log, then `argv` as a child in its own session writing to
+        it (`preexec` runs in the child before exec: no thread runs yet in the supervisor). Returns
+        the child and where its output begins in the log; None, with the attempt saved failed, when
+        it cannot start."""
+        attempt.save(command=tuple(argv))
+        with open(attempt.run.log_path, "ab") as log:
+            log.write(f"[gaudi-tui] attempt {attempt.status().attempt}: {' '.join(argv)}\n".encode())
+            log.flush()
+            begins = log.tell()
+            try:
+                child = subprocess.Popen(
+                    argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                    env=env, cwd=cwd, start_new_session=True, preexec_fn=preexec,
+                )  # fmt: skip
+            except OSError as exc:
+                attempt.save(
+                    state="failed", ended=time.time(), error=f"cannot start {what}: {exc.strerror or exc}"
+                )
+                return None
+        attempt.save(launcher=ProcRef.of(child.pid))
+        return child, begins
 
     def watch(self, attempt: Attempt, child: subprocess.Popen[bytes]) -> int | None:
         """Poll until the launcher exits, recording workers and acting on STOP and kill; None when
