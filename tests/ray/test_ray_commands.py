@@ -8,7 +8,9 @@ panel but through the job's log stream (metrics, the wrapper's marker) and the J
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 from pathlib import Path
 
 import psutil
@@ -134,7 +136,7 @@ def test_trainer_script_on_ray_charts_stops_at_one_checkpoint_and_resumes(
 
 
 @pytest.mark.slow
-def test_json_loop_in_a_cluster_folder_charts_and_stops_by_sigint(
+def test_json_loop_in_a_cluster_folder_charts_reattaches_and_stops_by_sigint(
     ray_cluster: RayTestCluster, project: Path, tmp_path: Path
 ) -> None:
     storage = tmp_path / "cluster-storage"
@@ -143,11 +145,20 @@ def test_json_loop_in_a_cluster_folder_charts_and_stops_by_sigint(
     wait(lambda: len(events(run, "log")) >= 3 or ended(run), 120, "three values", run)
     assert not ended(run), log_tail(run)
     assert "SIGINT" in command.stop_mode(run, run.spec())  # no Trainer: a stop is by signals
+    supervisor = run.status().supervisor  # type: ignore[union-attr]
+    assert supervisor is not None
+    os.kill(supervisor.pid, signal.SIGKILL)  # the panel's host lost its supervisor; the cluster did not
+    wait(lambda: not supervisor.alive(), 10, "the supervisor to die", run)
+    said = control.resume(run)
+    assert said.startswith("re-attached: Ray job") and "RUNNING" in said, said
+    seen = len(events(run, "log"))
+    wait(lambda: len(events(run, "log")) >= seen + 3, 60, "values after the re-attach", run)
     control.stop(run)
     assert wait_done(run, 60) == "cancelled", log_tail(run)
     status = run.status()
     assert status is not None and status.error == "stopped by SIGINT"
     printed = [json.loads(x) for x in run.log_path.read_text().splitlines() if x.startswith("{")]
+    # every value once, in order, across the re-attach: the mirror and the metrics continue, never repeat
     assert [(e["step"], e["loss"]) for e in events(run, "log")] == [(p["step"], p["loss"]) for p in printed]
     assert events(run, "end")[-1]["stopped"] is True
     (view,) = Monitor().poll()
