@@ -11,6 +11,11 @@
 4. The details reader's round (NIC links and hl-smi's process table: `-n link`, once `-n ports`, per
    card, and the table, against the fake), read by the panel every 30 s while Devices is shown: this
    process's CPU and its children's a round, and what that is at the 30 s period as % of one core.
+5. The card-holder scan of /proc on this machine (its processes and open fds are counted): CPU ms of
+   a full scan (`find_holders`, every fd of every process) against the feed's incremental scan
+   (`HolderScanner.scan`, nothing changed), and what the feed's schedule costs as % of one core
+   (a scan every `holders_every` s, a full one every `holders_full_every` s) against a full scan
+   every time.
 """
 
 from __future__ import annotations
@@ -199,7 +204,45 @@ def main() -> int:
         f"spawn per tick {spawner * 1000:.0f} ms (spawn/long-lived ratio {spawner / max(poller, 1e-3):.1f})"
     )
     details_rounds()
+    holder_scans()
     return 0
+
+
+def holder_scans(repeat: int = 30) -> None:
+    from gaudi_tui.core.devices.feed import MonitorConfig
+    from gaudi_tui.core.devices.holders import HolderScanner, find_holders
+
+    processes = fds = 0
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                fds += len(os.listdir(f"{entry.path}/fd"))
+                processes += 1
+            except OSError:
+                pass
+    scanner = HolderScanner(full_every=float("inf"))
+    scanner.scan()  # the first scan reads everything
+
+    def cpu_ms(scan) -> float:
+        before = time.process_time()
+        scan()
+        return (time.process_time() - before) * 1000
+
+    full = [cpu_ms(find_holders) for _ in range(repeat)]
+    incremental = [cpu_ms(scanner.scan) for _ in range(repeat)]
+    config = MonitorConfig()
+    every, full_every = config.holders_every, config.holders_full_every
+    per_full = statistics.median(full) / every / 10
+    scans = full_every / every
+    schedule = (statistics.median(full) + (scans - 1) * statistics.median(incremental)) / full_every / 10
+    note = "" if scanner.counts_fds else " (this kernel does not count fds: every scan is a full one)"
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(
+        f"card-holder scan, {processes} processes with {fds} open fds, {repeat} scans each (load average "
+        f"{load}): full {spread(full)} ms, incremental {spread(incremental)} ms CPU a scan{note}; "
+        f"a scan every {every:.0f} s: full each time {per_full:.3f} % of one core, the feed's "
+        f"(full every {full_every:.0f} s) {schedule:.3f} %"
+    )
 
 
 def details_rounds(rounds: int = 3) -> None:
