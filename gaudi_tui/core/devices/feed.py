@@ -31,6 +31,9 @@ class MonitorConfig:
     sys_root: str = "/sys"
     dev_root: str = "/dev"
     holders_every: float = 5.0
+    holders_full_every: float = 30.0
+    """A new holder shows within `holders_every` s; one that opened a card while closing another fd
+    (its fd count unchanged) within this (`holders.HolderScanner`)."""
     stall_timeout: float | None = None
     backoff_start: float = 1.0
     backoff_max: float = 30.0

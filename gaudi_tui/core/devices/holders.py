@@ -1,7 +1,9 @@
 """Which process holds which card: scan `/proc/*/fd` for `/dev/accel/accelN` (or legacy `/dev/hlN`).
 
 Works without root for the user's own processes; other users' and other containers' fds are
-unreadable, so a card can be busy with no visible holder. Stopping a holder sends SIGTERM and,
+unreadable, so a card can be busy with no visible holder. `find_holders` reads every fd of every
+process (a one-shot answer); `HolderScanner` gives the same answer for a feed that asks every few
+seconds, rereading only the processes whose fds can have changed since it last looked. Stopping a holder sends SIGTERM and,
 if asked again, SIGKILL, only to processes the user owns, after checking the PID still names the
 same process (same start time); without a readable start time it refuses.
 """
@@ -82,6 +84,43 @@ def _uid(pid_dir: str) -> int | None:
         return None
 
 
+def _held_nodes(pid_dir: str, pattern: re.Pattern[str]) -> dict[int, str] | None:
+    """fd number → link target of the process's fds that are card nodes; None if its fds are
+    unreadable (another user's process, or it has exited)."""
+    found: dict[int, str] = {}
+    try:
+        fds = os.scandir(f"{pid_dir}/fd")
+    except OSError:
+        return None
+    with fds:
+        for fd in fds:
+            try:
+                target = os.readlink(fd.path)
+            except OSError:  # closed meanwhile, or the process exited mid-scan
+                continue
+            if pattern.match(target):
+                found[int(fd.name)] = target
+    return found
+
+
+def _describe(
+    pid: int, pid_dir: str, held: dict[int, str], pattern: re.Pattern[str], proc_root: str
+) -> tuple[CardHolder, ...]:
+    """One CardHolder per card in `held` (a process holding a card through two fds counts once)."""
+    by_card: dict[int, str] = {}
+    for _, target in sorted(held.items()):
+        match = pattern.match(target)
+        if match:
+            by_card.setdefault(int(match.group(1)), target)
+    uid = _uid(pid_dir)
+    user = user_name(uid) if uid is not None else None
+    command = _command(pid_dir)
+    started = start_time(pid, proc_root)
+    return tuple(
+        CardHolder(index, pid, user, command, started, path) for index, path in sorted(by_card.items())
+    )
+
+
 def find_holders(proc_root: str = "/proc", node_pattern: str = DEFAULT_NODE_PATTERN) -> list[CardHolder]:
     """Every (card, process) pair where the process has the card's compute node open.
 
@@ -96,29 +135,107 @@ def find_holders(proc_root: str = "/proc", node_pattern: str = DEFAULT_NODE_PATT
         return holders
     for pid in pids:
         pid_dir = f"{proc_root}/{pid}"
-        try:
-            fds = os.scandir(f"{pid_dir}/fd")
-        except OSError:
-            continue
-        found: dict[int, str] = {}
-        with fds:
-            for fd in fds:
-                try:
-                    target = os.readlink(fd.path)
-                except OSError:
-                    continue
-                match = pattern.match(target)
-                if match:
-                    found.setdefault(int(match.group(1)), target)
-        if not found:
-            continue
-        uid = _uid(pid_dir)
-        command = _command(pid_dir)
-        started = start_time(int(pid), proc_root)
-        for index, path in sorted(found.items()):
-            user = user_name(uid) if uid is not None else None
-            holders.append(CardHolder(index, int(pid), user, command, started, path))
+        held = _held_nodes(pid_dir, pattern)
+        if held:
+            holders.extend(_describe(int(pid), pid_dir, held, pattern, proc_root))
     return sorted(holders, key=lambda h: (h.index, h.pid))
+
+
+@dataclass(frozen=True)
+class _Seen:
+    """What a scan learnt about one process."""
+
+    signal: tuple[int, int]
+    """(inode, size) of its /proc/PID/fd when its fds were read: a new process under a reused PID
+    has a new inode; the size is its number of open fds (Linux ≥ 6.2)."""
+    held: dict[int, str]
+    """fd number → card node, of the fds that were card nodes then."""
+    holders: tuple[CardHolder, ...]
+
+
+def _counts_fds(proc_root: str) -> bool:
+    """Whether `stat(/proc/PID/fd).st_size` is the process's number of open fds (Linux ≥ 6.2; it is
+    0 on older kernels, and a stand-in /proc of tests has no such thing)."""
+    if os.path.realpath(proc_root) != "/proc":
+        return False
+    try:
+        return os.stat("/proc/self/fd").st_size > 0
+    except OSError:
+        return False
+
+
+class HolderScanner:
+    """`find_holders` for a feed that asks every few seconds, without rereading every process's fds.
+
+    Each `scan()` lists /proc and stats each /proc/PID/fd. It reads the fds of a process it has not
+    seen (a new PID, or a reused one: new inode), of one whose number of open fds changed, and of
+    every process when the kernel does not count fds (before Linux 6.2: then each scan costs what
+    `find_holders` does). A known holder whose fd count is unchanged is checked by rereading only
+    the fds that held a card (still the node? same start time?). Every `full_every` seconds it reads
+    every process's fds, as `find_holders` does.
+
+    How soon a change shows: a holder that exits or closes its card, and a process that opens a card
+    (at start or later: the open adds an fd), show at the next scan. Opening a card while closing
+    another fd between two scans (the count unchanged) shows at the next full scan, within
+    `full_every` seconds. Other users' processes whose fds are unreadable are never holders here;
+    a process that exits mid-scan is skipped.
+    """
+
+    def __init__(
+        self, proc_root: str = "/proc", node_pattern: str = DEFAULT_NODE_PATTERN, full_every: float = 30.0
+    ) -> None:
+        self.proc_root = proc_root
+        self.pattern = re.compile(node_pattern)
+        self.full_every = full_every
+        self.counts_fds = _counts_fds(proc_root)
+        self._seen: dict[int, _Seen] = {}
+        self._full_at = float("-inf")
+
+    def scan(self) -> list[CardHolder]:
+        now = time.monotonic()
+        full = not self.counts_fds or now - self._full_at >= self.full_every
+        if full:
+            self._full_at = now
+        try:
+            pids = [int(e.name) for e in os.scandir(self.proc_root) if e.name.isdigit()]
+        except OSError:
+            return []
+        seen: dict[int, _Seen] = {}
+        for pid in pids:
+            pid_dir = f"{self.proc_root}/{pid}"
+            try:
+                st = os.stat(f"{pid_dir}/fd")
+            except OSError:  # exited since the listing, or not ours to look at
+                continue
+            signal_now = (st.st_ino, st.st_size)
+            before = self._seen.get(pid)
+            if not full and before is not None and before.signal == signal_now:
+                if not before.held or self._still_holds(pid, pid_dir, before):
+                    seen[pid] = before
+                    continue
+            entry = self._read(pid, pid_dir, signal_now)
+            if entry is not None:
+                seen[pid] = entry
+        self._seen = seen
+        holders = [h for entry in seen.values() for h in entry.holders]
+        return sorted(holders, key=lambda h: (h.index, h.pid))
+
+    def _read(self, pid: int, pid_dir: str, signal_now: tuple[int, int]) -> _Seen | None:
+        held = _held_nodes(pid_dir, self.pattern)
+        if held is None:
+            return None  # unreadable: asked again next scan (it may be a new process by then)
+        holders = _describe(pid, pid_dir, held, self.pattern, self.proc_root) if held else ()
+        return _Seen(signal_now, held, holders)
+
+    def _still_holds(self, pid: int, pid_dir: str, before: _Seen) -> bool:
+        """The fds that held a card still do, in the same process (start time)."""
+        for fd, target in before.held.items():
+            try:
+                if os.readlink(f"{pid_dir}/fd/{fd}") != target:
+                    return False
+            except OSError:
+                return False
+        return start_time(pid, self.proc_root) == before.holders[0].started
 
 
 def can_signal(holder: CardHolder, proc_root: str = "/proc") -> str | None:

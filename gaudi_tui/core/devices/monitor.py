@@ -2,7 +2,8 @@
 
 `DeviceMonitor.run()` (in a worker thread) picks the best source — HLML, else ONE long-lived
 hl-smi child, else NVML, else host only — and calls `on_update` once per refresh with the snapshot,
-the host row, the card holders (rescanned every `holders_every` seconds) and the current faults.
+the host row, the card holders (rescanned every `holders_every` seconds by a `HolderScanner`, which
+reads every process's fds only every `holders_full_every` seconds) and the current faults.
 When a source fails it falls back and tries the better ones again after a backoff. It returns
 when `cancel` is set, with its hl-smi child ended.
 """
@@ -18,7 +19,7 @@ from dataclasses import replace
 from gaudi_tui.core.devices import faults
 from gaudi_tui.core.devices.faults import Fault
 from gaudi_tui.core.devices.feed import MonitorConfig, MonitorUpdate, quick_fault
-from gaudi_tui.core.devices.holders import CardHolder, find_holders
+from gaudi_tui.core.devices.holders import CardHolder, HolderScanner
 from gaudi_tui.core.devices.model import DeviceSnapshot, Source
 from gaudi_tui.core.devices.query import with_kernel_facts
 from gaudi_tui.core.devices.reading import Reading, merge
@@ -47,6 +48,7 @@ class DeviceMonitor:
         self.retry_in: float | None = None
         self.holders: tuple[CardHolder, ...] = ()
         self._holders_at = float("-inf")
+        self._scanner = HolderScanner(config.proc_root, config.node_pattern, config.holders_full_every)
         self.backoff = hlsmi.Backoff(config.backoff_start, config.backoff_max)
         self.poller: hlsmi.HlSmiPoller | None = None
         self._hlml_after = 0.0
@@ -60,7 +62,7 @@ class DeviceMonitor:
         now = time.monotonic()
         if now - self._holders_at >= self.config.holders_every:
             self._holders_at = now
-            self.holders = tuple(find_holders(self.config.proc_root, self.config.node_pattern))
+            self.holders = tuple(self._scanner.scan())
 
     def publish(self) -> None:
         self._scan_holders()
