@@ -217,9 +217,12 @@ def test_other_users_processes_are_not_holders_and_do_not_stop_the_scan() -> Non
     """Run as `nobody`, the scanner finds nobody's holder, not root's, whatever /proc refuses it."""
     if os.getuid() != 0:
         pytest.skip("needs root, to run processes as another user")
-    python = next((p for p in (PYTHON, "/usr/bin/python3") if _runs_as_nobody(p)), None)
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    python = next((p for p in (PYTHON, "/usr/bin/python3") if _scans_as_nobody(p, env)), None)
     if python is None:
-        pytest.skip(f"no Python that user nobody may run ({PYTHON} is not readable to nobody)")
+        pytest.skip(
+            f"no Python that user nobody may run with this checkout ({PYTHON} or the tree is not readable to nobody)"
+        )
     folder = Path(tempfile.mkdtemp(prefix="gaudi-tui-holders-"))
     try:
         folder.chmod(0o755)
@@ -236,7 +239,6 @@ def test_other_users_processes_are_not_holders_and_do_not_stop_the_scan() -> Non
                 "for _ in range(2):\n    print(sorted(h.pid for h in scan.scan()))\n"
             )
             pattern = rf"^{re.escape(str(node.parent))}/accel(\d+)$"
-            env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
             out = subprocess.run(
                 [python, "-c", code, pattern],
                 user="nobody",
@@ -257,8 +259,12 @@ def test_other_users_processes_are_not_holders_and_do_not_stop_the_scan() -> Non
         folder.rmdir()
 
 
-def _runs_as_nobody(python: str) -> bool:
+def _scans_as_nobody(python: str, env: dict[str, str]) -> bool:
+    """Whether user nobody can run `python` and import the scanner from this checkout with it (a
+    checkout under a home folder of mode 0700, or a Python without psutil, cannot)."""
+    code = "from gaudi_tui.core.devices.holders import HolderScanner"
     try:
-        return subprocess.run([python, "-c", "pass"], user="nobody", timeout=30).returncode == 0
+        done = subprocess.run([python, "-c", code], user="nobody", env=env, capture_output=True, timeout=30)
     except OSError:
         return False
+    return done.returncode == 0
