@@ -5,6 +5,8 @@ bounded by the timeout as a whole, and a password in the URL is sent and never s
 
 from __future__ import annotations
 
+import base64
+import http.server
 import socket
 import threading
 import time
@@ -138,3 +140,45 @@ def test_the_timeout_bounds_every_call_as_a_whole() -> None:
         thread.join(5)
         slow.close()
         silent.close()
+
+
+def test_http_proxy_from_the_environment_is_used_as_urllib_would(
+    fleet_stack: FleetStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A forwarding proxy on loopback in front of the real Prometheus: asked for the whole URL, with
+    the proxy's own password; `no_proxy` bypasses it."""
+    seen: list[tuple[str, str]] = []
+    direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+    class Forward(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            seen.append((self.path, self.headers.get("Proxy-Authorization", "")))
+            with direct.open(self.path, timeout=5) as answer:
+                body = answer.read()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    proxy = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Forward)
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    try:
+        for name in ("no_proxy", "NO_PROXY", "HTTP_PROXY"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("http_proxy", f"http://relay:pw@127.0.0.1:{proxy.server_port}")
+        client = PrometheusClient(fleet_stack.url, timeout=5)
+        assert client.query("vector(7)")[0].value == 7.0 and client.query("vector(8)")[0].value == 8.0
+        assert [path.split("?")[0] for path, _ in seen] == [f"{fleet_stack.url}/api/v1/query"] * 2
+        assert {auth for _, auth in seen} == {"Basic " + base64.b64encode(b"relay:pw").decode()}
+        assert client.opened == 1  # kept alive through the proxy too
+        monkeypatch.setenv("no_proxy", "127.0.0.1")
+        assert PrometheusClient(fleet_stack.url, timeout=5).query("vector(9)")[0].value == 9.0
+        assert len(seen) == 2
+    finally:
+        proxy.shutdown()
+        proxy.server_close()
