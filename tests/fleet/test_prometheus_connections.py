@@ -182,3 +182,20 @@ def test_http_proxy_from_the_environment_is_used_as_urllib_would(
     finally:
         proxy.shutdown()
         proxy.server_close()
+
+
+def test_an_answer_read_again_only_when_it_changed(fleet_stack: FleetStack) -> None:
+    """`pair_values` keeps its last reading of each query: the same answer (at another evaluation
+    time) gives the same values, a changed one is read anew, and what it returns is the caller's."""
+    client = PrometheusClient(fleet_stack.url, timeout=5)
+    second = (
+        'label_replace(label_replace(floor(vector(time())), "instance", "h", "", ""), "job", "j", "", "")'
+    )
+    same = 'label_replace(label_replace(vector(8), "instance", "h", "", ""), "job", "j", "", "")'
+    first = client.pair_values(same, "instance", "job")
+    first.append(("changed", "by", 0.0))
+    assert client.pair_values(same, "instance", "job") == [("h", "j", 8.0)]
+    now = client.pair_values(second, "instance", "job")
+    time.sleep(1.1)
+    later = client.pair_values(second, "instance", "job")
+    assert later[0][2] > now[0][2] and later[0][:2] == ("h", "j")

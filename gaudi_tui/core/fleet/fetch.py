@@ -189,6 +189,8 @@ class ScreenReader:
         self._by_host: dict[str, list[HostValue]] = {}
         self.present: set[str] | None = None
         """The fleet metrics with series, from the last refresh (None: not known)."""
+        self._summarized: tuple[tuple[object, ...], Overview] | None = None
+        """The last answers given to `summarize` and its overview."""
 
     def queries(self, visible: Sequence[str], mean_util: bool = False) -> dict[str, str]:
         """The PromQL of one refresh: key → query (per-card keys are the metric names); besides, one
@@ -219,8 +221,7 @@ class ScreenReader:
         ]
         present = {s.labels.get("__name__", "") for s in answers.get("present", [])}
         self.present = present if "present" in answers else None
-        overview = summarize(
-            self.client.url,
+        given = (
             values["up"],
             values.get("usual", []),
             values.get("cards", []),
@@ -230,6 +231,11 @@ class ScreenReader:
             present,
             failures,
         )
+        if self._summarized is not None and self._summarized[0] == given:
+            overview = self._summarized[1]  # the same answers: the same summaries, not built again
+        else:
+            overview = summarize(self.client.url, *given)
+            self._summarized = (given, overview)
         if not overview.hosts:
             overview = Overview(
                 self.client.url, problems=(*overview.problems, _nothing_exported(self.client.url))

@@ -74,6 +74,8 @@ class PrometheusClient:
 
     KEEP = AT_ONCE
     """Idle connections kept at most: one per query `fetch.ask` runs at once."""
+    KEEP_READ = 64
+    """Queries whose last answer `pair_values` keeps (the per-card ones change as rows scroll)."""
 
     def __init__(self, url: str, timeout: float = 5.0) -> None:
         if not url.startswith(("http://", "https://")):
@@ -102,6 +104,9 @@ class PrometheusClient:
         self._lock = threading.Lock()
         self.opened = 0
         """Connections opened so far (tests, the bench)."""
+        self._read: dict[tuple[str, str, str], tuple[bytes, list[CardValue]]] = {}
+        """`pair_values`' last answer to each query (without its evaluation time) and what was read
+        from it: an answer that did not change is not read again."""
 
     def close(self) -> None:
         """Close the idle connections (one in use is kept until its query ends)."""
@@ -209,6 +214,19 @@ class PrometheusClient:
         if at is not None:
             params["time"] = f"{at:.3f}"
         body = self._body("/api/v1/query", params)
+        key = (promql, one, other)
+        unstamped = _unstamped(body)
+        kept = self._read.get(key)
+        if kept is not None and kept[0] == unstamped:
+            return list(kept[1])  # the same answer as last time (up, card counts, free cards...)
+        values = self._pair_values(body, promql, one, other)
+        with self._lock:
+            self._read[key] = (unstamped, values)
+            while len(self._read) > self.KEEP_READ:
+                del self._read[next(iter(self._read))]
+        return list(values)
+
+    def _pair_values(self, body: bytes, promql: str, one: str, other: str) -> list[CardValue]:
         first, second = sorted((one, other))
         found = _pair_result(first, second).findall(body)
         if body.startswith(b'{"status":"success"') and len(found) == body.count(b'{"metric":'):
@@ -314,6 +332,15 @@ def _exchange(
     response = connection.getresponse()
     body = response.read()
     return response.status, response.reason, response.getheader("Location"), body, not response.will_close
+
+
+def _unstamped(body: bytes) -> bytes:
+    """An instant query's answer without its evaluation time (in every result's `"value":[time,`)."""
+    start = body.find(b'"value":[')
+    if start < 0:
+        return body
+    end = body.find(b",", start)
+    return body.replace(body[start + 8 : end + 1], b"[,") if end > 0 else body
 
 
 def _left(deadline: float) -> float:
