@@ -1,8 +1,5 @@
-"""A small client for Prometheus's HTTP API (instant and range queries), on the standard library.
-
-Where the Prometheus URL comes from is `prometheus_url()`: the `--prometheus` option, else the
-`cluster.prometheus_url` setting (the `GAUDI_TUI_PROMETHEUS` environment variable, else config.toml).
-"""
+"""A small client for Prometheus's HTTP API (instant and range queries), on the standard library
+(where its URL comes from: `address.prometheus_url()`)."""
 
 from __future__ import annotations
 
@@ -21,10 +18,7 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
-from gaudi_tui.core import settings
 from gaudi_tui.core.fleet.samples import CardValue, Sample
-
-ENV_VAR = "GAUDI_TUI_PROMETHEUS"
 
 _LABEL = rb'"([^"\\]*)"'
 """A label value without escapes (an answer holding a backslash is decoded as JSON)."""
@@ -38,13 +32,6 @@ def _pair_result(first: str, second: str) -> re.Pattern[bytes]:
         rb'\{"metric":\{"' + first.encode() + rb'":' + _LABEL + rb',"' + second.encode() + rb'":' + _LABEL
     )
     return re.compile(labels + rb'\},"value":\[[^,\]]*,"([^"]*)"\]\}')
-
-
-def prometheus_url(option: str | None = None) -> str | None:
-    """The Prometheus server to read: the command-line option, else the `cluster.prometheus_url`
-    setting ($GAUDI_TUI_PROMETHEUS, else config.toml)."""
-    url = option or settings.load().settings.prometheus_url
-    return url.rstrip("/") if url else None
 
 
 AT_ONCE = 20

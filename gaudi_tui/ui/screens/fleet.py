@@ -22,6 +22,7 @@ from textual.color import Color
 from textual.message import Message
 from textual.widgets import Input, Static
 
+from gaudi_tui.core.fleet.address import ENV_VAR, prometheus_url
 from gaudi_tui.core.fleet.model import (
     HOST_CARDS,
     JOB_SIZES,
@@ -32,7 +33,6 @@ from gaudi_tui.core.fleet.model import (
     Overview,
     worst_first,
 )
-from gaudi_tui.core.fleet.prometheus import ENV_VAR, PrometheusClient, PrometheusError, prometheus_url
 from gaudi_tui.ui.screens.base import PanelScreen
 from gaudi_tui.ui.widgets.host_grid import HostGrid, Row
 
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from textual.timer import Timer
 
     from gaudi_tui.core.fleet.fetch import ScreenReader
+    from gaudi_tui.core.fleet.prometheus import PrometheusClient
 
 REFRESH_S = 5.0
 SCROLL_WAIT_S = 0.15
@@ -166,6 +167,8 @@ class FleetScreen(PanelScreen):
 
     @property
     def client(self) -> PrometheusClient | None:
+        from gaudi_tui.core.fleet.prometheus import PrometheusClient, PrometheusError
+
         try:
             return PrometheusClient(self._url) if self._url and self._loader is None else None
         except PrometheusError:
@@ -205,6 +208,7 @@ class FleetScreen(PanelScreen):
 
     def _screen_reader(self) -> ScreenReader | None:
         from gaudi_tui.core.fleet import fetch  # in the worker thread, after the first frame
+        from gaudi_tui.core.fleet.prometheus import PrometheusClient
 
         if self._reader is None and self._url is not None:
             self._reader = fetch.ScreenReader(PrometheusClient(self._url))
@@ -216,6 +220,8 @@ class FleetScreen(PanelScreen):
             return fleet.overview(), {host.name: host for host in fleet.hosts}
         if self._url is None:
             return None
+        from gaudi_tui.core.fleet.prometheus import PrometheusError  # in the worker, as `fetch`
+
         try:
             reader = self._screen_reader()
         except PrometheusError as error:  # a URL that is not http(s)
