@@ -9,7 +9,8 @@ Figures (medians with min–max; each with its ratio to a baseline measured in t
   model), alternated with ours run by run; the ratio is the median of the per-pair ratios. Targets
   at 512 hosts: ≤ 1.1× the bare queries, and ≤ 300 ms where Prometheus alone allows it. At 512 hosts
   also the full refresh `gaudi-tui fleet` makes (`fetch.refresh`: every card's values) against its
-  own PromQL bare.
+  own PromQL bare. With each: the process CPU time per refresh, ours and bare (less sensitive to a
+  shared machine's load), and the connections a warm screen refresh opens (bare urllib: one a query).
 - TUI CPU with the Fleet screen refreshing every 5 s, at 512 hosts (process CPU time over a
   headless run); baseline: the same app idle on an empty panel screen. Target: ≤ 2 % of a core.
 - first frame of the Fleet screen (mount + first paint, before its queries answer; the very first
@@ -193,14 +194,27 @@ def fmt(values: list[float], unit: str = "ms") -> str:
     return f"{statistics.median(values):.1f} {unit} (min {min(values):.1f}, max {max(values):.1f})"
 
 
-def pairs(ours: Callable[[], object], bare: Callable[[], object]) -> tuple[list[float], list[float]]:
-    """`RUNS` timings of each after one warm-up, alternated, so a drifting load hits both alike."""
+CPU_PER_REFRESH: dict[str, tuple[list[float], list[float]]] = {}
+"""Process CPU time (ms) of each run of `pairs`, ours and bare, by what was measured: less sensitive
+to a shared machine's load than the wall-clock times."""
+
+
+def pairs(
+    ours: Callable[[], object], bare: Callable[[], object], name: str = ""
+) -> tuple[list[float], list[float]]:
+    """`RUNS` timings of each after one warm-up, alternated, so a drifting load hits both alike (and
+    their CPU times in `CPU_PER_REFRESH[name]`)."""
     ours(), bare()
     mine: list[float] = []
     theirs: list[float] = []
+    cpu: tuple[list[float], list[float]] = ([], [])
     for _ in range(RUNS):
-        mine += timed(ours, runs=1, warm=False)
-        theirs += timed(bare, runs=1, warm=False)
+        for action, times, used in ((ours, mine, cpu[0]), (bare, theirs, cpu[1])):
+            started = time.process_time()
+            times += timed(action, runs=1, warm=False)
+            used.append((time.process_time() - started) * 1000)
+    if name:
+        CPU_PER_REFRESH[name] = cpu
     return mine, theirs
 
 
@@ -208,6 +222,10 @@ def visible_rows(reader: fetch.ScreenReader) -> list[str]:
     """The hosts of the first `VISIBLE` rows, worst first (the screen's default order)."""
     overview, _ = reader.refresh([])
     return [h.name for h in worst_first(overview.hosts)][:VISIBLE]
+
+
+OPENED: dict[int, float] = {}
+"""Connections the screen's refreshes opened, per refresh, once warm (bare urllib: one per query)."""
 
 
 def measure_refresh(url: str, hosts: int, at: float) -> tuple[list[float], list[float]]:
@@ -221,14 +239,19 @@ def measure_refresh(url: str, hosts: int, at: float) -> tuple[list[float], list[
             f"{len(cards)} with their values: {overview.problems}"
         )
     queries = list(reader.queries(visible).values())
-    return pairs(lambda: reader.refresh(visible), lambda: bare_fetch(url, at, queries, present=True))
+    opened = reader.client.opened
+    timings = pairs(
+        lambda: reader.refresh(visible), lambda: bare_fetch(url, at, queries, present=True), f"{hosts} hosts"
+    )
+    OPENED[hosts] = (reader.client.opened - opened) / (RUNS + 1)
+    return timings
 
 
 def measure_full(url: str, at: float) -> tuple[list[float], list[float]]:
     """`gaudi-tui fleet`'s refresh: every card's values."""
     client = PrometheusClient(url, timeout=30)
     queries = list(fetch.fleet_queries().values())
-    return pairs(lambda: fetch.refresh(client, at), lambda: bare_fetch(url, at, queries))
+    return pairs(lambda: fetch.refresh(client, at), lambda: bare_fetch(url, at, queries), "full")
 
 
 class GatedReader(fetch.ScreenReader):
@@ -406,6 +429,13 @@ def main() -> int:
         f"at {TARGET_SIZE} hosts: {ratio:.2f}× the bare queries (target ≤ 1.1: {'met' if ratio <= 1.1 else 'NOT met'}); "
         f"{largest:.0f} ms, bare {statistics.median(bare):.0f} ms (target ≤ 300 ms where Prometheus alone allows it)"
     )
+    print(
+        "CPU per refresh (process CPU time of each timed run; bare: the same PromQL over urllib, bodies read):"
+    )
+    for name, (ours_cpu, bare_cpu) in CPU_PER_REFRESH.items():
+        hosts = int(name.split()[0]) if name != "full" else TARGET_SIZE
+        opened = f", {OPENED[hosts]:.1f} connections opened per refresh" if name != "full" else ""
+        print(f"  {name:>10}: {fmt(ours_cpu)}, bare {fmt(bare_cpu)}{opened}")
     full_ratios = [o / b for o, b in zip(*full, strict=True)]
     print(
         f"full refresh at {TARGET_SIZE} hosts (gaudi-tui fleet: every card's values): {fmt(full[0])}, bare "

@@ -70,8 +70,9 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from gaudi_tui.core.fleet import fetch
+    from gaudi_tui.core.fleet.address import ENV_VAR, prometheus_url
     from gaudi_tui.core.fleet.model import Fleet
-    from gaudi_tui.core.fleet.prometheus import ENV_VAR, PrometheusClient, PrometheusError, prometheus_url
+    from gaudi_tui.core.fleet.prometheus import PrometheusClient, PrometheusError
 
     if args.input:
         fleet = fetch.from_file(args.input)

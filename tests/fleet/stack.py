@@ -15,6 +15,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
@@ -83,7 +84,9 @@ def expected_cards(sample: str) -> list[dict[str, float]]:
     ]
 
 
-def wait_http(url: str, timeout: float, want: str = "") -> str:
+def wait_http(url: str, timeout: float, want: str = "", also: tuple[int, ...] = ()) -> str:
+    """The body `url` answers once it holds `want`; an HTTP error status in `also` counts as the
+    answer (401: a Prometheus that wants a password is up), and gives ""."""
     deadline = time.monotonic() + timeout
     last = ""
     while time.monotonic() < deadline:
@@ -92,6 +95,10 @@ def wait_http(url: str, timeout: float, want: str = "") -> str:
                 body = answer.read().decode()
             if want in body:
                 return body
+        except urllib.error.HTTPError as error:
+            if error.code in also:
+                return ""
+            last = str(error)
         except OSError as error:
             last = str(error)
         time.sleep(0.2)
@@ -189,9 +196,12 @@ def prometheus_config(targets: list[str], names: dict[str, str] | None = None) -
     return "\n".join(lines) + "\n"
 
 
-def start_prometheus(config_text: str, workdir: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """A Prometheus on a free loopback port with its TSDB in `workdir`; (process, URL) once ready."""
-    port = free_port()
+def start_prometheus(
+    config_text: str, workdir: Path, port: int | None = None, args: tuple[str, ...] = ()
+) -> tuple[subprocess.Popen[bytes], str]:
+    """A Prometheus on loopback (a free port unless `port`) with its TSDB in `workdir` and more
+    command-line `args`; (process, URL) once ready (`/-/ready` answers, or asks for a password)."""
+    port = port or free_port()
     config = workdir / "prometheus.yml"
     config.write_text(config_text)
     log = open(workdir / "prometheus.log", "ab")  # noqa: SIM115 (the child keeps it)
@@ -202,6 +212,7 @@ def start_prometheus(config_text: str, workdir: Path) -> tuple[subprocess.Popen[
             f"--storage.tsdb.path={workdir / 'tsdb'}",
             f"--web.listen-address=127.0.0.1:{port}",
             "--log.level=warn",
+            *args,
         ],
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -209,7 +220,7 @@ def start_prometheus(config_text: str, workdir: Path) -> tuple[subprocess.Popen[
     log.close()
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_http(f"{url}/-/ready", 60)
+        wait_http(f"{url}/-/ready", 60, also=(401,))
     except AssertionError:
         stop(process)
         raise

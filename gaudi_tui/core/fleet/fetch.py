@@ -1,7 +1,8 @@
 """One fleet refresh from Prometheus, or a fleet from a saved /metrics text.
 
 A refresh (`refresh`, what `gaudi-tui fleet` prints) asks exactly one instant query per metric for
-the whole fleet (never one per host), all at once on a few threads: `up`, the usual card count per
+the whole fleet (never one per host), all at once on threads kept between refreshes, over the
+client's kept-alive connections: `up`, the usual card count per
 instance over the last hour, each of `metrics.FLEET_METRICS`, and the scale-out NIC ports that are
 down. The Fleet screen asks less (`ScreenReader`): per-host aggregates that Prometheus computes for
 every host (`OVERVIEW_QUERIES`: a few hundred values at 512 hosts, not 30,000), and the per-card
@@ -21,7 +22,7 @@ from gaudi_tui.core.devices.usage import BUSY_MIB
 from gaudi_tui.core.fleet import metrics as m
 from gaudi_tui.core.fleet.exposition import parse_exposition
 from gaudi_tui.core.fleet.model import DEFAULT_SLOWDOWN_C, Fleet, Host, Overview, build_fleet, summarize
-from gaudi_tui.core.fleet.prometheus import PrometheusClient, PrometheusError, Series
+from gaudi_tui.core.fleet.prometheus import AT_ONCE, PrometheusClient, PrometheusError, Series
 from gaudi_tui.core.fleet.samples import NAME, CardValue, HostValue, Sample
 
 UP_QUERY = "up"
@@ -104,6 +105,10 @@ LABELLED = ("up", "usual", m.MEMORY_USED.name, m.NIC_PORT_STATUS.name)
 """The answers read as labelled samples (the down scale-out ports keep `port` and `port_type`); the rest are `… by (instance, id)` card values."""
 
 
+_POOL = ThreadPoolExecutor(max_workers=AT_ONCE, thread_name_prefix="prometheus-query")
+"""The threads of `ask`, started by the first refreshes and kept (idle between refreshes): a refresh
+starts no thread and, with the client's kept-alive connections, opens no connection."""
+
 Answers = tuple[dict[str, list[Sample]], dict[str, list[CardValue]], list[str]]
 
 
@@ -115,7 +120,8 @@ def ask(
     present: bool = False,
     by_host: Iterable[str] = (),
 ) -> Answers:
-    """Every query at once on threads (each call has the client's timeout): the `labelled` keys as
+    """Every query at once on the kept threads (`AT_ONCE` at a time; each call bounded by the client's
+    timeout): the `labelled` keys as
     samples, the `by_host` keys as (instance, job, value), the rest as (instance, id, value) card
     values, and the distinct failures. `present`: also which fleet metrics have series (as `present`
     samples named so)."""
@@ -142,8 +148,7 @@ def ask(
 
     if present:
         queries = {**queries, "present": PRESENT_MATCH}
-    with ThreadPoolExecutor(max_workers=len(queries)) as pool:
-        list(pool.map(one, queries.keys(), queries.values()))
+    list(_POOL.map(one, queries.keys(), queries.values()))
     return answers, values, failures
 
 
@@ -184,6 +189,8 @@ class ScreenReader:
         self._by_host: dict[str, list[HostValue]] = {}
         self.present: set[str] | None = None
         """The fleet metrics with series, from the last refresh (None: not known)."""
+        self._summarized: tuple[tuple[object, ...], Overview] | None = None
+        """The last answers given to `summarize` and its overview."""
 
     def queries(self, visible: Sequence[str], mean_util: bool = False) -> dict[str, str]:
         """The PromQL of one refresh: key → query (per-card keys are the metric names); besides, one
@@ -214,8 +221,7 @@ class ScreenReader:
         ]
         present = {s.labels.get("__name__", "") for s in answers.get("present", [])}
         self.present = present if "present" in answers else None
-        overview = summarize(
-            self.client.url,
+        given = (
             values["up"],
             values.get("usual", []),
             values.get("cards", []),
@@ -225,6 +231,11 @@ class ScreenReader:
             present,
             failures,
         )
+        if self._summarized is not None and self._summarized[0] == given:
+            overview = self._summarized[1]  # the same answers: the same summaries, not built again
+        else:
+            overview = summarize(self.client.url, *given)
+            self._summarized = (given, overview)
         if not overview.hosts:
             overview = Overview(
                 self.client.url, problems=(*overview.problems, _nothing_exported(self.client.url))

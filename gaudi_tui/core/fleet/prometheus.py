@@ -1,24 +1,24 @@
-"""A small client for Prometheus's HTTP API (instant and range queries), on the standard library.
-
-Where the Prometheus URL comes from is `prometheus_url()`: the `--prometheus` option, else the
-`cluster.prometheus_url` setting (the `GAUDI_TUI_PROMETHEUS` environment variable, else config.toml).
-"""
+"""A small client for Prometheus's HTTP API (instant and range queries), on the standard library
+(where its URL comes from: `address.prometheus_url()`)."""
 
 from __future__ import annotations
 
+import base64
 import functools
+import http.client
+import io
 import json
+import math
 import re
-import urllib.error
+import socket
+import threading
+import time
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
-from gaudi_tui.core import settings
 from gaudi_tui.core.fleet.samples import CardValue, Sample
-
-ENV_VAR = "GAUDI_TUI_PROMETHEUS"
 
 _LABEL = rb'"([^"\\]*)"'
 """A label value without escapes (an answer holding a backslash is decoded as JSON)."""
@@ -34,11 +34,9 @@ def _pair_result(first: str, second: str) -> re.Pattern[bytes]:
     return re.compile(labels + rb'\},"value":\[[^,\]]*,"([^"]*)"\]\}')
 
 
-def prometheus_url(option: str | None = None) -> str | None:
-    """The Prometheus server to read: the command-line option, else the `cluster.prometheus_url`
-    setting ($GAUDI_TUI_PROMETHEUS, else config.toml)."""
-    url = option or settings.load().settings.prometheus_url
-    return url.rstrip("/") if url else None
+AT_ONCE = 20
+"""Queries `fetch.ask` runs at once (a refresh of the Fleet screen asks 17 or 18), each on its own
+kept-alive connection: a remote Prometheus answers them in parallel."""
 
 
 class PrometheusError(Exception):
@@ -53,30 +51,122 @@ class Series:
 
 
 class PrometheusClient:
+    """Queries over a few kept-alive HTTP/1.1 connections: each query takes an idle one (or opens
+    one) and gives it back, so a refresh's ~17 queries open no connection once warm. A kept
+    connection that Prometheus closed meanwhile (idle timeout, restart) is dropped with the other idle
+    ones and the query is sent once more on a new one. `timeout` bounds each whole call (connect,
+    send, every read), not each socket operation. `http://user:password@host` sends Basic
+    authentication; the password is never part of `url` (what messages and the screen show).
+    `http_proxy`/`https_proxy`/`no_proxy` are honoured as urllib does (https through CONNECT)."""
+
+    KEEP = AT_ONCE
+    """Idle connections kept at most: one per query `fetch.ask` runs at once."""
+    KEEP_READ = 64
+    """Queries whose last answer `pair_values` keeps (the per-card ones change as rows scroll)."""
+
     def __init__(self, url: str, timeout: float = 5.0) -> None:
         if not url.startswith(("http://", "https://")):
             raise PrometheusError(f"{url!r} is not an http:// or https:// URL of a Prometheus server")
-        self.url = url.rstrip("/")
+        parts = urllib.parse.urlsplit(url.rstrip("/"))
+        try:
+            port = parts.port
+        except ValueError:
+            raise PrometheusError(f"{_without_userinfo(parts)!r}: the port is not a number") from None
+        self.url = _without_userinfo(parts)
         self.timeout = timeout
+        self._https = parts.scheme == "https"
+        self._host = parts.hostname or ""
+        self._port = port or (443 if self._https else 80)
+        self._prefix = parts.path
+        self._headers = {"Accept": "application/json", "User-Agent": "gaudi-tui"}
+        if parts.username is not None:
+            self._headers["Authorization"] = _basic(parts)
+        self._proxy = _proxy_for(parts.scheme, self._host)
+        self._proxy_auth: dict[str, str] = {}
+        if self._proxy is not None and urllib.parse.urlsplit(self._proxy).username is not None:
+            self._proxy_auth["Proxy-Authorization"] = _basic(urllib.parse.urlsplit(self._proxy))
+            if not self._https:  # sent to the proxy with each request (https: with the CONNECT)
+                self._headers.update(self._proxy_auth)
+        self._idle: list[http.client.HTTPConnection] = []
+        self._lock = threading.Lock()
+        self.opened = 0
+        """Connections opened so far (tests, the bench)."""
+        self._read: dict[tuple[str, str, str], tuple[bytes, list[CardValue]]] = {}
+        """`pair_values`' last answer to each query (without its evaluation time) and what was read
+        from it: an answer that did not change is not read again."""
+
+    def close(self) -> None:
+        """Close the idle connections (one in use is kept until its query ends)."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for connection in idle:
+            connection.close()
 
     def _get(self, path: str, params: dict[str, str]) -> Any:
         return self._data(self._body(path, params))
 
     def _body(self, path: str, params: dict[str, str]) -> bytes:
-        address = f"{self.url}{path}?{urllib.parse.urlencode(params)}"
+        target = f"{self._prefix}{path}?{urllib.parse.urlencode(params)}"
+        if self._proxy is not None and not self._https:
+            netloc = f"[{self._host}]" if ":" in self._host else self._host
+            target = f"http://{netloc}:{self._port}{target}"  # a proxy is asked for the whole URL
+        deadline = time.monotonic() + self.timeout
+        connection, reused = self._connection()
         try:
-            with urllib.request.urlopen(address, timeout=self.timeout) as answer:  # noqa: S310 (http(s) only)
-                body = answer.read()
-        except urllib.error.HTTPError as error:
-            body = error.read()
-            detail = _error_text(body) or error.reason
-            raise PrometheusError(f"Prometheus at {self.url} answered HTTP {error.code}: {detail}") from None
-        except (urllib.error.URLError, OSError) as error:
-            reason = getattr(error, "reason", error)
+            try:
+                answer = _exchange(connection, target, self._headers, deadline)
+            except (ConnectionError, http.client.BadStatusLine):
+                if not reused:
+                    raise
+                connection.close()  # closed by Prometheus while idle: so are the others
+                self.close()
+                connection, _ = self._connection()
+                answer = _exchange(connection, target, self._headers, deadline)
+        except (OSError, http.client.HTTPException) as error:
+            connection.close()
+            reason = (
+                f"timed out after {self.timeout:g} s" if isinstance(error, TimeoutError) else _reason(error)
+            )
             raise PrometheusError(
                 f"Prometheus unreachable at {self.url} ({reason}); check the URL or the SSH tunnel"
             ) from None
+        status, reason, location, body, keep = answer
+        if keep:
+            self._give_back(connection)
+        else:
+            connection.close()
+        if 300 <= status < 400:
+            raise PrometheusError(
+                f"Prometheus at {self.url} answered HTTP {status} (moved to {location or 'nowhere said'}): "
+                "give that URL"
+            )
+        if status >= 400:
+            detail = _error_text(body) or reason
+            raise PrometheusError(f"Prometheus at {self.url} answered HTTP {status}: {detail}")
         return body
+
+    def _connection(self) -> tuple[http.client.HTTPConnection, bool]:
+        """An idle connection (True: reused) or a new one, not yet connected."""
+        with self._lock:
+            if self._idle:
+                return self._idle.pop(), True
+            self.opened += 1
+        if self._proxy is None:
+            kind = _TLSConnection if self._https else _Connection
+            return kind(self._host, self._port, timeout=self.timeout), False
+        proxy = urllib.parse.urlsplit(self._proxy)
+        if self._https:  # a CONNECT tunnel through the proxy, as urllib makes
+            tunnel = _TLSConnection(proxy.hostname or "", proxy.port, timeout=self.timeout)
+            tunnel.set_tunnel(self._host, self._port, headers=self._proxy_auth)
+            return tunnel, False
+        return _Connection(proxy.hostname or "", proxy.port, timeout=self.timeout), False
+
+    def _give_back(self, connection: http.client.HTTPConnection) -> None:
+        with self._lock:
+            if len(self._idle) < self.KEEP:
+                self._idle.append(connection)
+                return
+        connection.close()
 
     def _data(self, body: bytes) -> Any:
         try:
@@ -111,6 +201,19 @@ class PrometheusClient:
         if at is not None:
             params["time"] = f"{at:.3f}"
         body = self._body("/api/v1/query", params)
+        key = (promql, one, other)
+        unstamped = _unstamped(body)
+        kept = self._read.get(key)
+        if kept is not None and kept[0] == unstamped:
+            return list(kept[1])  # the same answer as last time (up, card counts, free cards...)
+        values = self._pair_values(body, promql, one, other)
+        with self._lock:
+            self._read[key] = (unstamped, values)
+            while len(self._read) > self.KEEP_READ:
+                del self._read[next(iter(self._read))]
+        return list(values)
+
+    def _pair_values(self, body: bytes, promql: str, one: str, other: str) -> list[CardValue]:
         first, second = sorted((one, other))
         found = _pair_result(first, second).findall(body)
         if body.startswith(b'{"status":"success"') and len(found) == body.count(b'{"metric":'):
@@ -143,6 +246,121 @@ class PrometheusClient:
             Series(item["metric"], tuple((float(t), float(v)) for t, v in item.get("values", [])))
             for item in data.get("result", [])
         ]
+
+
+Answer = tuple[int, str, str | None, bytes, bool]
+"""HTTP status, reason, Location header, body, and whether the connection can be kept."""
+
+
+class _Bounded:
+    """A connected socket whose every send and receive is given what is left until `deadline` (a
+    per-operation timeout alone lets a server that trickles bytes hold a call for ever)."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.deadline = math.inf
+
+    def arm(self) -> None:
+        self.sock.settimeout(_left(self.deadline))
+
+    def sendall(self, data: bytes) -> None:
+        self.arm()
+        self.sock.sendall(data)
+
+    def makefile(self, mode: str) -> io.BufferedReader:
+        return io.BufferedReader(_BoundedReader(self.sock.makefile("rb", buffering=0), self))
+
+    def close(self) -> None:
+        self.sock.close()  # really closed once the answer's reader is closed too, as a socket is
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.sock, name)
+
+
+class _BoundedReader(io.RawIOBase):
+    def __init__(self, raw: Any, bounded: _Bounded) -> None:
+        self.raw, self.bounded = raw, bounded
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        self.bounded.arm()
+        return int(self.raw.readinto(buffer))
+
+    def close(self) -> None:
+        self.raw.close()
+        super().close()
+
+
+class _Connection(http.client.HTTPConnection):
+    def connect(self) -> None:
+        super().connect()
+        self.sock = _Bounded(self.sock)
+
+
+class _TLSConnection(http.client.HTTPSConnection):
+    def connect(self) -> None:
+        super().connect()  # TCP, a proxy's CONNECT and the TLS handshake, within `timeout`
+        self.sock = _Bounded(self.sock)
+
+
+def _exchange(
+    connection: http.client.HTTPConnection, target: str, headers: dict[str, str], deadline: float
+) -> Answer:
+    """One GET on `connection`, done by `deadline` (monotonic time) or TimeoutError."""
+    if connection.sock is None:
+        connection.timeout = _left(deadline)
+        connection.connect()
+    bounded = connection.sock
+    assert isinstance(bounded, _Bounded)  # made by _Connection/_TLSConnection.connect
+    bounded.deadline = deadline
+    connection.request("GET", target, headers=headers)
+    response = connection.getresponse()
+    body = response.read()
+    return response.status, response.reason, response.getheader("Location"), body, not response.will_close
+
+
+def _unstamped(body: bytes) -> bytes:
+    """An instant query's answer without its evaluation time (in every result's `"value":[time,`)."""
+    start = body.find(b'"value":[')
+    if start < 0:
+        return body
+    end = body.find(b",", start)
+    return body.replace(body[start + 8 : end + 1], b"[,") if end > 0 else body
+
+
+def _left(deadline: float) -> float:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError("timed out")
+    return left
+
+
+def _reason(error: BaseException) -> str:
+    if isinstance(error, socket.gaierror):
+        return f"no such host: {error.strerror}"
+    return getattr(error, "strerror", None) or str(error) or type(error).__name__
+
+
+def _without_userinfo(parts: urllib.parse.SplitResult) -> str:
+    netloc = parts.netloc.rpartition("@")[2]
+    return f"{parts.scheme}://{netloc}{parts.path}"
+
+
+def _basic(parts: urllib.parse.SplitResult) -> str:
+    """A Basic authorization header value from a URL's user:password."""
+    user = urllib.parse.unquote(parts.username or "")
+    password = urllib.parse.unquote(parts.password or "")
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+
+
+def _proxy_for(scheme: str, host: str) -> str | None:
+    """The proxy urllib would use for `host` (from `<scheme>_proxy` and `no_proxy`), or None."""
+    proxy = urllib.request.getproxies().get(scheme)
+    if not proxy or urllib.request.proxy_bypass(host):
+        return None
+    return proxy if "://" in proxy else f"http://{proxy}"
 
 
 def _error_text(body: bytes) -> str | None:

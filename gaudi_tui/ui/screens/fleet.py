@@ -22,6 +22,7 @@ from textual.color import Color
 from textual.message import Message
 from textual.widgets import Input, Static
 
+from gaudi_tui.core.fleet.address import ENV_VAR, prometheus_url
 from gaudi_tui.core.fleet.model import (
     HOST_CARDS,
     JOB_SIZES,
@@ -32,7 +33,6 @@ from gaudi_tui.core.fleet.model import (
     Overview,
     worst_first,
 )
-from gaudi_tui.core.fleet.prometheus import ENV_VAR, PrometheusClient, PrometheusError, prometheus_url
 from gaudi_tui.ui.screens.base import PanelScreen
 from gaudi_tui.ui.widgets.host_grid import HostGrid, Row
 
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from textual.timer import Timer
 
     from gaudi_tui.core.fleet.fetch import ScreenReader
+    from gaudi_tui.core.fleet.prometheus import PrometheusClient
 
 REFRESH_S = 5.0
 SCROLL_WAIT_S = 0.15
@@ -144,22 +145,30 @@ class FleetScreen(PanelScreen):
 
     # -- layout -------------------------------------------------------------------------------
     def compose_body(self) -> ComposeResult:
-        yield Static("", id="fleet-banner", markup=False)
-        yield Static("", id="fleet-status", markup=False)
+        """Composed with their first text (an update on mount would lay them out once more); the
+        banner only once there is something to say (`_banner`), the row styles with the first rows
+        (`_draw`): fewer widgets in the first frame."""
+        if self._loader is None:
+            self._url = self._url or prometheus_url(getattr(self.app, "prometheus", None))
+        if self._loader is None and self._url is None:
+            yield self._banner_box(
+                [f"No Prometheus server: start with `gaudi-tui --prometheus URL` or set {ENV_VAR}."]
+            )
+        yield Static(self._status_text(), id="fleet-status", markup=False)
         yield HostGrid(self._cells, id="fleet-hosts")
 
     def on_mount(self) -> None:
         self.query_one(HostGrid).focus()  # before the footer's first keys: it draws them once
-        self._styles = self._theme_styles()
-        if self._loader is None:
-            self._url = self._url or prometheus_url(getattr(self.app, "prometheus", None))
-        if self._loader is None and self._url is None:
-            self._banner([f"No Prometheus server: start with `gaudi-tui --prometheus URL` or set {ENV_VAR}."])
-        self._status()
         self.set_interval(self.interval, self._tick)
+
+    def on_unmount(self) -> None:
+        if self._reader is not None:
+            self._reader.client.close()  # its kept-alive connections
 
     @property
     def client(self) -> PrometheusClient | None:
+        from gaudi_tui.core.fleet.prometheus import PrometheusClient, PrometheusError
+
         try:
             return PrometheusClient(self._url) if self._url and self._loader is None else None
         except PrometheusError:
@@ -199,6 +208,7 @@ class FleetScreen(PanelScreen):
 
     def _screen_reader(self) -> ScreenReader | None:
         from gaudi_tui.core.fleet import fetch  # in the worker thread, after the first frame
+        from gaudi_tui.core.fleet.prometheus import PrometheusClient
 
         if self._reader is None and self._url is not None:
             self._reader = fetch.ScreenReader(PrometheusClient(self._url))
@@ -210,6 +220,8 @@ class FleetScreen(PanelScreen):
             return fleet.overview(), {host.name: host for host in fleet.hosts}
         if self._url is None:
             return None
+        from gaudi_tui.core.fleet.prometheus import PrometheusError  # in the worker, as `fetch`
+
         try:
             reader = self._screen_reader()
         except PrometheusError as error:  # a URL that is not http(s)
@@ -266,9 +278,20 @@ class FleetScreen(PanelScreen):
 
     # -- drawing ------------------------------------------------------------------------------
     def _banner(self, lines: list[str]) -> None:
-        banner = self.query_one("#fleet-banner", Static)
-        banner.update("\n".join(f"⚠ {line}" for line in lines))
-        banner.set_class(bool(lines), "shown")
+        boxes = self.query("#fleet-banner")
+        if boxes:
+            banner = boxes.first(Static)
+            banner.update(self._banner_text(lines))
+            banner.set_class(bool(lines), "shown")
+        elif lines:
+            self.mount(self._banner_box(lines), before=self.query_one("#fleet-status"))
+
+    def _banner_box(self, lines: list[str]) -> Static:
+        return Static(self._banner_text(lines), id="fleet-banner", markup=False, classes="shown")
+
+    @staticmethod
+    def _banner_text(lines: list[str]) -> str:
+        return "\n".join(f"⚠ {line}" for line in lines)
 
     def _banner_now(self) -> None:
         """The reason Prometheus gave no answer, and how old the rows shown are."""
@@ -281,6 +304,9 @@ class FleetScreen(PanelScreen):
         self._banner(lines)
 
     def _status(self) -> None:
+        self.query_one("#fleet-status", Static).update(self._status_text())
+
+    def _status_text(self) -> str:
         overview = self.overview
         parts = []
         if overview is not None:
@@ -309,7 +335,7 @@ class FleetScreen(PanelScreen):
             line2 += f" · filter: {self.filter}"
         if overview is not None:
             line2 += f" · from {overview.source}"
-        self.query_one("#fleet-status", Static).update(" · ".join(parts) + "\n" + line2)
+        return " · ".join(parts) + "\n" + line2
 
     def _theme_styles(self) -> dict[str, Style]:
         """Rich styles from the theme's $success/$warning/$error (muted = dim)."""
