@@ -78,9 +78,13 @@ class RayTestCluster:
         # Fast failure detection so a killed node is declared dead in seconds, not a minute.
         node_env.update(RAY_health_check_period_ms="1000", RAY_health_check_failure_threshold="3")
         node_env[MARK] = mark
+        # Every node's agent on a port of its own: Ray's default (52365) is the same for all, and
+        # when a later node's agent took it first, the head's agent had no HTTP server and no job
+        # could be submitted ("Agent info not found", seen in CI under load).
         argv = [
             RAY, "start", "--node-ip-address=127.0.0.1", f"--temp-dir={temp}", "--num-cpus=1",
-            f"--object-store-memory={OBJECT_STORE}", "--disable-usage-stats", *args,
+            f"--object-store-memory={OBJECT_STORE}", "--disable-usage-stats",
+            f"--dashboard-agent-listen-port={free_port()}", *args,
         ]  # fmt: skip
         self.marks.append(mark)
         # Its own session: every process the node starts stays in it (found again by `getsid`).
