@@ -42,13 +42,11 @@ import psutil
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))  # bench/common
 from common.figures import load, spread  # noqa: E402
-from common.timeslice import Side, pair_ratios, take_turns, wait_past  # noqa: E402
+from common.timeslice import ENDLESS_STEPS, Side, pair_ratios, take_turns, warm_up  # noqa: E402
 
 PAIRS = 10
 SLICE_S = 2.0
 THREADS = 2
-STEPS = 100_000
-"""Enough for the turns at any speed: both runs are ended once the turns are over."""
 WARMUP_STEPS = 20
 LINES = 1_000_000
 KEY_SAMPLES = 20
@@ -81,7 +79,7 @@ def trainer_run(folder: Path, wrapped: bool) -> tuple[subprocess.Popen[str], Sid
         (folder / "run").mkdir()
         env.update(GAUDI_TUI_RUN=str(folder / "run"), PYTHONPATH=f"{SITE_DIR}{os.pathsep}{ROOT}")
     argv = [sys.executable, "train.py", "--model_name_or_path", str(model_dir()), "--train_file", "train.txt",
-            "--output_dir", "out", "--max_steps", str(STEPS), "--logging_steps", "5", "--disable_tqdm"]  # fmt: skip
+            "--output_dir", "out", "--max_steps", str(ENDLESS_STEPS), "--logging_steps", "5", "--disable_tqdm"]  # fmt: skip
     child = subprocess.Popen(
         argv, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
     )
@@ -119,8 +117,7 @@ def wrapper_overhead() -> None:
             scripts.train_file(folder, lines=256)
             child, side = trainer_run(folder, wrapped=name == "wrapped")
             children.append(child)
-            wait_past(WARMUP_STEPS, side)
-            side.proc.suspend()
+            warm_up(WARMUP_STEPS, side)
             sides.append(side)
         bare, wrapped = sides
         take_turns(bare, wrapped, PAIRS, SLICE_S)
@@ -130,7 +127,8 @@ def wrapper_overhead() -> None:
         logged = [e["step"] for e in events if e["event"] == "log"]
         if not (root / "wrapped" / "run" / "wrapper.json").exists() or len(logged) < PAIRS:
             raise RuntimeError(f"the wrapper's callback was not active in the wrapped run: {events[:3]}")
-        b, w = [1 / x for x in bare.seconds_per_step()], [1 / x for x in wrapped.seconds_per_step()]
+        b, w = bare.steps_per_s(), wrapped.steps_per_s()
+        bare_step = statistics.median(bare.seconds_per_step())
         ratios = pair_ratios(bare, wrapped)
     finally:
         for child in children:
@@ -141,7 +139,7 @@ def wrapper_overhead() -> None:
           f"{SLICE_S:g} s turns (one runs, the other paused); {load()}:")  # fmt: skip
     print(f"  bare {spread(b)} steps/s, wrapped {spread(w)} steps/s")
     print(f"  ratio wrapped/bare per pair {spread(ratios, '{:.3f}')} (target >= 0.98)")
-    callback_cost(1 / statistics.median(b))
+    callback_cost(bare_step)
 
 
 def callback_cost(seconds_per_step: float, steps: int = 3000) -> None:

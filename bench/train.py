@@ -44,13 +44,11 @@ import psutil
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))  # bench/common
 from common.figures import load, spread  # noqa: E402
-from common.timeslice import Marks, Side, cpu_seconds, median_rate, pair_ratios, take_turns, wait_past  # noqa: E402
+from common.timeslice import ENDLESS_STEPS, Marks, Side, cpu_seconds, pair_ratios, take_turns, warm_up  # noqa: E402
 
 PAIRS = 12
 SLICE_S = 2.0
 """Each side's turn: about 55 steps and 11 log stamps at this machine's 35 ms a step."""
-STEPS = 100_000
-"""Enough for the turns at any speed: both runs are ended once the turns are over."""
 WARMUP_STEPS = 40
 THREADS = 2
 """torch's threads on both sides (OMP_NUM_THREADS): the same on every machine, so runs compare."""
@@ -59,7 +57,7 @@ FLOOD_LINES_PER_S = 10_000
 LINE_BYTES = 62
 
 BARE = r"""
-import json, sys, time
+import sys, time
 from pathlib import Path
 import torch
 from transformers import TrainerCallback
@@ -100,7 +98,12 @@ def bench_spec(**changes: object):  # noqa: ANN201 - JobSpec (imported after GAU
 
     from gaudi_tui.core.jobs.spec import PRESETS
 
-    settings: dict[str, object] = {"device": "cpu", "max_steps": STEPS, "max_seq_len": 64, "batch_size": 8}
+    settings: dict[str, object] = {
+        "device": "cpu",
+        "max_steps": ENDLESS_STEPS,
+        "max_seq_len": 64,
+        "batch_size": 8,
+    }
     return replace(PRESETS["demo fine-tune"], **{**settings, **changes})
 
 
@@ -173,17 +176,17 @@ def throughput(pairs: int) -> float:
     child, bare = bare_run()
     run = None
     try:  # one warms up while the other is paused: two thread teams on these cores stall each other
-        wait_past(WARMUP_STEPS, bare)
-        bare.proc.suspend()
+        warm_up(WARMUP_STEPS, bare)
         run, supervised, supervisor = supervised_run()
-        wait_past(WARMUP_STEPS, supervised)
+        warm_up(WARMUP_STEPS, supervised)
         began, sup_cpu = time.time(), cpu_seconds(supervisor)
         take_turns(bare, supervised, pairs, SLICE_S)
         sup_share = (cpu_seconds(supervisor) - sup_cpu) / (time.time() - began)
-        b, s = [1 / x for x in bare.seconds_per_step()], [1 / x for x in supervised.seconds_per_step()]
+        b, s = bare.steps_per_s(), supervised.steps_per_s()
         ratios = pair_ratios(bare, supervised)
         cb, cs = bare.cpu_per_step(), supervised.cpu_per_step()
-        bare_step, per_step = 1 / median_rate(bare), 1 / median_rate(supervised)
+        bare_step = statistics.median(bare.seconds_per_step())
+        per_step = statistics.median(supervised.seconds_per_step())
     finally:
         child.kill()
         child.wait()

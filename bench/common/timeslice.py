@@ -11,7 +11,6 @@ and the ratio of the two slices of a pair compares them a few seconds apart, so 
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,6 +19,9 @@ import psutil
 
 Marks = list[tuple[int, float]]
 """(step, wall time) stamps of one run, as it logs them."""
+ENDLESS_STEPS = 100_000
+"""The step bound of a run that takes turns: out of reach at any speed (it is ended once the turns
+are over)."""
 
 
 @dataclass
@@ -53,6 +55,10 @@ class Side:
         """The turns that could be measured."""
         return [x for x in self.turns() if x is not None]
 
+    def steps_per_s(self) -> list[float]:
+        """The measured turns as steps per second."""
+        return [1 / x for x in self.seconds_per_step()]
+
     def cpu_per_step(self) -> list[float]:
         """Per measured slice: CPU seconds per step (the slice's CPU over the steps it ran at its rate)."""
         return [
@@ -69,11 +75,9 @@ def cpu_seconds(proc: psutil.Process) -> float:
 
 
 def take_turns(a: Side, b: Side, pairs: int, slice_s: float) -> None:
-    """`pairs` pairs of slices, `a` first in even pairs and `b` first in odd ones; both are left
-    running afterwards, whatever happens."""
+    """`pairs` pairs of slices, `a` first in even pairs and `b` first in odd ones, both paused by
+    `warm_up` before; both are left running afterwards, whatever happens."""
     try:
-        a.proc.suspend()
-        b.proc.suspend()
         for i in range(pairs):
             for side in (a, b) if i % 2 == 0 else (b, a):
                 side.proc.resume()
@@ -103,8 +107,9 @@ def pair_ratios(a: Side, b: Side) -> list[float]:
     return out
 
 
-def wait_past(step: int, side: Side, timeout_s: float = 300.0) -> None:
-    """Until the side has stamped `step` (its warm-up), for at most `timeout_s`."""
+def warm_up(step: int, side: Side, timeout_s: float = 300.0) -> None:
+    """Until the side has stamped `step` (its warm-up, for at most `timeout_s`), then paused until
+    its turns."""
     deadline = time.monotonic() + timeout_s
     while not any(s >= step for s, _ in side.marks()):
         if time.monotonic() > deadline:
@@ -112,8 +117,4 @@ def wait_past(step: int, side: Side, timeout_s: float = 300.0) -> None:
         if not side.proc.is_running() or side.proc.status() == psutil.STATUS_ZOMBIE:
             raise RuntimeError(f"process {side.proc.pid} ended during the warm-up")
         time.sleep(0.2)
-
-
-def median_rate(side: Side) -> float:
-    """Steps per second: 1 / the median seconds per step of the side's slices."""
-    return 1.0 / statistics.median(side.seconds_per_step())
+    side.proc.suspend()
