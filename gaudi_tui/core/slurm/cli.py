@@ -4,6 +4,8 @@ Every call goes through `Slurm.run`: argv only (never a shell), the environment 
 SLURM_CONF at their own cluster), stdout/stderr captured, killed at its limit. A client that
 cannot reach the controller waits about 9 s before it gives up (22.05), so the default limit is
 CALL_TIMEOUT_S = 15 s: long enough for its own answer, short enough that a screen never waits long.
+Output is decoded as UTF-8 with bad bytes replaced (U+FFFD): any user's job is in the queue, and a
+name or path with a byte that is not UTF-8 must not break anybody's panel.
 """
 
 from __future__ import annotations
@@ -25,11 +27,19 @@ REAP_S = 5.0
 SACCT_FORMAT = "JobID,JobName,State,ExitCode,Start,End,NodeList,AllocTRES"
 NOT_INSTALLED = "Slurm's client tools are not installed here ({name} not found on PATH)"
 _CONTROLLER_DOWN = ("Unable to contact slurm controller", "Unable to establish controller", "connect failure")
+_BUSY = (
+    "Socket timed out on send/recv operation",
+    "Zero Bytes were transmitted or received",
+    "Slurm temporarily unable to accept job",
+    "Resource temporarily unavailable",
+)
+"""A controller that took the request and did not answer in time: what it did is unknown."""
 
 
 class SlurmError(RuntimeError):
     """A Slurm command failed; `kind` says how: missing (no tools), timeout, controller (no answer
-    from slurmctld), refused (it answered no: bad request, unknown job...)."""
+    from slurmctld), busy (slurmctld took the request and did not answer in time: it may have acted
+    on it), refused (it answered no: bad request, unknown job...)."""
 
     def __init__(self, message: str, kind: str = "refused") -> None:
         super().__init__(message)
@@ -38,7 +48,15 @@ class SlurmError(RuntimeError):
     @property
     def unreachable(self) -> bool:
         """True when nothing can be known (no tools, no answer): a job's state is then unknown."""
-        return self.kind in ("missing", "timeout", "controller")
+        return self.kind in ("missing", "timeout", "controller", "busy")
+
+    @property
+    def definite(self) -> bool:
+        """True when the request surely did nothing: no tools, a refusal, or no connection at all.
+        After an sbatch that failed otherwise (our limit, a busy controller) the job may exist."""
+        return self.kind in ("missing", "refused") or (
+            self.kind == "controller" and "connect failure" in str(self)
+        )
 
 
 @dataclass(frozen=True)
@@ -57,7 +75,6 @@ class Slurm:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                text=True,
                 env=dict(self.env) if self.env is not None else None,
                 cwd=cwd,
                 start_new_session=True,  # at the limit its whole group is killed, helpers included
@@ -65,17 +82,17 @@ class Slurm:
         except FileNotFoundError:
             raise SlurmError(NOT_INSTALLED.format(name=argv[0]), "missing") from None
         try:
-            stdout, stderr = child.communicate(timeout=limit)
+            raw_out, raw_err = child.communicate(timeout=limit)
         except subprocess.TimeoutExpired:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(child.pid, signal.SIGKILL)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 child.communicate(timeout=REAP_S)
             raise SlurmError(f"`{argv[0]}` did not answer within {limit:g} s", "timeout") from None
-        done = subprocess.CompletedProcess(list(argv), child.returncode, stdout, stderr)
-        if done.returncode != 0:
-            raise _failure(argv[0], done.returncode, done.stderr or done.stdout)
-        return done.stdout
+        stdout = raw_out.decode("utf-8", "replace")
+        if child.returncode != 0:
+            raise _failure(argv[0], child.returncode, raw_err.decode("utf-8", "replace") or stdout)
+        return stdout
 
     def json(self, argv: Sequence[str], what: str) -> dict[str, Any]:
         """A `--json` command's document; its `errors` entries become a SlurmError (22.05 exits 0
@@ -129,9 +146,11 @@ class Slurm:
                 return None
             raise
 
-    def sbatch(self, script: Path, cwd: Path) -> int:
-        """Submit a batch script; the job id (`--parsable`: `ID` or `ID;cluster`)."""
-        out = self.run(["sbatch", "--parsable", str(script)], timeout=SUBMIT_TIMEOUT_S, cwd=cwd)
+    def sbatch(self, script: Path, cwd: Path, options: Sequence[str] = ()) -> int:
+        """Submit a batch script with `options` (each one argv element, so no value can become a
+        second option); the job id (`--parsable`: `ID` or `ID;cluster`)."""
+        argv = ["sbatch", "--parsable", *options, str(script)]
+        out = self.run(argv, timeout=SUBMIT_TIMEOUT_S, cwd=cwd)
         head = out.strip().splitlines()[-1].split(";")[0] if out.strip() else ""
         if not head.isdigit():
             raise SlurmError(f"sbatch printed no job id: {out.strip()[:200]!r}", "refused")
@@ -158,6 +177,8 @@ def _failure(name: str, code: int, text: str) -> SlurmError:
     said = lines[-1] if lines else f"exit code {code}"
     if any(mark in text for mark in _CONTROLLER_DOWN):
         return SlurmError(f"the Slurm controller did not answer ({name}: {said})", "controller")
+    if any(mark in text for mark in _BUSY):
+        return SlurmError(f"the Slurm controller is busy and did not answer in time ({name}: {said})", "busy")
     if "Could not establish a configuration source" in text:
         return SlurmError(
             f"no Slurm configuration here ({name}: {said}): set SLURM_CONF or install /etc/slurm/slurm.conf",
