@@ -214,7 +214,7 @@ def test_the_time_limit_warning_becomes_a_graceful_stop(slurm: SlurmTestCluster,
     path = script.script_path(run, 1)
     path.parent.mkdir()
     path.write_text(script.render(spec, run, 1, ["sleep", "300"]))
-    job_id = int(slurm.run("sbatch", "--parsable", str(path)).stdout.strip())
+    job_id = int(slurm.run("sbatch", "--parsable", *script.options(spec, run, 1), str(path)).stdout.strip())
     wait_for(run.stop_path.exists, 90, "the STOP file", poll=0.5)
     out = (run.path / "slurm" / f"job-{job_id}.out").read_text()
     assert "the time limit is near: graceful stop" in out

@@ -7,6 +7,12 @@ srun in the background so a trapped USR1 (sent by Slurm 120 s before the time li
 one, `--signal=B:USR1@120`) writes the STOP file at once: every rank then stops at one step with a
 checkpoint, and `r` continues from it. The output file is opened in append mode, so a requeue by
 Slurm (a node failure) does not wipe the first run's lines.
+
+Every sbatch option goes on sbatch's command line (`options`), none in the script: sbatch's
+`#SBATCH` parser treats a backslash as an escape even inside quotes, so no quoting makes a value
+safe on such a line, while an argv element is one option whatever it holds. The script lists them
+in a comment, for the reader. Paths reach the shell only as `shlex.quote`d words (the STOP file
+through a variable the trap names), and `%` in the output path is escaped as Slurm's `%%`.
 """
 
 from __future__ import annotations
@@ -33,32 +39,48 @@ ALLOWED_OPTIONS = frozenset(
 """Extra sbatch options a spec may add. Everything that decides where the job's files go, how
 many tasks run, what runs or what it inherits (--output, --ntasks, --wrap, --chdir, --export ...)
 is the panel's own."""
-_TIME = re.compile(r"^(?:\d+|\d+:\d{2}|\d+:\d{2}:\d{2}|\d+-\d+|\d+-\d+:\d{2}|\d+-\d+:\d{2}:\d{2})$")
-_NAME = re.compile(r"^[A-Za-z0-9_.,:@%+=/-]*$")
+VALUE_OPTIONAL = frozenset({"exclusive", "requeue", "no-requeue", "propagate", "nice"})
+"""Allowed options that may come without `=value`; every other one must have it (given alone,
+sbatch would take the next argument, the script itself, as its value)."""
+_TIME = re.compile(r"\d+|\d+:\d{2}|\d+:\d{2}:\d{2}|\d+-\d+|\d+-\d+:\d{2}|\d+-\d+:\d{2}:\d{2}")
+_NAME = re.compile(r"[A-Za-z0-9_.,:@%+=/-]*")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def option_problems(options: Sequence[str]) -> list[str]:
-    """Why each extra option is refused: not `--name[=value]`, not allowed, a value with a newline."""
+    """Why each extra option is refused: not `--name[=value]`, not allowed, a value with a line
+    break or another control character, a value missing."""
     out = []
     for option in options:
-        name, _, value = option.partition("=")
+        name, sep, value = option.partition("=")
         if not name.startswith("--") or name[2:] not in ALLOWED_OPTIONS:
             allowed = ", ".join(f"--{o}" for o in sorted(ALLOWED_OPTIONS))
             out.append(f"{option!r} is not an sbatch option gaudi-tui passes on; allowed: {allowed}")
-        elif any(ch in value for ch in "\n\r\0"):
-            out.append(f"{name}: the value has a line break")
+        elif _CONTROL.search(value):
+            out.append(f"{name}: the value has a line break or another control character")
+        elif not sep and name[2:] not in VALUE_OPTIONAL:
+            out.append(f"{name} needs a value: {name}=VALUE")
     return out
 
 
 def time_problem(limit: str) -> str | None:
-    if limit and not _TIME.match(limit):
+    if limit and not _TIME.fullmatch(limit):
         return f"{limit!r} is not a Slurm time: minutes (30), H:MM:SS (2:00:00) or D-HH:MM:SS (1-00:00:00)"
     return None
 
 
 def name_problem(field: str, value: str) -> str | None:
-    if value and not _NAME.match(value):
+    if value and not _NAME.fullmatch(value):
         return f"{field}: {value!r} has characters Slurm names do not use"
+    return None
+
+
+def path_problem(run: RunFolder) -> str | None:
+    """A run folder Slurm cannot write the output file into: a backslash in an output path turns
+    Slurm's %-patterns off (the job id would not be in the name), a control character breaks lines."""
+    text = str(run.path)
+    if "\\" in text or _CONTROL.search(text):
+        return f"the run folder {text!r} holds a backslash or a control character, which Slurm's output file names cannot carry: choose a runs folder without one"
     return None
 
 
@@ -79,7 +101,34 @@ def script_path(run: RunFolder, attempt: int) -> Path:
 
 
 def output_pattern(run: RunFolder) -> str:
-    return str(run.path / "slurm" / "job-%j.out")
+    """`<run>/slurm/job-%j.out`, a `%` of the run folder's path escaped (Slurm expands `%x`, `%j`...
+    anywhere in the name: the supervisor would wait for a file that never appears)."""
+    folder = str(run.path / "slurm").replace("%", "%%")
+    return f"{folder}/job-%j.out"
+
+
+def options(spec: JobSpec, run: RunFolder, attempt: int) -> list[str]:
+    """The sbatch options of an attempt, each one argv element: the panel's own, sorted, then the
+    spec's extras (checked by `option_problems`)."""
+    own: dict[str, str | None] = {
+        "job-name": job_name(run, attempt),
+        "nodes": str(spec.slurm_nodes),
+        "ntasks-per-node": str(spec.slurm_cards_per_node),
+        "output": output_pattern(run),
+        "open-mode": "append",
+        "chdir": str(run.path),
+        "kill-on-invalid-dep": "yes",
+    }
+    if (resources := gres(spec)) is not None:
+        own["gres"] = resources
+    for key, value in (("partition", spec.slurm_partition), ("time", spec.slurm_time_limit),
+                       ("account", spec.slurm_account), ("qos", spec.slurm_qos)):  # fmt: skip
+        if value:
+            own[key] = value
+    if spec.slurm_time_limit:
+        own["signal"] = f"B:USR1@{STOP_WARNING_S}"
+    argv = [f"--{k}={v}" if v is not None else f"--{k}" for k, v in sorted(own.items())]
+    return argv + list(spec.slurm_options)
 
 
 def render(
@@ -90,37 +139,14 @@ def render(
     python: str | None = None,
     cwd: Path | None = None,
 ) -> str:
-    """The batch script: sorted, quoted #SBATCH lines, then the srun of every rank (started in `cwd`,
-    default the run folder)."""
-    options: dict[str, str | None] = {
-        "job-name": job_name(run, attempt),
-        "nodes": str(spec.slurm_nodes),
-        "ntasks-per-node": str(spec.slurm_cards_per_node),
-        "output": output_pattern(run),
-        "open-mode": "append",
-        "chdir": str(run.path),
-        "kill-on-invalid-dep": "yes",
-    }
-    if (resources := gres(spec)) is not None:
-        options["gres"] = resources
-    for key, value in (("partition", spec.slurm_partition), ("time", spec.slurm_time_limit),
-                       ("account", spec.slurm_account), ("qos", spec.slurm_qos)):  # fmt: skip
-        if value:
-            options[key] = value
-    if spec.slurm_time_limit:
-        options["signal"] = f"B:USR1@{STOP_WARNING_S}"
+    """The batch script: no #SBATCH line (`options` go on sbatch's command line; a comment lists
+    them), the USR1 trap, then the srun of every rank (started in `cwd`, default the run folder)."""
     lines = [
         "#!/bin/bash",
         f"# gaudi-tui run {run.id}, attempt {attempt}: written by the panel, submitted with sbatch",
+        "# and these options on its command line (none is read from this file):",
+        *(f"#   {_comment(shlex.quote(o))}" for o in options(spec, run, attempt)),
     ]
-    lines += [
-        f"#SBATCH --{k}={shlex.quote(v)}" if v is not None else f"#SBATCH --{k}"
-        for k, v in sorted(options.items())
-    ]
-    for option in spec.slurm_options:
-        name, sep, value = option.partition("=")
-        lines.append(f"#SBATCH {name}={shlex.quote(value)}" if sep else f"#SBATCH {name}")
-    stop = shlex.quote(str(run.stop_path))
     srun = [
         "srun", "--kill-on-bad-exit=1", f"--ntasks-per-node={spec.slurm_cards_per_node}",
         f"--chdir={cwd or run.path}",
@@ -130,7 +156,8 @@ def render(
     lines += [
         "",
         'echo "[gaudi-tui] Slurm job $SLURM_JOB_ID (restart ${SLURM_RESTART_COUNT:-0}) on $SLURM_JOB_NODELIST"',
-        f"trap 'echo \"[gaudi-tui] the time limit is near: graceful stop\"; touch {stop}' USR1",
+        f"stop_file={shlex.quote(str(run.stop_path))}",
+        """trap 'echo "[gaudi-tui] the time limit is near: graceful stop"; touch -- "$stop_file"' USR1""",
         f"{shlex.join(srun)} &",
         "pid=$!",
         'while true; do wait "$pid"; rc=$?; if [ "$rc" -gt 128 ] && kill -0 "$pid" 2>/dev/null; then continue; fi; break; done',
@@ -138,3 +165,8 @@ def render(
         "",
     ]
     return "\n".join(lines)
+
+
+def _comment(text: str) -> str:
+    """One comment line whatever the text holds (a line break would start a line of its own)."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)

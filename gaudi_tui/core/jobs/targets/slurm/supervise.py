@@ -34,7 +34,8 @@ from gaudi_tui.core.slurm.cli import Slurm, SlurmError, conf_key
 
 POLL_S = 1.0
 FIND_SUBMITTED_S = 30.0
-"""After an sbatch that timed out, how long to look for the job by its name before calling it failed."""
+"""After an sbatch without a definite answer, how long the controller must answer without listing
+the job's name before the attempt is called failed (time without an answer does not count)."""
 END_WAIT_S = 120.0
 """After scancel, how long to wait for Slurm to report the job ended (KillWait is usually 30 s)."""
 _PENDING = frozenset({"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "SUSPENDED"})
@@ -56,6 +57,7 @@ class Follow:
         self.cancelled = False
         self.stop_seen = False
         self.interrupted = False
+        self.fallback_error = ""
 
     # --- the output file -----------------------------------------------------------------------
     def tail(self) -> None:
@@ -124,7 +126,9 @@ class Follow:
         return self.fallback(), None
 
     def fallback(self) -> str | None:
-        """squeue forgot the job (MinJobAge): scontrol, then sacct, then "gone" (it ended)."""
+        """squeue forgot the job (MinJobAge): scontrol, then sacct, then "gone" (it ended). Only
+        scontrol's own "Invalid job id" is gone: any failure (a busy controller's "Socket timed
+        out", a refusal) leaves the state unknown."""
         assert self.record.job_id is not None
         try:
             line = self.slurm.show_job(self.record.job_id)
@@ -136,8 +140,10 @@ class Follow:
                 if acct.job_id == str(self.record.job_id):
                     return acct.state
         except SlurmError as exc:
-            if exc.unreachable:
-                return None
+            if str(exc) != self.fallback_error:
+                self.log(f"{exc}; the state of Slurm job {self.record.job_id} is unknown (waiting)")
+            self.fallback_error = str(exc)
+            return None
         return "GONE"
 
     def seen(self, state: str, job: model.QueueJob | None) -> None:
@@ -214,7 +220,7 @@ def supervise(attempt: Attempt) -> int:
     slurm = Slurm()
     record = record_mod.read(run) if attempt.attach else None
     if record is not None and record.attempt == number and record.job_id is None:
-        found = _find_by_name(slurm, record.job_name)  # the old supervisor died during sbatch
+        found = look_by_name(attempt, slurm, record.job_name)  # the old supervisor died during sbatch
         if found is None:
             attempt.save(
                 state="failed", ended=time.time(), error=f"no Slurm job {record.job_name} was queued"
@@ -249,9 +255,13 @@ def submit(attempt: Attempt, slurm: Slurm, number: int) -> SlurmRecord | None:
     path.parent.mkdir(mode=0o700, exist_ok=True)
     kind = kinds.for_spec(spec)
     argv = kind.rank_argv(run, spec, attempt.resume)
+    if (problem := script.path_problem(run)) is not None:
+        attempt.save(state="failed", ended=time.time(), error=problem)
+        return None
     path.write_text(script.render(spec, run, number, argv, cwd=kind.rank_cwd(run, spec)), encoding="utf-8")
     env = kind.rank_env(run, spec, os.environ)
     name = script.job_name(run, number)
+    options = script.options(spec, run, number)
     record = SlurmRecord(
         attempt=number,
         job_name=name,
@@ -262,16 +272,21 @@ def submit(attempt: Attempt, slurm: Slurm, number: int) -> SlurmRecord | None:
     record_mod.write(run, record)
     with run.log_path.open("a", encoding="utf-8") as fh:
         fh.write(f"[gaudi-tui] attempt {number}: sbatch {path}\n")
-    attempt.save(state="queued", command=("sbatch", str(path)))
+    attempt.save(state="queued", command=("sbatch", "--parsable", *options, str(path)))
     if attempt.kill_requested.is_set():
         attempt.save(state="cancelled", ended=time.time(), error="killed before it was submitted")
         return None
     try:
-        job_id = Slurm(env=env, timeout=slurm.timeout).sbatch(path, run.path)
+        job_id = Slurm(env=env, timeout=slurm.timeout).sbatch(path, run.path, options)
     except SlurmError as exc:
-        found = _find_by_name(slurm, name) if exc.kind == "timeout" else None
-        if found is None:
+        if exc.definite:
             attempt.save(state="failed", ended=time.time(), error=f"Slurm refused the job: {exc}")
+            return None
+        with run.log_path.open("a", encoding="utf-8") as fh:
+            fh.write(f"[gaudi-tui] {exc}: the job may have been queued; looking for {name} in the queue\n")
+        found = look_by_name(attempt, slurm, name)
+        if found is None:
+            attempt.save(state="failed", ended=time.time(), error=f"{exc}; Slurm then listed no job {name}")
             return None
         job_id = found
     with run.log_path.open("a", encoding="utf-8") as fh:
@@ -281,14 +296,26 @@ def submit(attempt: Attempt, slurm: Slurm, number: int) -> SlurmRecord | None:
     return record
 
 
-def _find_by_name(slurm: Slurm, name: str) -> int | None:
-    """sbatch timed out: did the controller take the job anyway? Look for its name a while."""
-    deadline = time.monotonic() + FIND_SUBMITTED_S
-    while time.monotonic() < deadline:
+def look_by_name(attempt: Attempt, slurm: Slurm, name: str) -> int | None:
+    """sbatch failed without a definite answer (a busy controller, its time limit), or the last
+    supervisor died during it: did the controller take the job anyway? Its id when a queue lists
+    the attempt's (unique) name; None only once the controller has answered for FIND_SUBMITTED_S
+    without it. While squeue fails nothing is known, and the look goes on (never a second copy)."""
+    answered: float | None = None
+    silent = False
+    while answered is None or time.monotonic() - answered < FIND_SUBMITTED_S:
         snap = poll.take(slurm)
-        found = [j.job_id for j in snap.jobs if j.name == name]
-        if found:
-            return max(found)
+        if snap.error is None:
+            found = [j.job_id for j in snap.jobs if j.name == name]
+            if found:
+                return max(found)
+            answered = answered if answered is not None else time.monotonic()
+        elif not silent:
+            silent = True
+            with attempt.run.log_path.open("a", encoding="utf-8") as fh:
+                fh.write(
+                    f"[gaudi-tui] {snap.error}: whether {name} was queued is unknown until it answers (waiting)\n"
+                )
         time.sleep(2.0)
     return None
 
