@@ -6,6 +6,13 @@ one call in flight. Across processes (each job has its own supervisor), the snap
 written to a small file beside the runs (`<state>/slurm/queue-<cluster>.json`, compact: only what
 `QueueJob` keeps); a process whose own copy is older reads the file first and calls squeue only
 when the file is older too, under an `fcntl` lock, so N jobs cost one call a refresh, not N.
+
+Nothing here may break a caller: any failure of the call (a document it cannot read, a byte that is
+not UTF-8) is a snapshot with `error`; a lock that cannot be taken (NFS without locks) or is not
+free within LOCK_WAIT_S means a call of our own without the shared file. A snapshot is fresh only
+while every clock says so: its wall-clock time is not in the future (beyond CLOCK_SKEW_S: a clock
+step, another host's clock on a shared home) and, when it was taken on this boot, its monotonic
+time too (a wall-clock step moves neither).
 """
 
 from __future__ import annotations
@@ -21,11 +28,29 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from gaudi_tui.core.slurm.cli import Slurm, SlurmError, conf_key
 from gaudi_tui.core.slurm.model import QueueJob, jobs_from_json
 
 MAX_AGE_S = 2.0
+LOCK_WAIT_S = 20.0
+"""How long to wait for the shared file's lock (its holder's squeue has a 15 s limit)."""
+CLOCK_SKEW_S = 1.0
+"""How far in the future a snapshot's wall-clock time may be and still count (clocks of hosts
+sharing a home differ a little)."""
+LOCK_TRY_S = 0.05
+
+
+def boot_id() -> str:
+    """This boot (monotonic times compare only within one)."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
+
+
+BOOT = boot_id()
 
 
 @dataclass(frozen=True)
@@ -37,6 +62,9 @@ class Snapshot:
     jobs: tuple[QueueJob, ...] = ()
     error: str | None = None
     by_id: dict[int, QueueJob] = field(default_factory=dict, compare=False, repr=False)
+    mono: float | None = None
+    """`time.monotonic()` when taken, valid on the boot `boot`."""
+    boot: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "by_id", {j.job_id: j for j in self.jobs})
@@ -45,7 +73,8 @@ class Snapshot:
         return self.by_id.get(job_id)
 
     def to_json(self) -> dict[str, object]:
-        return {"taken": self.taken, "error": self.error, "jobs": [dataclasses.asdict(j) for j in self.jobs]}
+        jobs = [dataclasses.asdict(j) for j in self.jobs]
+        return {"taken": self.taken, "mono": self.mono, "boot": self.boot, "error": self.error, "jobs": jobs}
 
     @classmethod
     def from_json(cls, data: dict[str, object]) -> Snapshot:
@@ -57,16 +86,39 @@ class Snapshot:
             row["cards_by_node"] = {k: tuple(v) for k, v in row["cards_by_node"].items()}
             jobs.append(QueueJob(**row))
         error = data.get("error")
-        return cls(float(data.get("taken") or 0.0), tuple(jobs), str(error) if error else None)  # type: ignore[arg-type]
+        mono = data.get("mono")
+        return cls(
+            float(data.get("taken") or 0.0),  # type: ignore[arg-type]
+            tuple(jobs),
+            str(error) if error else None,
+            mono=float(mono) if isinstance(mono, (int, float)) else None,
+            boot=str(data.get("boot") or ""),
+        )
+
+    def age(self, now: float) -> float | None:
+        """Seconds since it was taken; None when a clock says it comes from the future."""
+        wall = now - self.taken
+        if wall < -CLOCK_SKEW_S:
+            return None
+        if self.mono is not None and self.boot and self.boot == BOOT:
+            mono = time.monotonic() - self.mono
+            if mono < 0:
+                return None
+            wall = max(wall, mono)
+        return max(wall, 0.0)
 
 
 def take(slurm: Slurm, clock: Callable[[], float] = time.time) -> Snapshot:
-    """A fresh snapshot (one squeue --json call), stamped with the time the call began."""
-    now = clock()
+    """A fresh snapshot (one squeue --json call), stamped with the time the call began. Any
+    failure is the snapshot's `error`: a stranger's job must not break a supervisor's poll."""
+    now, mono = clock(), time.monotonic()
     try:
-        return Snapshot(now, tuple(jobs_from_json(slurm.squeue())))
+        return Snapshot(now, tuple(jobs_from_json(slurm.squeue())), mono=mono, boot=BOOT)
     except SlurmError as exc:
-        return Snapshot(now, error=str(exc))
+        return Snapshot(now, error=str(exc), mono=mono, boot=BOOT)
+    except Exception as exc:  # noqa: BLE001 - a queue document this code cannot read is an error, not a crash
+        error = f"the Slurm queue could not be read ({type(exc).__name__}: {exc}); the queue is unknown"
+        return Snapshot(now, error=error, mono=mono, boot=BOOT)
 
 
 class QueuePoll:
@@ -78,11 +130,13 @@ class QueuePoll:
         max_age: float = MAX_AGE_S,
         cache: Path | None = None,
         clock: Callable[[], float] = time.time,
+        lock_wait: float = LOCK_WAIT_S,
     ) -> None:
         self.slurm = slurm
         self.max_age = max_age
         self.cache = cache
         self.clock = clock
+        self.lock_wait = lock_wait
         self.calls = 0
         self._lock = threading.Lock()
         self._snapshot: Snapshot | None = None
@@ -100,7 +154,10 @@ class QueuePoll:
             return self._snapshot
 
     def _fresh(self, snap: Snapshot | None, age: float) -> bool:
-        return snap is not None and self.clock() - snap.taken < age
+        if snap is None:
+            return False
+        seconds = snap.age(self.clock())
+        return seconds is not None and seconds < age
 
     def _take(self) -> Snapshot:
         self.calls += 1
@@ -108,9 +165,14 @@ class QueuePoll:
 
     def _through_file(self, age: float) -> Snapshot:
         assert self.cache is not None
-        self.cache.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        with open(self.cache.with_suffix(".lock"), "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # bounded: the holder's squeue call has its own limit
+        try:
+            self.cache.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            lock = open(self.cache.with_suffix(".lock"), "a")  # noqa: SIM115 - closed below
+        except OSError:
+            return self._take()  # no shared file here: a call of our own
+        with lock:
+            if not self._flock(lock):
+                return self._take()
             snap = _read(self.cache)
             if self._fresh(snap, age):
                 assert snap is not None
@@ -122,11 +184,26 @@ class QueuePoll:
                 os.replace(tmp, self.cache)
             return snap
 
+    def _flock(self, lock: IO[str]) -> bool:
+        """The file's lock within `lock_wait`; False when it cannot be had (no locks on this
+        filesystem, or a holder that does not let go)."""
+        deadline = time.monotonic() + self.lock_wait
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return True
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    return False
+                time.sleep(LOCK_TRY_S)
+            except OSError:
+                return False
+
 
 def _read(path: Path) -> Snapshot | None:
     try:
         return Snapshot.from_json(json.loads(path.read_text()))
-    except (OSError, ValueError, TypeError, KeyError):
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return None
 
 

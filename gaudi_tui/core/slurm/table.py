@@ -52,6 +52,16 @@ def why(job: QueueJob, now: float | None = None) -> str:
     return words.partition(" ")[2].strip("()") if " " in words else ""
 
 
+def scancel_id(job: QueueJob) -> str:
+    """What scancel must be given to end exactly this row: `12` for a job, `12_3` for one array
+    task, `12_[2-3]` for an array's pending remainder (its `%2` throttle dropped: scancel refuses
+    it). The record's own id is the array's id, and `scancel 12` would end its running tasks too."""
+    if not job.array_task or not job.array_job_id:
+        return str(job.job_id)
+    task = job.array_task.partition("%")[0]
+    return f"{job.array_job_id}_{task}" if task.isdigit() else f"{job.array_job_id}_[{task}]"
+
+
 def queue_row(job: QueueJob, now: float | None = None) -> tuple[str, ...]:
     now = now or time.time()
     cards = f"{job.node_count}×{job.cards_per_node}" if job.cards_per_node else "—"

@@ -297,14 +297,15 @@ class SlurmScreen(PanelScreen):
     @work(thread=True, group="slurm-cancel", exit_on_error=False, description="scancel")
     def send(self, job: model.QueueJob, choice: str) -> None:
         signal, _, where = choice.partition(":")
+        target = table.scancel_id(job)  # exactly this row: one array task, or the pending remainder
         try:
             if signal == "cancel" or job.state == "PENDING":
-                self.slurm.scancel(job.job_id)
+                self.slurm.scancel(target)
                 said = f"Job {job.label} cancelled." + (
                     " (pending: cancelled without a signal)" if signal != "cancel" else ""
                 )
             else:
-                self.slurm.scancel(job.job_id, signal, batch=where == "batch")
+                self.slurm.scancel(target, signal, batch=where == "batch")
                 said = f"SIG{signal} sent to job {job.label}" + (
                     " (batch shell)." if where else " (its steps)."
                 )
