@@ -19,6 +19,7 @@ from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec, from_mapping
 from gaudi_tui.core.jobs.targets.slurm import checks, script
 from gaudi_tui.core.jobs.targets.slurm import record as slurm_record
+from gaudi_tui.core.jobs.validate import InvalidSpec
 from gaudi_tui.core.slurm import model
 from gaudi_tui.core.slurm.cli import Slurm, SlurmError
 from tests.conftest import ROOT
@@ -207,3 +208,16 @@ def test_a_busy_controller_is_not_a_refusal(tmp_path: Path) -> None:
     with pytest.raises(SlurmError) as sbatch:
         Slurm(env=env).sbatch(tmp_path / "x.sbatch", tmp_path)
     assert not sbatch.value.definite
+
+
+def test_sbatch_and_srun_variables_in_the_env_are_refused(slurm: SlurmTestCluster, tmp_path: Path) -> None:
+    """sbatch reads SBATCH_ARRAY_INX as --array (seen on the loopback cluster: one submission, four
+    copies 1_0..1_3): a spec's env must not pass options around the allow-list."""
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {"PYTHONPATH": str(ROOT), "SBATCH_ARRAY_INX": "0-3", "SLURM_NTASKS_PER_NODE": "4"}
+    with pytest.raises(InvalidSpec) as caught:
+        control.submit(nap_spec(work, 1, env=env), CPU)
+    assert [p.field for p in caught.value.problems] == ["env", "env"]
+    assert "SBATCH_ARRAY_INX: Slurm reads it as an option" in str(caught.value)
+    assert slurm.run("squeue", "-h", "-o", "%j").stdout.count("gaudi-tui") == 0

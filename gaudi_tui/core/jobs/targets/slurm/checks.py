@@ -64,6 +64,7 @@ def field_problems(spec: JobSpec) -> list[tuple[str, str]]:
         if (problem := script.name_problem(name, getattr(spec, name))) is not None:
             out.append((name, problem))
     out += [("slurm_options", p) for p in script.option_problems(spec.slurm_options)]
+    out += [("env", p) for p in script.env_problems(spec.env)]
     return out
 
 

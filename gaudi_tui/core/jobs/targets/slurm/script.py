@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from gaudi_tui.core.jobs.runfolder import RunFolder
@@ -42,6 +42,7 @@ is the panel's own."""
 VALUE_OPTIONAL = frozenset({"exclusive", "requeue", "no-requeue", "propagate", "nice"})
 """Allowed options that may come without `=value`; every other one must have it (given alone,
 sbatch would take the next argument, the script itself, as its value)."""
+SLURM_ENV_PREFIXES = ("SBATCH_", "SRUN_", "SALLOC_", "SLURM_")
 _TIME = re.compile(r"\d+|\d+:\d{2}|\d+:\d{2}:\d{2}|\d+-\d+|\d+-\d+:\d{2}|\d+-\d+:\d{2}:\d{2}")
 _NAME = re.compile(r"[A-Za-z0-9_.,:@%+=/-]*")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -61,6 +62,17 @@ def option_problems(options: Sequence[str]) -> list[str]:
         elif not sep and name[2:] not in VALUE_OPTIONAL:
             out.append(f"{name} needs a value: {name}=VALUE")
     return out
+
+
+def env_problems(env: Mapping[str, str]) -> list[str]:
+    """sbatch reads options from SBATCH_* variables (SBATCH_ARRAY_INX=0-99 makes 100 copies), and
+    srun inside the job from SLURM_*/SRUN_*: a spec's env would pass the allow-list by them.
+    SLURM_CONF (which cluster) is judged where the cluster is chosen."""
+    return [
+        f"{key}: Slurm reads it as an option of sbatch or srun; put sbatch options in slurm_options"
+        for key in sorted(env)
+        if key.startswith(SLURM_ENV_PREFIXES) and key != "SLURM_CONF"
+    ]
 
 
 def time_problem(limit: str) -> str | None:
