@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from textual.widgets import DataTable, OptionList
+from textual.widgets import DataTable, OptionList, Static
 
 from gaudi_tui.cli import main
 from gaudi_tui.core.jobs import control
@@ -166,3 +166,29 @@ async def test_cancelling_a_pending_array_record_leaves_its_running_tasks(slurm:
     assert all(
         j.state == "CANCELLED" for label, j in jobs.items() if label in (f"{array}_2", f"{array}_3", record)
     )
+
+
+async def test_tail_finds_an_output_file_whose_path_holds_a_percent(slurm: SlurmTestCluster) -> None:
+    """`-o '50%%/…'` writes into `50%/`; 22.05's `scontrol show job` still shows `StdOut=…50%%/…`."""
+    folder = slurm.root / "out" / "50%"
+    folder.mkdir(exist_ok=True)
+    job_id = slurm.sbatch(
+        "-J", "pct", "-o", f"{slurm.root / 'out'}/50%%/pct-%j.out", "--wrap", "echo pct-line; sleep 60"
+    )
+    wait_for(lambda: (folder / f"pct-{job_id}.out").exists(), 30, "the output file")
+    app = GaudiApp(accelerator=CPU, hostname="login-1")
+    async with app.run_test(size=(120, 30)) as pilot:
+        screen = SlurmScreen(slurm=Slurm(env=slurm.env), interval=0.5, user="root")
+        await app.push_screen(screen)
+        deadline = time.monotonic() + 20
+        while job_id not in [j.job_id for j in screen.rows]:
+            assert time.monotonic() < deadline, "the job never showed"
+            await pilot.pause(0.1)
+        screen.query_one("#slurm-queue", DataTable).move_cursor(
+            row=[j.job_id for j in screen.rows].index(job_id)
+        )
+        await pilot.press("t")
+        pane = screen.query_one("#slurm-tail", Static)
+        while "pct-line" not in str(pane.render()):
+            assert time.monotonic() < deadline + 10, str(pane.render())
+            await pilot.pause(0.1)

@@ -266,8 +266,12 @@ class SlurmScreen(PanelScreen):
         try:
             line = self.slurm.show_job(job_id)
             shown = model.shown_job(line) if line else None
-            if shown is not None and shown.stdout:
-                path = shown.stdout
+            if (
+                shown is not None
+                and shown.stdout
+                and (Path(shown.stdout).exists() or not Path(path).exists())
+            ):
+                path = shown.stdout  # 22.05's scontrol shows `%%` unexpanded: the queue's expansion wins then
         except SlurmError:
             pass  # the controller does not answer: the path from the queue snapshot
         self.post_message(Tailed(job_id, path, tail_text(path) if path else "no output file known"))
