@@ -208,6 +208,13 @@ def test_a_busy_controller_is_not_a_refusal(tmp_path: Path) -> None:
     with pytest.raises(SlurmError) as sbatch:
         Slurm(env=env).sbatch(tmp_path / "x.sbatch", tmp_path)
     assert not sbatch.value.definite
+    (tmp_path / "sbatch").write_text(  # the reference's words of a client without slurm.conf
+        "#!/bin/sh\necho 'sbatch: error: resolve_ctls_from_dns_srv: res_nsearch error: Unknown host' >&2\n"
+        "echo 'sbatch: fatal: Could not establish a configuration source' >&2\nexit 1\n"
+    )
+    with pytest.raises(SlurmError) as unconfigured:
+        Slurm(env=env).sbatch(tmp_path / "x.sbatch", tmp_path)
+    assert unconfigured.value.definite  # nothing can have been queued: no look by name for ever
 
 
 def test_sbatch_and_srun_variables_in_the_env_are_refused(slurm: SlurmTestCluster, tmp_path: Path) -> None:

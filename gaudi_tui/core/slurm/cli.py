@@ -25,6 +25,7 @@ SUBMIT_TIMEOUT_S = 30.0
 REAP_S = 5.0
 """After killing a command at its limit, how long to wait for its pipes to close."""
 SACCT_FORMAT = "JobID,JobName,State,ExitCode,Start,End,NodeList,AllocTRES"
+NO_CONFIG = "no Slurm configuration here"
 NOT_INSTALLED = "Slurm's client tools are not installed here ({name} not found on PATH)"
 _CONTROLLER_DOWN = ("Unable to contact slurm controller", "Unable to establish controller", "connect failure")
 _BUSY = (
@@ -54,8 +55,9 @@ class SlurmError(RuntimeError):
     def definite(self) -> bool:
         """True when the request surely did nothing: no tools, a refusal, or no connection at all.
         After an sbatch that failed otherwise (our limit, a busy controller) the job may exist."""
+        said = str(self)
         return self.kind in ("missing", "refused") or (
-            self.kind == "controller" and "connect failure" in str(self)
+            self.kind == "controller" and ("connect failure" in said or said.startswith(NO_CONFIG))
         )
 
 
@@ -181,7 +183,7 @@ def _failure(name: str, code: int, text: str) -> SlurmError:
         return SlurmError(f"the Slurm controller is busy and did not answer in time ({name}: {said})", "busy")
     if "Could not establish a configuration source" in text:
         return SlurmError(
-            f"no Slurm configuration here ({name}: {said}): set SLURM_CONF or install /etc/slurm/slurm.conf",
+            f"{NO_CONFIG} ({name}: {said}): set SLURM_CONF or install /etc/slurm/slurm.conf",
             "controller",
         )
     return SlurmError(f"{name}: {said}", "refused")
