@@ -87,7 +87,7 @@ class CommandKind:
         Trainer script takes `resume_flag`; any other command runs again from its beginning."""
         if not spec.wrap_trainer or command.is_attach(spec):
             return None
-        return command.newest_checkpoint(run, spec)
+        return command.newest_checkpoint(run, spec, marked=True)
 
     def resume_refusal(self, run: RunFolder, spec: JobSpec) -> str | None:
         if targets.for_spec(spec).remote_files:
