@@ -24,10 +24,10 @@ from dataclasses import replace
 
 import gaudi_tui.core.jobs.targets.slurm.record as record_mod
 import gaudi_tui.core.jobs.targets.slurm.script as script
+import gaudi_tui.core.jobs.targets.slurm.states as states
 from gaudi_tui.core.jobs import kinds, runfolder
 from gaudi_tui.core.jobs.outcome import error_from_log, last_end_event
 from gaudi_tui.core.jobs.targets import Attempt
-from gaudi_tui.core.jobs.targets.slurm import states
 from gaudi_tui.core.jobs.targets.slurm.record import SlurmRecord
 from gaudi_tui.core.jobs.worker.logstream import RANK_PREFIX
 from gaudi_tui.core.slurm import model, poll, reasons
