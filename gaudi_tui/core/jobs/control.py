@@ -87,10 +87,11 @@ def kill(run: RunFolder, cancel: threading.Event | None = None) -> str:
 
     The supervisor does it when it is alive (it then records the outcome); if the supervisor is
     gone, the target does it here (bounded; `cancel` cuts its waits short) and this call records
-    the outcome, re-reading status.json under the run folder's lock first.
+    the outcome, re-reading status.json under the run folder's lock first. A job recorded as ended
+    whose target still sees it (`presence` not `ended`: what `r` refuses for) is ended too.
     """
-    status = _require_active(run, "kill")
-    if status.supervisor is not None and status.supervisor.alive():
+    status, active = _killable(run)
+    if active and status.supervisor is not None and status.supervisor.alive():
         os.kill(status.supervisor.pid, signal.SIGTERM)
         return "killing: the supervisor ends every rank and records the outcome"
     try:
@@ -99,7 +100,7 @@ def kill(run: RunFolder, cancel: threading.Event | None = None) -> str:
         raise JobControlError(str(exc)) from None
     with _run_lock(run, wait_s=LOCK_WAIT_S):
         now = run.status()
-        if now is not None and now.attempt == status.attempt and not _supervised(now):
+        if now is not None and now.attempt == status.attempt and (not active or not _supervised(now)):
             run.write_status(
                 now.with_(state="cancelled", kill_requested=True, ended=time.time(), error=error)
             )
@@ -203,10 +204,23 @@ def _require_active(run: RunFolder, action: str) -> JobStatus:
     state = effective_state(status, time.time())
     if state in ACTIVE:
         return status
-    if action == "kill" and state == "lost":
-        presence = _target(run).presence(run, status)
-        if presence.where != "ended":
-            return status
-        follow = "; r records how it ended" if presence.attach else ""
-        raise JobControlError(f"{run.id} is lost and {presence.reason}: nothing to kill{follow}")
     raise JobControlError(f"{run.id} is {state}: nothing to {action}")
+
+
+def _killable(run: RunFolder) -> tuple[JobStatus, bool]:
+    """The status a kill acts on, and whether the job is active (its supervisor may do it). A job
+    that is lost, failed or cancelled is killed while its target cannot say it ended (`r` refuses
+    such a job and tells the user to end it with a kill)."""
+    status = run.status()
+    if status is None:
+        raise JobControlError(f"{run.id} has no readable status.json")
+    state = effective_state(status, time.time())
+    if state in ACTIVE:
+        return status, True
+    if state == "succeeded":
+        raise JobControlError(f"{run.id} is {state}: nothing to kill")
+    presence = _target(run).presence(run, status)
+    if presence.where != "ended":
+        return status, False
+    follow = "; r records how it ended" if presence.attach and state == "lost" else ""
+    raise JobControlError(f"{run.id} is {state} and {presence.reason}: nothing to kill{follow}")

@@ -34,16 +34,22 @@ def cause_line(text: str) -> str:
     return lines[0]
 
 
-def last_end_event(path: Path) -> dict | None:
-    """The `end` event of the latest attempt in metrics.jsonl, or None if it has not ended."""
+def last_end_event(path: Path, since: int = 0) -> dict | None:
+    """The `end` event of the attempt whose events begin at byte `since` of metrics.jsonl (its
+    size when the attempt began), or None if that attempt has not ended: an earlier attempt's end
+    (a stop before a resume) is never this one's."""
     try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        with path.open("rb") as fh:
+            fh.seek(since)
+            lines = fh.read().decode("utf-8", "replace").splitlines()
     except OSError:
         return None
     for line in reversed(lines):
         try:
             event = json.loads(line)
         except ValueError:
+            continue
+        if not isinstance(event, dict):
             continue
         if event.get("event") == "begin":
             return None

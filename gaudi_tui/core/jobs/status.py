@@ -22,17 +22,23 @@ TERMINAL: tuple[State, ...] = ("succeeded", "failed", "cancelled", "lost")
 
 @dataclass(frozen=True)
 class ProcRef:
-    """A process as recorded: PID plus start time, so a reused PID is never mistaken for ours."""
+    """A process as recorded: PID plus start time, so a reused PID is never mistaken for ours.
+
+    `ticks` is the start time the kernel keeps (`/proc/PID/stat` field 22: clock ticks since
+    boot), which a step of the wall clock does not move; `started` (psutil's create_time, boot
+    time + ticks in wall-clock seconds) moves with every step. Identity is `ticks` where it was
+    recorded, else (status.json files written before it was) `started` within 0.05 s."""
 
     pid: int
     started: float
     cmd: str = ""
+    ticks: int | None = None
 
     @classmethod
     def of(cls, pid: int) -> ProcRef | None:
         try:
             proc = psutil.Process(pid)
-            return cls(pid, proc.create_time(), " ".join(proc.cmdline())[:200])
+            return cls(pid, proc.create_time(), " ".join(proc.cmdline())[:200], start_ticks(pid))
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
             return None
 
@@ -40,7 +46,12 @@ class ProcRef:
         """The live process if it is still this one (same start time), else None."""
         try:
             proc = psutil.Process(self.pid)
-            if abs(proc.create_time() - self.started) > 0.05 or proc.status() == psutil.STATUS_ZOMBIE:
+            ticks = start_ticks(self.pid) if self.ticks is not None else None
+            if ticks is not None:
+                same = ticks == self.ticks
+            else:
+                same = abs(proc.create_time() - self.started) <= 0.05
+            if not same or proc.status() == psutil.STATUS_ZOMBIE:
                 return None
             return proc
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
@@ -48,6 +59,20 @@ class ProcRef:
 
     def alive(self) -> bool:
         return self.process() is not None
+
+
+def start_ticks(pid: int) -> int | None:
+    """When the process started, in clock ticks since boot (`/proc/PID/stat` field 22), or None
+    where it cannot be read (no /proc, the process is gone)."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    fields = text[text.rfind(")") + 2 :].split()  # the name (field 2) may hold spaces and parentheses
+    try:
+        return int(fields[19])  # field 22 overall: fields 3.. follow the name
+    except (IndexError, ValueError):
+        return None
 
 
 @dataclass(frozen=True)
@@ -99,7 +124,13 @@ class JobStatus:
 def _ref(data: object) -> ProcRef | None:
     if not isinstance(data, dict):
         return None
-    return ProcRef(int(data["pid"]), float(data["started"]), str(data.get("cmd", "")))
+    ticks = data.get("ticks")
+    return ProcRef(
+        int(data["pid"]),
+        float(data["started"]),
+        str(data.get("cmd", "")),
+        int(ticks) if isinstance(ticks, int) and not isinstance(ticks, bool) else None,
+    )
 
 
 def write(path: Path, status: JobStatus) -> None:

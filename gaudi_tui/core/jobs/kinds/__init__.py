@@ -117,6 +117,12 @@ class Kind(Protocol):
         (a target with `remote_files`: what its mirrored `save` events say)."""
         ...
 
+    def requeue_checkpoint(self, run: RunFolder, spec: JobSpec) -> Path | None:
+        """Where every rank continues from when the target reruns the attempt itself (Slurm's requeue
+        reruns the batch script): a complete checkpoint passed with the kind's resume flag
+        (`rank_argv`), or None: it runs again from its beginning."""
+        ...
+
     def resume_refusal(self, run: RunFolder, spec: JobSpec) -> str | None:
         """Why this job cannot be resumed at all (before any checkpoint is looked for), or None."""
         ...

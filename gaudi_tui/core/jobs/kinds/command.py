@@ -328,24 +328,29 @@ def output_folder(run: RunFolder, spec: JobSpec) -> Path | None:
     return Path(folder) if isinstance(folder, str) else None
 
 
-def newest_checkpoint(run: RunFolder, spec: JobSpec) -> Path | None:
-    """The highest complete checkpoint-N: our marker, or Trainer's files when the callback did not run."""
+def newest_checkpoint(run: RunFolder, spec: JobSpec, marked: bool | None = None) -> Path | None:
+    """The highest complete checkpoint-N: our marker, or Trainer's files when the callback did not
+    run. `marked` (default: the callback ran in the last attempt) accepts only the marker: Trainer's
+    files are there while it rewrites a folder (a rerun), the marker is not."""
     folder = output_folder(run, spec)
     if folder is None or not folder.is_dir():
         return None
+    marked = wrapper_active(run) if marked is None else marked
     found = []
     for child in folder.iterdir():
         match = re.fullmatch(r"checkpoint-(\d+)", child.name)
-        if match and child.is_dir() and is_complete(child):
+        if match and child.is_dir() and is_complete(child, marked):
             found.append((int(match.group(1)), child))
     return max(found)[1] if found else None
 
 
-def is_complete(checkpoint: Path) -> bool:
+def is_complete(checkpoint: Path, marked: bool = False) -> bool:
     if (checkpoint / "checkpoint-is-incomplete.txt").exists():
         return False
     if (checkpoint / COMPLETE_MARKER).is_file():
         return True
+    if marked:
+        return False
     has_weights = any((checkpoint / n).is_file() for n in WEIGHT_FILES + SHARDED_INDEX)
     return has_weights and (checkpoint / "trainer_state.json").is_file()
 

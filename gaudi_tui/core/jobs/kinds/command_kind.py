@@ -82,6 +82,13 @@ class CommandKind:
             return target_says
         return command.newest_checkpoint(run, spec)
 
+    def requeue_checkpoint(self, run: RunFolder, spec: JobSpec) -> Path | None:
+        """Only with the Trainer callback: it marks which checkpoint-N every rank finished, and a
+        Trainer script takes `resume_flag`; any other command runs again from its beginning."""
+        if not spec.wrap_trainer or command.is_attach(spec):
+            return None
+        return command.newest_checkpoint(run, spec, marked=True)
+
     def resume_refusal(self, run: RunFolder, spec: JobSpec) -> str | None:
         if targets.for_spec(spec).remote_files:
             return command.remote_resume_problem(run, spec)

@@ -61,6 +61,9 @@ class TrainerKind:
     def newest_checkpoint(self, run: RunFolder, spec: JobSpec, target_says: Path | None) -> Path | None:
         return target_says
 
+    def requeue_checkpoint(self, run: RunFolder, spec: JobSpec) -> Path | None:
+        return run.newest_complete_checkpoint()
+
     def resume_refusal(self, run: RunFolder, spec: JobSpec) -> str | None:
         return None
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import psutil
 
 from gaudi_tui.core import processes
-from gaudi_tui.core.jobs import kinds, launch
+from gaudi_tui.core.jobs import kinds, launch, runfolder
 from gaudi_tui.core.jobs.outcome import error_from_log, last_end_event
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec
@@ -116,6 +116,8 @@ class Supervision:
 
     def __init__(self) -> None:
         self.known: dict[int, ProcRef] = {}
+        self.metrics_base = 0
+        """Where this attempt's events begin in metrics.jsonl (its size when the launcher started)."""
 
     def supervise(self, attempt: Attempt) -> int:
         run, spec = attempt.run, attempt.spec
@@ -147,6 +149,7 @@ class Supervision:
         the child and where its output begins in the log; None, with the attempt saved failed, when
         it cannot start."""
         attempt.save(command=tuple(argv))
+        self.metrics_base = runfolder.file_size(attempt.run.metrics_path)
         with open(attempt.run.log_path, "ab") as log:
             log.write(f"[gaudi-tui] attempt {attempt.status().attempt}: {' '.join(argv)}\n".encode())
             log.flush()
@@ -251,7 +254,7 @@ class Supervision:
             self.known_alive(), "job process", term_wait=ORPHAN_GRACE_S, kill_wait=ORPHAN_GRACE_S
         )
         run = attempt.run
-        end = last_end_event(run.metrics_path)
+        end = last_end_event(run.metrics_path, self.metrics_base)
         if attempt.kill_requested.is_set() or attempt.status().kill_requested:
             state, error = "cancelled", f"killed (exit {code})"
         elif code == 0 and end is not None and end.get("stopped"):

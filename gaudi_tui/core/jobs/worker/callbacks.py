@@ -12,6 +12,7 @@ all-reduce, so every rank agrees on which steps are checked.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import time
@@ -125,6 +126,17 @@ class StopCallback(TrainerCallback):
         return max(1, min(MAX_CHECK_INTERVAL, math.floor(CHECK_EVERY_S / max(per_step, 1e-6))))
 
     def on_step_end(self, args, state, control, **kwargs):  # noqa: ANN001
+        control = self._check_stop(state, control)
+        if control.should_save:
+            forget_complete(args, state)
+        return control
+
+    def on_epoch_end(self, args, state, control, **kwargs):  # noqa: ANN001
+        if control.should_save:
+            forget_complete(args, state)
+        return control
+
+    def _check_stop(self, state, control):  # noqa: ANN001, ANN202
         if state.global_step < self._next_check or self.stopped:
             return control
         self.checks += 1
@@ -154,6 +166,14 @@ class StopCallback(TrainerCallback):
             marker = {"step": state.global_step, "world_size": args.world_size, "time": time.time()}
             (checkpoint / COMPLETE_MARKER).write_text(json.dumps(marker) + "\n", encoding="utf-8")
         return control
+
+
+def forget_complete(args, state) -> None:  # noqa: ANN001 - Trainer's TrainingArguments and TrainerState
+    """Trainer is about to (re)write `checkpoint-<step>`: a completion marker left there by an earlier
+    run of the same command (a requeue reruns it from its start) must not call the folder complete
+    while it is rewritten. Every rank removes it before the save; rank 0 writes it again after."""
+    with contextlib.suppress(OSError):
+        (Path(args.output_dir) / f"checkpoint-{state.global_step}" / COMPLETE_MARKER).unlink(missing_ok=True)
 
 
 def stop_file_flag(run: RunFolder) -> Callable[[], bool]:

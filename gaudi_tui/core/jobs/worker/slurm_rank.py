@@ -15,8 +15,9 @@ an `hpu` GRES Slurm exports no index at all: HABANA_VISIBLE_MODULES stays unset 
 runtime opens free cards of the node, which is only safe when the job has the whole node; the
 panel's check says so for fewer than 8 cards per node.
 
-On a requeue by Slurm (SLURM_RESTART_COUNT > 0), a trainer rank continues from the run's newest
-complete checkpoint instead of starting over.
+On a requeue by Slurm (SLURM_RESTART_COUNT > 0), a rank continues from the checkpoint its kind
+names (`Kind.requeue_checkpoint`: the built-in job's newest complete one; a command's only with the
+Trainer callback, passed with its `resume_flag`) instead of starting over.
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from gaudi_tui.core.jobs import kinds
 from gaudi_tui.core.jobs.runfolder import RunFolder
+from gaudi_tui.core.jobs.spec import SpecError
 from gaudi_tui.core.jobs.worker.logstream import RANK_PREFIX
 
 HL_SMI_TIMEOUT_S = 10.0
@@ -123,16 +126,17 @@ def rank_env(
 
 
 def requeue_resume(argv: list[str], run: RunFolder, env: Mapping[str, str]) -> list[str]:
-    """After a requeue by Slurm, a trainer continues from the newest complete checkpoint."""
-    if int(env.get("SLURM_RESTART_COUNT", "0") or 0) <= 0 or "gaudi_tui.core.jobs.worker.train" not in argv:
+    """After a requeue by Slurm, the rank's command continuing where the kind says it can (the
+    newest complete checkpoint with its resume flag: `Kind.requeue_checkpoint`); else as it was."""
+    if int(env.get("SLURM_RESTART_COUNT", "0") or 0) <= 0:
         return argv
-    newest = run.newest_complete_checkpoint()
-    if newest is None:
+    try:
+        spec = run.spec()
+    except SpecError:
         return argv
-    if "--resume" in argv:
-        at = argv.index("--resume")
-        return [*argv[: at + 1], str(newest), *argv[at + 2 :]]
-    return [*argv, "--resume", str(newest)]
+    kind = kinds.for_spec(spec)
+    newest = kind.requeue_checkpoint(run, spec)
+    return argv if newest is None else kind.rank_argv(run, spec, newest)
 
 
 def main(args_in: list[str] | None = None) -> int:

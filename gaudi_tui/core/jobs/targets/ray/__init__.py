@@ -68,7 +68,11 @@ class RayTarget:
         try:
             info = cluster.Jobs(rec.address).info(rec.submission_id)
         except cluster.JobGone as exc:
-            return Presence("ended", str(exc))
+            try:  # "does not exist" speaks for the job only on the cluster it was submitted to
+                other = cluster.other_cluster(rec)
+            except nodes.ClusterError as again:
+                return Presence("unknown", str(again))
+            return Presence("unknown", other) if other is not None else Presence("ended", str(exc))
         except nodes.ClusterError as exc:
             return Presence("unknown", str(exc))
         if info.state in cluster.LIVE:

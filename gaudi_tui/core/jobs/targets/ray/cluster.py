@@ -20,7 +20,7 @@ from gaudi_tui.core.jobs.kinds import ClusterEntry
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec
 from gaudi_tui.core.jobs.targets.ray.nodes import ClusterError, get_json, normalize_address, request_timeout
-from gaudi_tui.core.jobs.targets.ray.record import read_record
+from gaudi_tui.core.jobs.targets.ray.record import ClusterRecord, read_record
 
 ENTRY_MODULE = "gaudi_tui.core.jobs.worker.ray_train"
 """The built-in job's entry point; it also raises the stop flag (`--set-stop`) for every kind."""
@@ -219,6 +219,31 @@ def verify_ended(address: str, ray_job_id: str | None, timeout: float = KILL_VER
     return left
 
 
+def session_name(address: str) -> str:
+    """Which cluster answers at `address`: its dashboard's session name (`/api/version`), new with
+    every start of a head ('' from a Ray that does not say). ClusterError when it does not answer."""
+    reply = get_json(address, "/api/version")
+    name = reply.get("session_name") if isinstance(reply, dict) else None
+    return name if isinstance(name, str) else ""
+
+
+def other_cluster(record: ClusterRecord) -> str | None:
+    """Why the cluster answering at the record's address is not the one the job was submitted to
+    (its "does not exist" then says nothing of the job), or None when it is, or cannot be told from
+    the record. ClusterError when the dashboard does not answer."""
+    if not record.session:
+        return None
+    now = session_name(record.address)
+    if not now or now == record.session:
+        return None
+    return (
+        f"{record.address} now answers for another Ray cluster (session {now}; Ray job "
+        f"{record.submission_id} was submitted to session {record.session}): a restarted head, or the "
+        "tunnel reaches another cluster. If the job's cluster still runs, reach it at this address "
+        f"to follow or end the job, or stop it there (`ray job stop {record.submission_id}`)"
+    )
+
+
 def job_state_at(address: str, sid: str) -> str | None:
     """The state of `sid` on the cluster at `address`, None when it cannot be told."""
     try:
@@ -244,6 +269,8 @@ def kill_orphan(run: RunFolder, deadline_s: float = KILL_VERIFY_S) -> str:
     try:
         jobs.stop(record.submission_id)
     except JobGone as exc:
+        if (other := other_cluster(record)) is not None:  # the user's k: the end is recorded, with why
+            return f"recorded as ended, not verified: {other}"
         return f"nothing to kill on the cluster: {exc}"
     except ClusterError as exc:
         raise ClusterError(

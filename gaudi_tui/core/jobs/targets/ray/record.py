@@ -20,6 +20,10 @@ class ClusterRecord:
     """Size of stdout.log before this attempt: a re-attach cuts back to it and mirrors afresh."""
     metrics_base: int = 0
     ray_job_id: str | None = None
+    session: str = ""
+    """The cluster's identity when the job was submitted (the dashboard's `session_name`, new with
+    every head start): the same address may later reach another cluster, which does not know the
+    job although it may run on on this one. '' = not known (records from before it was kept)."""
     entrypoint: str = ""
     ranks: dict[str, dict[str, str]] = field(default_factory=dict)
     """rank → {"node_id", "node_ip"} as each rank reported itself."""

@@ -129,6 +129,7 @@ class Supervision:
             address=spec.ray_address,
             submission_id=sid,
             attempt=number,
+            session=_session(spec.ray_address),
             metrics_base=runfolder.file_size(run.metrics_path),
             entrypoint=shlex.join(argv),
         )
@@ -186,6 +187,12 @@ class Supervision:
             try:
                 info = self.jobs.info(sid)
             except JobGone as exc:
+                try:  # "does not exist" speaks for the job only on the cluster it was submitted to
+                    self._leave_if_elsewhere(record)
+                except ClusterError as again:
+                    self._down(again)
+                    time.sleep(POLL_S)
+                    continue
                 self.note(str(exc))
                 return None
             except ClusterError as exc:
@@ -243,6 +250,14 @@ class Supervision:
             self.attempt.save(error=error)
             raise Left
 
+    def _leave_if_elsewhere(self, record: ClusterRecord) -> None:
+        """Another cluster answers at the job's address now: its end is unknown (it may run on where
+        it was submitted), so the supervisor leaves it."""
+        if (other := cluster.other_cluster(record)) is not None:
+            self.note(f"leaving the job: {other}")
+            self.attempt.save(error=other)
+            raise Left
+
     def _up(self) -> None:
         if self.down_since is not None:
             self.note(f"the Ray cluster answers again after {time.monotonic() - self.down_since:.0f} s")
@@ -250,7 +265,7 @@ class Supervision:
 
     def _finish(self, record: ClusterRecord, info: JobInfo | None) -> None:
         attempt, run = self.attempt, self.run
-        end = last_end_event(run.metrics_path)
+        end = last_end_event(run.metrics_path, record.metrics_base)
         now = time.time()
         if info is None:
             attempt.save(
@@ -279,6 +294,14 @@ class Supervision:
             attempt.save(state="cancelled", ended=now, exit_code=code, error="stopped on the cluster")
         else:
             attempt.save(state="failed", ended=now, exit_code=code, error=failure(record, info, run.log_path))
+
+
+def _session(address: str) -> str:
+    """The cluster's identity for the record ('' when the dashboard does not say or answer now)."""
+    try:
+        return cluster.session_name(address)
+    except ClusterError:
+        return ""
 
 
 def failure(record: ClusterRecord, info: JobInfo, log: Path) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec
 from gaudi_tui.core.jobs.status import JobStatus
 from gaudi_tui.core.jobs.targets import Attempt, Host, Presence, TargetError
-from gaudi_tui.core.jobs.targets.slurm import checks, supervise
+from gaudi_tui.core.jobs.targets.slurm import checks, script, states, supervise
 from gaudi_tui.core.jobs.targets.slurm import record as record_mod
 from gaudi_tui.core.jobs.validate import Problem
 from gaudi_tui.core.slurm import model, poll, reasons
@@ -43,7 +44,8 @@ class SlurmTarget:
         with_fixes = replace(
             spec, env={**host.env_fixes, **spec.env}
         )  # the Checklist's fixes, the spec's own last
-        return checks.check(with_fixes, Slurm(env=host.env))
+        prepared, problems = checks.check(with_fixes, Slurm(env=host.env))
+        return prepared, [*problems, *env_problems(spec.env)]
 
     def label(self, spec: JobSpec) -> str:
         return f"slurm:{spec.device}"
@@ -81,23 +83,30 @@ class SlurmTarget:
                 return Presence("ended", f"no Slurm job {record.job_name} was submitted")
             job_id = found[0].job_id
             record_mod.write(run, replace(record, job_id=job_id))
+        mine = record.attempt == status.attempt  # a new supervisor records this attempt's end
         job = snap.job(job_id)
         if job is not None:
             if job.active:
                 return Presence("running", f"Slurm job {job.job_id}: {reasons.state_words(job)}", attach=True)
-            return Presence("ended", f"Slurm job {job.job_id} ended {job.state}")
+            return Presence("ended", f"Slurm job {job.job_id} ended {job.state}", attach=mine)
         try:
             line = slurm.show_job(job_id)
+            shown = model.shown_job(line) if line else None
+            acct = states.accounting_state(slurm, job_id) if shown is None else None
         except SlurmError as exc:
             return Presence("unknown", str(exc))
-        shown = model.shown_job(line) if line else None
         if shown is not None and shown.state not in model.ENDED:
             return Presence("running", f"Slurm job {job_id} is {shown.state}", attach=True)
-        return Presence("ended", f"Slurm job {job_id} ended" + (f" {shown.state}" if shown else ""))
+        if acct is not None and acct not in model.ENDED:
+            return Presence("unknown", states.stale_words(job_id, waiting=False))
+        return Presence(
+            "ended", f"Slurm job {job_id} ended" + (f" {shown.state}" if shown else ""), attach=mine
+        )
 
     def kill(self, run: RunFolder, status: JobStatus, cancel: threading.Event | None) -> str:
         """TERM to the ranks, the spec's grace, then scancel; waits (bounded) until Slurm says the
-        job ended. A pending job is cancelled at once."""
+        job ended. A job whose ranks a signal cannot reach (pending, configuring, requeued,
+        suspended) is cancelled at once; one the controller no longer knows has nothing to cancel."""
         record = record_mod.read(run)
         if record is None or record.job_id is None:
             return "nothing was submitted to Slurm"
@@ -107,10 +116,14 @@ class SlurmTarget:
         job_id = record.job_id
         try:
             state = _state(slurm, job_id)
-            if state is not None and state not in model.ENDED and state != "PENDING":
+            if state == "GONE":
+                return (
+                    f"ended: Slurm's controller no longer knows job {job_id}, so nothing was left to cancel"
+                )
+            if state in states.SIGNALLED:
                 slurm.scancel(job_id, "TERM")
                 _wait_end(slurm, job_id, run.spec().kill_grace_s, cancel)
-            if _state(slurm, job_id) not in model.ENDED:
+            if _state(slurm, job_id) not in {*model.ENDED, "GONE"}:
                 slurm.scancel(job_id)
             final = _wait_end(slurm, job_id, KILL_END_WAIT_S, cancel)
         except SlurmError as exc:
@@ -145,6 +158,22 @@ class SlurmTarget:
                 f"rank {rank}: node {info.get('node', '?')} cards {cards} modules {modules} ({info.get('modules_from', '')})"
             )
         return "\n".join(lines)
+
+
+def env_problems(env: Mapping[str, str]) -> list[Problem]:
+    """The spec's environment must not choose the cluster: it is sbatch's environment, while
+    following the job and scancel use the panel's, so the job would run on one cluster and a kill
+    cancel a job with the same id on another (sbatch's and srun's own variables: `script.env_problems`)."""
+    return [
+        Problem(
+            "env",
+            f"{name} in the job's env would send the job to another cluster than the one the panel "
+            f"follows and cancels it on: set {name} in the panel's environment instead (start "
+            f"gaudi-tui with {name}=…), where every Slurm call uses it",
+        )
+        for name in sorted(env)
+        if name in script.CLUSTER_ENV
+    ]
 
 
 def _other_cluster(record: record_mod.SlurmRecord) -> str | None:

@@ -43,6 +43,8 @@ VALUE_OPTIONAL = frozenset({"exclusive", "requeue", "no-requeue", "propagate", "
 """Allowed options that may come without `=value`; every other one must have it (given alone,
 sbatch would take the next argument, the script itself, as its value)."""
 SLURM_ENV_PREFIXES = ("SBATCH_", "SRUN_", "SALLOC_", "SLURM_")
+CLUSTER_ENV = ("SLURM_CONF", "SLURM_CLUSTERS")
+"""Variables that choose which cluster (or cluster of a federation) sbatch reaches."""
 _TIME = re.compile(r"\d+|\d+:\d{2}|\d+:\d{2}:\d{2}|\d+-\d+|\d+-\d+:\d{2}|\d+-\d+:\d{2}:\d{2}")
 _NAME = re.compile(r"[A-Za-z0-9_.,:@%+=/-]*")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -67,11 +69,11 @@ def option_problems(options: Sequence[str]) -> list[str]:
 def env_problems(env: Mapping[str, str]) -> list[str]:
     """sbatch reads options from SBATCH_* variables (SBATCH_ARRAY_INX=0-99 makes 100 copies), and
     srun inside the job from SLURM_*/SRUN_*: a spec's env would pass the allow-list by them.
-    SLURM_CONF (which cluster) is judged where the cluster is chosen."""
+    The CLUSTER_ENV variables (which cluster) are judged where the cluster is chosen."""
     return [
         f"{key}: Slurm reads it as an option of sbatch or srun; put sbatch options in slurm_options"
         for key in sorted(env)
-        if key.startswith(SLURM_ENV_PREFIXES) and key != "SLURM_CONF"
+        if key.startswith(SLURM_ENV_PREFIXES) and key not in CLUSTER_ENV
     ]
 
 

@@ -24,6 +24,7 @@ from dataclasses import replace
 
 import gaudi_tui.core.jobs.targets.slurm.record as record_mod
 import gaudi_tui.core.jobs.targets.slurm.script as script
+import gaudi_tui.core.jobs.targets.slurm.states as states
 from gaudi_tui.core.jobs import kinds, runfolder
 from gaudi_tui.core.jobs.outcome import error_from_log, last_end_event
 from gaudi_tui.core.jobs.targets import Attempt
@@ -38,7 +39,6 @@ FIND_SUBMITTED_S = 30.0
 the job's name before the attempt is called failed (time without an answer does not count)."""
 END_WAIT_S = 120.0
 """After scancel, how long to wait for Slurm to report the job ended (KillWait is usually 30 s)."""
-_PENDING = frozenset({"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "SUSPENDED"})
 
 
 class Follow:
@@ -58,6 +58,7 @@ class Follow:
         self.stop_seen = False
         self.interrupted = False
         self.fallback_error = ""
+        self.stale_since: float | None = None
 
     # --- the output file -----------------------------------------------------------------------
     def tail(self) -> None:
@@ -128,23 +129,42 @@ class Follow:
     def fallback(self) -> str | None:
         """squeue forgot the job (MinJobAge): scontrol, then sacct, then "gone" (it ended). Only
         scontrol's own "Invalid job id" is gone: any failure (a busy controller's "Socket timed
-        out", a refusal) leaves the state unknown."""
+        out", a refusal) leaves the state unknown. The controller holds every live job: one it no longer knows that accounting calls active is
+        STALE (unknown, bounded by `watch`), never a job that runs on."""
         assert self.record.job_id is not None
         try:
             line = self.slurm.show_job(self.record.job_id)
             shown = model.shown_job(line) if line else None
             if shown is not None:
                 return shown.state
-            text = self.slurm.sacct([self.record.job_id])
-            for acct in model.parse_sacct(text or ""):
-                if acct.job_id == str(self.record.job_id):
-                    return acct.state
+            acct = states.accounting_state(self.slurm, self.record.job_id)
+            if acct is not None:
+                return acct if acct in model.ENDED else states.STALE
         except SlurmError as exc:
             if str(exc) != self.fallback_error:
                 self.log(f"{exc}; the state of Slurm job {self.record.job_id} is unknown (waiting)")
             self.fallback_error = str(exc)
             return None
         return "GONE"
+
+    def killing(self) -> bool:
+        return self.attempt.kill_requested.is_set() or self.attempt.status().kill_requested
+
+    def on_stale(self) -> str | None:
+        """Only stale accounting calls the job active: GONE when it is being killed (nothing is left
+        to cancel), LEFT (the error saved) after `stale_limit()`, else None (unknown: wait)."""
+        if self.killing():
+            self.log(f"killed: Slurm's controller no longer knows job {self.record.job_id}")
+            return "GONE"
+        if self.stale_since is None:
+            self.stale_since = time.monotonic()
+            self.log(states.stale_words(self.record.job_id, waiting=True))
+        if time.monotonic() - self.stale_since <= states.stale_limit():
+            return None
+        why = states.stale_words(self.record.job_id, waiting=False)
+        self.log(f"leaving the job: {why}")
+        self.attempt.save(error=why)
+        return states.LEFT
 
     def seen(self, state: str, job: model.QueueJob | None) -> None:
         """Record what the queue says; status.json follows it (queued / running)."""
@@ -156,16 +176,23 @@ class Follow:
             changes["nodes"] = list(job.nodes)
         if job is not None and job.restarts > self.record.restarts:
             changes["restarts"] = job.restarts
+            spec = self.attempt.spec
+            checkpoint = kinds.for_spec(spec).requeue_checkpoint(self.run, spec)
+            rerun = (
+                f"its ranks continue from {checkpoint}"
+                if checkpoint is not None
+                else "it runs again from its beginning (no checkpoint it can continue from)"
+            )
             self.log(
                 f"Slurm requeued job {job.job_id} (restart {job.restarts}, {job.reason}): followed as the same "
-                "attempt; its ranks continue from the newest complete checkpoint"
+                f"attempt; {rerun}"
             )
         if changes:
             self.update(**changes)
         current = self.attempt.status()
         if current.state in ("stopping",):
             return
-        if state in _PENDING and current.state != "queued":
+        if state in states.PENDING and current.state != "queued":
             self.attempt.save(state="queued")
         elif state in ("RUNNING", "COMPLETING") and current.state != "running":
             self.attempt.save(state="running")
@@ -178,8 +205,10 @@ class Follow:
         if run.stop_requested() and not self.stop_seen:
             self.stop_seen = True
             attempt.save(state="stopping", stop_requested=True)
-            if state in _PENDING:
-                self.log(f"stop asked while Slurm job {self.record.job_id} is pending: cancelled at once")
+            if state is not None and state not in states.SIGNALLED:
+                self.log(
+                    f"stop asked while Slurm job {self.record.job_id} is {state.lower()}: cancelled at once"
+                )
                 self.cancel()
             elif not kinds.for_spec(attempt.spec).stops_by_file(run, attempt.spec):
                 self.log(
@@ -191,10 +220,10 @@ class Follow:
         if attempt.kill_requested.is_set() and self.kill_deadline is None:
             attempt.save(state="stopping", kill_requested=True)
             self.kill_deadline = time.monotonic() + attempt.spec.kill_grace_s
-            if state in _PENDING or state is None:
-                self.cancel()
-            else:
+            if state in states.SIGNALLED:
                 self.signal("TERM")
+            else:
+                self.cancel()
         if self.kill_deadline is not None and time.monotonic() >= self.kill_deadline and not self.cancelled:
             self.cancel()
 
@@ -245,6 +274,8 @@ def supervise(attempt: Attempt) -> int:
     follow.flush()
     if reader is not None:
         reader.close(stopped=follow.stop_seen)
+    if state == states.LEFT:
+        return 1
     finish(follow, state)
     return 0
 
@@ -268,6 +299,7 @@ def submit(attempt: Attempt, slurm: Slurm, number: int) -> SlurmRecord | None:
         script=str(path),
         conf=conf_key(env),
         log_base=runfolder.file_size(run.log_path),
+        metrics_base=runfolder.file_size(run.metrics_path),
     )
     record_mod.write(run, record)
     with run.log_path.open("a", encoding="utf-8") as fh:
@@ -325,6 +357,12 @@ def watch(follow: Follow) -> str:
     end_by: float | None = None
     while True:
         state, job = follow.look()
+        if state == states.STALE:
+            if (ended := follow.on_stale()) is not None:
+                return ended
+            state = None
+        else:
+            follow.stale_since = None
         if state is not None:
             follow.seen(state, job)
             if state == "GONE" or state in model.ENDED:
@@ -343,7 +381,7 @@ def watch(follow: Follow) -> str:
 
 def finish(follow: Follow, state: str) -> None:
     attempt, run, job_id = follow.attempt, follow.run, follow.record.job_id
-    end = last_end_event(run.metrics_path)
+    end = last_end_event(run.metrics_path, follow.record.metrics_base)
     stopped = bool(end and end.get("stopped"))
     killed = attempt.kill_requested.is_set() or attempt.status().kill_requested
     if state == "GONE":
