@@ -17,6 +17,7 @@ cancels the job (`scancel`: TERM to all, KILL after the cluster's KillWait).
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import time
@@ -26,6 +27,7 @@ import gaudi_tui.core.jobs.targets.slurm.record as record_mod
 import gaudi_tui.core.jobs.targets.slurm.script as script
 from gaudi_tui.core.jobs import kinds, runfolder
 from gaudi_tui.core.jobs.outcome import error_from_log, last_end_event
+from gaudi_tui.core.jobs.readers import lines
 from gaudi_tui.core.jobs.targets import Attempt
 from gaudi_tui.core.jobs.targets.slurm.record import SlurmRecord
 from gaudi_tui.core.jobs.worker.logstream import RANK_PREFIX
@@ -37,6 +39,9 @@ FIND_SUBMITTED_S = 30.0
 """After an sbatch that timed out, how long to look for the job by its name before calling it failed."""
 END_WAIT_S = 120.0
 """After scancel, how long to wait for Slurm to report the job ended (KillWait is usually 30 s)."""
+READ_CHUNK = 1024 * 1024
+TAIL_CHUNKS = 64
+"""The job's output is copied in chunks, at most this many a poll (the state is looked at between)."""
 _PENDING = frozenset({"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "SUSPENDED"})
 
 
@@ -50,7 +55,8 @@ class Follow:
         self.slurm = slurm
         self.poll = poll.shared(slurm)
         self.consumed = 0
-        self.partial = b""
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self.lines = lines.Lines("\n", passes=True)
         self.outage_since: float | None = None
         self.kill_deadline: float | None = None
         self.cancelled = False
@@ -58,27 +64,32 @@ class Follow:
         self.interrupted = False
 
     # --- the output file -----------------------------------------------------------------------
-    def tail(self) -> None:
+    def tail(self) -> bool:
+        """Copy what the job's output file gained (bounded chunks); True when there was something."""
         out = self.record.output(self.run)
         if out is None:
-            return
+            return False
+        got = False
         try:
             with out.open("rb") as fh:
                 fh.seek(self.consumed)
-                data = fh.read()
+                for _ in range(TAIL_CHUNKS):
+                    data = fh.read(READ_CHUNK)
+                    if not data:
+                        break
+                    got = True
+                    self.consumed += len(data)
+                    text = self.decoder.decode(data)
+                    lines.deliver(self.lines.pieces(text), self._write, lambda t: self.log(t, prefix=False))
         except OSError:
-            return
-        if not data:
-            return
-        self.consumed += len(data)
-        *lines, self.partial = (self.partial + data).split(b"\n")
-        self._write([line.decode("utf-8", "replace") for line in lines])
+            pass
+        return got
 
     def flush(self) -> None:
-        self.tail()
-        if self.partial:
-            self._write([self.partial.decode("utf-8", "replace")])
-            self.partial = b""
+        while self.tail():
+            pass
+        rest = self.lines.feed(self.decoder.decode(b"", final=True))
+        self._write([*rest, *([last] if (last := self.lines.take()) else [])])
 
     def _write(self, lines: list[str]) -> None:
         plain = []
@@ -231,9 +242,12 @@ def supervise(attempt: Attempt) -> int:
     follow = Follow(attempt, record, slurm)
     if attempt.attach:
         follow.log(f"supervisor re-attached to Slurm job {record.job_id}")
-        follow.tail()  # the output so far, read by the last supervisor: its metrics are recorded
+        while record.metrics_base is None and follow.tail():
+            pass  # a record of an older panel: the output so far is taken as read
     reader = kinds.for_spec(attempt.spec).output_follower(run, attempt.spec, attempt.resume, attempt.attach)
     if reader is not None:
+        if attempt.attach and record.metrics_base is not None:
+            reader.skip_recorded(record.metrics_base)  # it reads the output tailed afresh from here
         reader.start()
     state = watch(follow)
     follow.flush()
@@ -258,6 +272,7 @@ def submit(attempt: Attempt, slurm: Slurm, number: int) -> SlurmRecord | None:
         script=str(path),
         conf=conf_key(env),
         log_base=runfolder.file_size(run.log_path),
+        metrics_base=runfolder.file_size(run.metrics_path),
     )
     record_mod.write(run, record)
     with run.log_path.open("a", encoding="utf-8") as fh:

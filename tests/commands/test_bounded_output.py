@@ -1,0 +1,87 @@
+"""Output with no line end (a binary dump, a progress bar drawn with backspaces or redrawn with \\r)
+leaves the readers and the Ray mirror with bounded state: the open line never grows past
+`lines.LIMIT`, memory stays flat over 64 MiB of it, and what follows it is still read."""
+
+from __future__ import annotations
+
+import json
+import tracemalloc
+from pathlib import Path
+
+from gaudi_tui.core.jobs.readers import OutputMetrics
+from gaudi_tui.core.jobs.readers.lines import LIMIT, Lines
+from gaudi_tui.core.jobs.runfolder import RunFolder
+from gaudi_tui.core.jobs.targets.ray.mirror import LogMirror
+from gaudi_tui.core.jobs.targets.ray.record import ClusterRecord
+from gaudi_tui.core.jobs.worker.logstream import METRIC_PREFIX
+
+DATA = Path(__file__).parent / "data"
+CHUNK = "#\b" * 32 * 1024
+"""64 KiB of a bar drawn with backspaces: no \\r, no \\n."""
+TOTAL = 64 * 1024 * 1024
+
+
+def test_a_64_mib_line_without_an_end_keeps_the_reader_bounded() -> None:
+    cuts: list[str] = []
+    out = OutputMetrics("json", on_cut=cuts.append)
+    tracemalloc.start()
+    try:
+        for _ in range(TOTAL // len(CHUNK)):
+            assert out.feed(CHUNK) == []
+            assert out.lines.open_len <= LIMIT
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 2 * 1024 * 1024, f"{peak} bytes held for a line that has no end"
+    assert len(out.lines.peek()) == LIMIT and out.lines.cut == TOTAL - LIMIT
+    assert cuts == [CHUNK[:80]]  # said once for the line, with its beginning
+    events = out.feed('\n{"step": 7, "loss": 0.5}\n')  # the line ends: what follows is read
+    assert [(e["event"], e["step"]) for e in events] == [("begin", 0), ("log", 7)]
+    assert out.lines.open_len == 0 and out.lines.cut == 0
+
+
+def test_every_line_past_the_limit_is_said_once() -> None:
+    cuts: list[str] = []
+    lines = Lines("\r\n", limit=10, on_cut=cuts.append)
+    assert lines.feed("a" * 25 + "\rb" * 3 + "c" * 30 + "\n") == ["a" * 10, "b", "b", "b" + "c" * 9]
+    assert cuts == ["a" * 10, "b" + "c" * 9]
+
+
+def test_a_bar_redrawn_with_carriage_returns_is_read_from_the_real_recording() -> None:
+    """The Trainer 4.x tqdm recording with its bar redraws joined by \\r again (as the terminal got
+    them), fed through the mirror's line splitting and then the reader, in small chunks: the
+    dicts still get their step from the bar."""
+    text = (DATA / "trainer-4.x-tqdm.log").read_text()
+    joined = "".join(
+        ("\r" if line.lstrip().startswith(tuple("0123456789")) and "%|" in line else "\n" if i else "") + line
+        for i, line in enumerate(text.split("\n"))
+    )
+    assert joined.count("\r") > 10
+    mirrored: list[str] = []
+    mirror = Lines("\n", passes=True)
+    for i in range(0, len(joined), 5):
+        for piece, whole in mirror.pieces(joined[i : i + 5]):
+            mirrored.append(piece + "\n" if whole else piece)
+    mirrored.append(mirror.take())
+    assert "".join(mirrored) == joined  # the mirror passes every redraw on, nothing lost
+    out = OutputMetrics(clock=lambda: 1.0)
+    events = [e for part in mirrored for e in out.feed(part)] + out.flush()
+    logs = [(e["step"], e["loss"]) for e in events if e["event"] == "log"]
+    assert logs == [(3, 5.392), (6, 2.3), (9, 1.729), (12, 1.549)]
+
+
+def test_the_ray_mirror_passes_a_line_without_an_end_through_and_stays_bounded(tmp_path: Path) -> None:
+    run = RunFolder(tmp_path)
+    mirror = LogMirror(run, ClusterRecord("http://h:8265", "sid", 1))
+    offset = 0
+    for _ in range(64):  # 4 MiB of a bar drawn with backspaces
+        mirror.feed_at(offset, CHUNK)
+        offset += len(CHUNK)
+        assert mirror.lines.open_len <= LIMIT
+    event = json.dumps({"event": "log", "step": 3, "loss": 1.5})
+    mirror.feed_at(offset, f"\n{METRIC_PREFIX}{event}\nbar\r 10%|\r 20%|")
+    assert run.metrics_path.read_text().splitlines() == [event]
+    log = run.log_path.read_bytes().decode()
+    assert log == CHUNK * 64 + "\n" + "bar\r 10%|\r"  # every byte, the bar's redraws as they come
+    mirror.flush_partial()
+    assert run.log_path.read_bytes().endswith(b"\r 10%|\r 20%|\n")
