@@ -1,5 +1,5 @@
 """Output with no line end (a binary dump, a progress bar drawn with backspaces or redrawn with \\r)
-leaves the readers and the Ray mirror with bounded state: the open line never grows past
+leaves the readers, the Ray mirror and the log view with bounded state: the open line never grows past
 `lines.LIMIT`, memory stays flat over 64 MiB of it, and what follows it is still read."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ import json
 import tracemalloc
 from pathlib import Path
 
+from gaudi_tui.core.jobs.monitor import OPEN_LINE_LIMIT, LogTail
 from gaudi_tui.core.jobs.readers import OutputMetrics
 from gaudi_tui.core.jobs.readers.lines import LIMIT, Lines
 from gaudi_tui.core.jobs.runfolder import RunFolder
@@ -85,3 +86,25 @@ def test_the_ray_mirror_passes_a_line_without_an_end_through_and_stays_bounded(t
     assert log == CHUNK * 64 + "\n" + "bar\r 10%|\r"  # every byte, the bar's redraws as they come
     mirror.flush_partial()
     assert run.log_path.read_bytes().endswith(b"\r 10%|\r 20%|\n")
+
+
+def test_the_log_view_keeps_a_line_without_an_end_bounded(tmp_path: Path) -> None:
+    """The Training screen's log tail (`LogTail`) over 16 MiB with no line end, appended 128 KiB at
+    a time as a job prints it: the open line stays within the bound; a bar redrawn with \\r shows its
+    last redraw when its line ends."""
+    log = tmp_path / "stdout.log"
+    log.write_bytes(b"")
+    tail = LogTail(log)
+    piece = ("#\b" * 64 * 1024).encode()
+    for _ in range(128):
+        with log.open("ab") as fh:
+            fh.write(piece)
+        assert tail.poll() == []
+        assert len(tail._reader.partial) <= OPEN_LINE_LIMIT
+    with log.open("ab") as fh:
+        fh.write(b"\nnext\n" + b"".join(b"\r %3d%%|" % (i % 100) for i in range(20_000)))
+    assert [len(line) for line in tail.poll()] == [OPEN_LINE_LIMIT, 4]
+    assert len(tail._reader.partial) <= OPEN_LINE_LIMIT
+    with log.open("ab") as fh:
+        fh.write(b"\n")
+    assert tail.poll() == [f" {19_999 % 100:3d}%|"]
