@@ -8,10 +8,14 @@ import json
 import tracemalloc
 from pathlib import Path
 
+import pytest
+
+from gaudi_tui.core.jobs.kinds.command_follow import OutputFollower
 from gaudi_tui.core.jobs.monitor import OPEN_LINE_LIMIT, LogTail
 from gaudi_tui.core.jobs.readers import OutputMetrics
 from gaudi_tui.core.jobs.readers.lines import LIMIT, Lines
 from gaudi_tui.core.jobs.runfolder import RunFolder
+from gaudi_tui.core.jobs.spec import from_mapping
 from gaudi_tui.core.jobs.targets.ray.mirror import LogMirror
 from gaudi_tui.core.jobs.targets.ray.record import ClusterRecord
 from gaudi_tui.core.jobs.worker.logstream import METRIC_PREFIX
@@ -108,3 +112,20 @@ def test_the_log_view_keeps_a_line_without_an_end_bounded(tmp_path: Path) -> Non
     with log.open("ab") as fh:
         fh.write(b"\n")
     assert tail.poll() == [f" {19_999 % 100:3d}%|"]
+
+
+def test_the_follower_says_once_in_the_supervisor_log_what_it_cut(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = RunFolder(tmp_path)
+    log = tmp_path / "stdout.log"
+    log.write_text("x" * (3 * LIMIT) + '\n{"step": 2, "loss": 0.25}\n' + "y" * (2 * LIMIT))
+    follower = OutputFollower(run, from_mapping({"kind": "command", "command": ["true"]}), log, offset=0)
+    while follower.poll():
+        pass
+    follower.close(stopped=False)
+    said = capsys.readouterr().err.splitlines()
+    assert len(said) == 2 and all("past 64 KiB without a line end" in s for s in said), said
+    assert said[0].endswith(f"(it begins {'x' * 80!r}); the rest of it is not read for metrics")
+    logged = [json.loads(x) for x in run.metrics_path.read_text().splitlines()]
+    assert [(e["event"], e["step"]) for e in logged] == [("begin", 0), ("log", 2), ("end", 2)]
