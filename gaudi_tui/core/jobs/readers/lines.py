@@ -40,20 +40,30 @@ class Lines:
         """Characters of the open line cut so far."""
 
     def feed(self, text: str) -> list[str]:
-        """The lines `text` completes (without their ends); the rest stays open."""
-        return [line for line, _ in self.pieces(text)]
+        """A reader's: the lines `text` completes (without their ends); the rest stays open."""
+        parts = self._end.split(text)  # the new text only
+        tail = parts.pop()
+        if parts:
+            self._hold(parts[0], [])
+            parts[0] = self.take()
+            if max(map(len, parts)) > self.limit:  # rare: cut, and say so
+                for i, part in enumerate(parts[1:], start=1):
+                    self._hold(part, [])
+                    parts[i] = self.take()
+        self._hold(tail, [])
+        return parts
 
     def pieces(self, text: str) -> list[tuple[str, bool]]:
-        """In order: (a complete line without its end, True), or with `passes`, (text of the open
-        line passed on as it is, False)."""
+        """A mirror's (`passes`), in order: (a complete line without its end, True), or (text of
+        the open line passed on as it is, False). A complete line is given whole, however long."""
+        parts = self._end.split(text)  # the new text only
+        tail = parts.pop()
         out: list[tuple[str, bool]] = []
-        start = 0
-        for match in self._end.finditer(text):
-            self._hold(text[start : match.start()], out)
-            out.append((self.take(), True))
-            start = match.end()
-        tail = text[start:]
-        redrawn = tail.rfind("\r", 0, len(tail) - 1) if self.passes else -1
+        if parts:
+            self._hold(parts[0], out)
+            parts[0] = self.take()
+            out += [(line, True) for line in parts]
+        redrawn = tail.rfind("\r", 0, len(tail) - 1)
         if redrawn >= 0:  # a bar's redraws: on now, up to the last \r
             out.append((self.take() + tail[: redrawn + 1], False))
             tail = tail[redrawn + 1 :]
