@@ -1,10 +1,11 @@
 """Output with no line end (a binary dump, a progress bar drawn with backspaces or redrawn with \\r)
-leaves the readers, the Ray mirror and the log view with bounded state: the open line never grows past
+leaves the readers, the Ray and Slurm mirrors and the log view with bounded state: the open line never grows past
 `lines.LIMIT`, memory stays flat over 64 MiB of it, and what follows it is still read."""
 
 from __future__ import annotations
 
 import json
+import threading
 import tracemalloc
 from pathlib import Path
 
@@ -16,9 +17,15 @@ from gaudi_tui.core.jobs.readers import OutputMetrics
 from gaudi_tui.core.jobs.readers.lines import LIMIT, Lines
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import from_mapping
+from gaudi_tui.core.jobs.status import JobStatus
+from gaudi_tui.core.jobs.targets import Attempt
 from gaudi_tui.core.jobs.targets.ray.mirror import LogMirror
 from gaudi_tui.core.jobs.targets.ray.record import ClusterRecord
-from gaudi_tui.core.jobs.worker.logstream import METRIC_PREFIX
+from gaudi_tui.core.jobs.targets.slurm import supervise
+from gaudi_tui.core.jobs.targets.slurm.record import SlurmRecord
+from gaudi_tui.core.jobs.targets.slurm.supervise import Follow
+from gaudi_tui.core.jobs.worker.logstream import METRIC_PREFIX, RANK_PREFIX
+from gaudi_tui.core.slurm.cli import Slurm
 
 DATA = Path(__file__).parent / "data"
 CHUNK = "#\b" * 32 * 1024
@@ -129,3 +136,29 @@ def test_the_follower_says_once_in_the_supervisor_log_what_it_cut(
     assert said[0].endswith(f"(it begins {'x' * 80!r}); the rest of it is not read for metrics")
     logged = [json.loads(x) for x in run.metrics_path.read_text().splitlines()]
     assert [(e["event"], e["step"]) for e in logged] == [("begin", 0), ("log", 2), ("end", 2)]
+
+
+def test_the_slurm_mirror_copies_in_chunks_and_stays_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Slurm supervisor's copy of Slurm's output file (`Follow.tail`): 6 MiB with no line end,
+    then a rank line and a bar's redraws, copied in 1 MiB chunks with the open line bounded."""
+    run = RunFolder(tmp_path)
+    record = SlurmRecord(attempt=1, job_name="j", script="", job_id=7)
+    attempt = Attempt(run, from_mapping({}), None, False, threading.Event(), lambda **_: None, JobStatus)
+    follow = Follow(attempt, record, Slurm())
+    out = record.output(run)
+    assert out is not None
+    out.parent.mkdir()
+    out.write_bytes(CHUNK.encode() * 96)
+    monkeypatch.setattr(supervise, "TAIL_CHUNKS", 2)
+    assert follow.tail() and follow.consumed == 2 * supervise.READ_CHUNK  # a bounded copy a poll
+    assert follow.lines.open_len <= LIMIT
+    while follow.tail():
+        assert follow.lines.open_len <= LIMIT
+    with out.open("ab") as fh:
+        rank = json.dumps({"rank": 0, "node": "n1"})
+        fh.write(f"\n{RANK_PREFIX}{rank}\nbar\r 10%|\r 20%|".encode())
+    follow.flush()
+    assert follow.record.ranks == {"0": {"rank": 0, "node": "n1"}}
+    assert run.log_path.read_bytes() == CHUNK.encode() * 96 + b"\nbar\r 10%|\r 20%|\n"

@@ -79,8 +79,7 @@ class Follow:
                         break
                     got = True
                     self.consumed += len(data)
-                    text = self.decoder.decode(data)
-                    lines.deliver(self.lines.pieces(text), self._write, lambda t: self.log(t, prefix=False))
+                    self._copy(self.decoder.decode(data))
         except OSError:
             pass
         return got
@@ -88,8 +87,13 @@ class Follow:
     def flush(self) -> None:
         while self.tail():
             pass
-        rest = self.lines.feed(self.decoder.decode(b"", final=True))
-        self._write([*rest, *([last] if (last := self.lines.take()) else [])])
+        self._copy(self.decoder.decode(b"", final=True))
+        if rest := self.lines.take():
+            self._write([rest])
+
+    def _copy(self, text: str) -> None:
+        """Complete lines to `_write`; a bar's redraws and a line past the limit as they are."""
+        lines.deliver(self.lines.pieces(text), self._write, lambda t: self.log(t, prefix=False))
 
     def _write(self, lines: list[str]) -> None:
         plain = []
