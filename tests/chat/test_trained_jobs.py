@@ -125,3 +125,32 @@ def test_a_command_job_answers_from_the_final_model_it_saved(tmp_path: Path) -> 
     found = trained.resolve(run.id)
     assert (found.base_ref, found.run_id, found.checkpoint) == (str(project / "out"), run.id, None)
     assert found.provenance().summary().endswith("final model (fine-tuned weights)")
+
+
+def test_a_command_job_is_compared_with_the_model_its_command_started_from(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    shutil.copytree(demo.model_dir(), project / "base-model")  # the user's own model, not the demo's
+    step = project / "out" / "checkpoint-5"
+    shutil.copytree(demo.model_dir(), step)
+    (step / "trainer_state.json").write_text("{}")
+    (step / COMPLETE_MARKER).write_text("")
+
+    def job(command: list[str]) -> runfolder.RunFolder:
+        values = {
+            "kind": "command",
+            "command": command,
+            "workdir": str(project),
+            "output_dir": str(project / "out"),
+        }
+        run = runfolder.create(from_mapping(values), "cpu")
+        run.write_status(JobStatus(state="succeeded"))
+        return run
+
+    run = job(["train.py", "--model_name_or_path", "base-model", "--output_dir", "out"])
+    tuned, base = trained.resolve_pair(run.id, "base")
+    assert tuned.base_ref == str(step) and base.base_ref == str(project / "base-model")
+    bare = job(["train.py"])
+    assert trained.resolve(bare.id).checkpoint == "checkpoint-5"
+    with pytest.raises(ChatError) as caught:
+        trained.resolve_pair(bare.id, "base")
+    assert caught.value.kind == "no_base" and "give the second model by name" in caught.value.message

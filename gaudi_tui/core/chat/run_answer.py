@@ -140,3 +140,22 @@ def _spec(run: Any) -> Any:
         return run.spec()
     except (SpecError, OSError):
         return None
+
+
+MODEL_FLAGS = ("--model_name_or_path", "--model-name-or-path")
+"""How Transformers' example scripts (and most scripts after them) are told the model to start from."""
+
+
+def command_base(spec: Any) -> str | None:
+    """The model a command job started from, as its command names it (a relative folder is the
+    command's, from its working folder); None when it names none."""
+    words = list(spec.command)
+    for i, word in enumerate(words):
+        for flag in MODEL_FLAGS:
+            value = words[i + 1] if word == flag and i + 1 < len(words) else None
+            if word.startswith(flag + "="):
+                value = word.split("=", 1)[1]
+            if value:
+                local = Path(spec.workdir or ".") / value
+                return str(local) if value.startswith(".") or local.is_dir() else value
+    return None

@@ -233,13 +233,22 @@ def _run_label(run: Any, checkpoint: str | None) -> str:
 
 
 def _run_base(trained: Resolved) -> Resolved:
-    """The model a full fine-tune started from (its spec's `model`)."""
+    """The model a full fine-tune started from (its spec's `model`; a command's `--model_name_or_path`)."""
     from gaudi_tui.core.jobs import runfolder
 
     spec = _run_spec(runfolder.find(trained.run_id or ""))
     if spec is None:
         raise ChatError("no_base", f"Job {trained.run_id} has no readable spec.toml naming its base model.")
-    return resolve(spec.model)
+    if spec.kind != "command":
+        return resolve(spec.model)
+    named = run_answer.command_base(spec)
+    if named is None:
+        raise ChatError(
+            "no_base",
+            f"Job {trained.run_id} ran your own command, and its command names no --model_name_or_path, so "
+            "the model it started from is not known: give the second model by name.",
+        )
+    return resolve(named)
 
 
 def _adapter(path: Path) -> Resolved:
