@@ -47,6 +47,10 @@ def _is_model(folder: Path) -> bool:
     return folder.is_dir() and has_config and weights_whole(folder)
 
 
+_ENDED = ("succeeded", "failed", "cancelled")
+"""States in which nothing writes the job's folders any more (`lost` is not known to be one)."""
+
+
 def answer_folder(run: Any) -> Path:
     """The folder job `run` answers from now; a ChatError saying why there is none."""
     status = run.status()
@@ -76,10 +80,6 @@ def answer_folder(run: Any) -> Path:
         f"Job {run.id} ({state}) has no final model yet and no complete checkpoint to answer from{where}. "
         "Wait for it to finish, or give it save_steps so it saves checkpoints as it goes.",
     )
-
-
-_ENDED = ("succeeded", "failed", "cancelled")
-"""States in which nothing writes the job's folders any more (`lost` is not known to be one)."""
 
 
 def newest_checkpoint(run: Any, spec: Any) -> Path | None:
