@@ -60,6 +60,8 @@ def test_a_running_job_answers_from_its_newest_complete_checkpoint_then_its_mode
     assert found.base_ref == str(demo.model_dir()) and found.base_label == demo.DEMO_LABEL
     assert found.quantized_base == "nf4"
     adapter(run.model_dir, str(demo.model_dir()))
+    assert trained.resolve(run.id).checkpoint == "checkpoint-10"  # model/ of a running job is being written
+    run.write_status(JobStatus(state="succeeded"))
     final = trained.resolve(run.id)
     assert final.adapter == run.model_dir and final.checkpoint is None
     assert trained.resolve(str(run.path)).adapter == run.model_dir  # the run folder itself works too
@@ -102,6 +104,7 @@ def test_a_full_fine_tune_is_compared_with_the_model_it_started_from(run: runfol
     run.model_dir.mkdir()
     (run.model_dir / "config.json").write_text("{}")
     (run.model_dir / "model.safetensors").write_bytes(b"weights")
+    run.write_status(JobStatus(state="succeeded"))  # its final model is whole
     found = trained.resolve(run.id)
     assert found.adapter is None and found.base_ref == str(run.model_dir) and found.run_id == run.id
     planned = compare.plan(LoadOptions(run.id), "base")  # its spec's model: the demo model, another engine

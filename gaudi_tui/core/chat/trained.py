@@ -1,5 +1,6 @@
 """What a model name stands for, including what training produces: a PEFT adapter folder, a Trainer
-`checkpoint-N` folder, or a run given by its id (its `model/`, else its newest complete checkpoint).
+`checkpoint-N` folder, or a run given by its id (its final model, else its newest complete checkpoint:
+`run_answer.py`).
 
 Torch-free: the panel, `gaudi-tui chat` and the engine (before it imports torch) resolve a name the
 same way. Every refusal is a `ChatError` whose message says what was looked for, where, and what to do.
@@ -11,11 +12,12 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from gaudi_tui.core import demo
+from gaudi_tui.core.chat import run_answer
 from gaudi_tui.core.chat.errors import ChatError
 from gaudi_tui.core.chat.protocol import known_fields
 
@@ -138,7 +140,7 @@ def run_model(run_id: str) -> str:
     run = _find_run(run_id)
     if run is None:
         raise ChatError("not_found", f"no job {run_id!r}: `gaudi-tui jobs` lists them")
-    return str(_run_answer_folder(run))
+    return str(run_answer.answer_folder(run))
 
 
 def _looks_like_path(text: str) -> bool:
@@ -186,24 +188,14 @@ def _find_run(run_id: str) -> Any:
 
 
 def _from_run(run: Any) -> Resolved:
-    return _local(_run_answer_folder(run))
-
-
-def _run_answer_folder(run: Any) -> Path:
-    from gaudi_tui.core.jobs.runfolder import WEIGHT_FILES
-
-    if any((run.model_dir / name).is_file() for name in WEIGHT_FILES):
-        return Path(run.model_dir)
-    checkpoint = run.newest_complete_checkpoint()
-    if checkpoint is not None:
-        return Path(checkpoint)
-    status = run.status()
-    state = status.state if status is not None else "unknown"
-    raise ChatError(
-        "not_trained",
-        f"Job {run.id} ({state}) has no model/ yet and no complete checkpoint to answer from. Wait for "
-        "it to finish, or give it save_steps so it saves checkpoints as it goes.",
-    )
+    folder = run_answer.answer_folder(run)
+    found = _local(folder)
+    if found.run_id is None:  # a command's own output folder: named after the job that wrote it
+        checkpoint = folder.name if re.fullmatch(r"checkpoint-\d+", folder.name) else None
+        label = _run_label(run, checkpoint)
+        base_label = label if found.adapter is None else found.base_label  # a full model is its own base
+        found = replace(found, label=label, base_label=base_label, run_id=str(run.id), checkpoint=checkpoint)
+    return found
 
 
 def _run_of(path: Path) -> tuple[Any, str | None]:
@@ -241,13 +233,22 @@ def _run_label(run: Any, checkpoint: str | None) -> str:
 
 
 def _run_base(trained: Resolved) -> Resolved:
-    """The model a full fine-tune started from (its spec's `model`)."""
+    """The model a full fine-tune started from (its spec's `model`; a command's `--model_name_or_path`)."""
     from gaudi_tui.core.jobs import runfolder
 
     spec = _run_spec(runfolder.find(trained.run_id or ""))
     if spec is None:
         raise ChatError("no_base", f"Job {trained.run_id} has no readable spec.toml naming its base model.")
-    return resolve(spec.model)
+    if spec.kind != "command":
+        return resolve(spec.model)
+    named = run_answer.command_base(spec)
+    if named is None:
+        raise ChatError(
+            "no_base",
+            f"Job {trained.run_id} ran your own command, and its command names no --model_name_or_path, so "
+            "the model it started from is not known: give the second model by name.",
+        )
+    return resolve(named)
 
 
 def _adapter(path: Path) -> Resolved:

@@ -47,8 +47,13 @@ def _num(value: object) -> float | None:
     return None
 
 
+OPEN_LINE_LIMIT = 64 * 1024
+"""The most of a line without its end kept between reads (a binary dump, a bar drawn with \\b)."""
+
+
 class AppendReader:
-    """Complete new lines of a file that only grows (restarts from 0 if it shrinks)."""
+    """Complete new lines of a file that only grows (restarts from 0 if it shrinks). A line longer
+    than `OPEN_LINE_LIMIT` before its end comes is kept to that (`_bounded`)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -76,14 +81,29 @@ class AppendReader:
         except OSError:
             return [], 0
         self.offset += len(chunk)
-        data = self.partial + chunk
         if skipped:
-            data = data.split(b"\n", 1)[1] if b"\n" in data else b""  # drop the cut first line
-        *complete, self.partial = data.split(b"\n")
+            chunk = chunk.split(b"\n", 1)[1] if b"\n" in chunk else b""  # drop the cut first line
+        *complete, rest = chunk.split(b"\n")  # only the new bytes are searched
+        if complete:
+            complete[0], self.partial = self.partial + complete[0], rest
+        else:
+            self.partial += rest
+        self.partial = _bounded(self.partial)
         # A progress bar redraws itself with \r: keep what a terminal would show, the last redraw.
         return [
             line.decode("utf-8", "replace").rstrip("\r").rsplit("\r", 1)[-1] for line in complete
         ], skipped
+
+
+def _bounded(partial: bytes) -> bytes:
+    """A line without its end yet, kept to `OPEN_LINE_LIMIT`: what follows its last \\r (the bar a
+    terminal shows now), else its beginning."""
+    if len(partial) <= OPEN_LINE_LIMIT:
+        return partial
+    redrawn = partial.rfind(b"\r")
+    if redrawn >= 0 and len(partial) - redrawn - 1 <= OPEN_LINE_LIMIT:
+        return partial[redrawn + 1 :]
+    return partial[:OPEN_LINE_LIMIT]
 
 
 class MetricsReader:

@@ -49,6 +49,11 @@ class ClusterEntry:
 class OutputWatch(Protocol):
     def start(self) -> None: ...
 
+    def skip_recorded(self, metrics_base: int) -> None:
+        """A re-attach reads the attempt's output again from its start: the events written after
+        `metrics_base` by the followers before are not written again."""
+        ...
+
     def close(self, stopped: bool) -> None:
         """Read the rest and end the attempt's metrics."""
         ...

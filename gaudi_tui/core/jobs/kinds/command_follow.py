@@ -3,18 +3,27 @@
 It runs in the supervisor (a thread) for commands, and for runs started by hand (`log_file`). Once
 the panel's Trainer callback runs in this attempt (`wrapper.json`), the callback writes the metrics
 with Trainer's own step and the follower writes nothing more. Reads are bounded (`MAX_READ` per
-poll); bytes are decoded incrementally, so a character split between two reads stays whole.
+poll); bytes are decoded incrementally, so a character split between two reads stays whole. A line
+longer than `readers.lines.LIMIT` is read for metrics up to there; the supervisor's log
+(supervisor.log in the run folder) says so, once per line.
+
+A supervisor that re-attaches to a job whose ranks ran on (Slurm) reads the attempt's output again
+from its start (`skip_recorded`): the events an earlier follower of the attempt wrote are counted
+in metrics.jsonl and not written again, so every metric printed while no supervisor ran is recorded
+once, with the step the whole output gives it.
 """
 
 from __future__ import annotations
 
 import codecs
 import json
+import sys
 import threading
 from pathlib import Path
 
 from gaudi_tui.core.jobs.kinds.command import wrapper_active
 from gaudi_tui.core.jobs.readers import Event, OutputMetrics
+from gaudi_tui.core.jobs.readers.lines import LIMIT
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec
 
@@ -44,6 +53,7 @@ class OutputFollower:
             device=spec.device,
             resumed_from=resumed_from,
             begin_step=begin_step,
+            on_cut=self._say_cut,
         )
         self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
         try:
@@ -51,9 +61,26 @@ class OutputFollower:
         except OSError:
             self.offset = 0
         self.muted = False
+        self.skip = 0
+        """Events of this attempt already in metrics.jsonl: read again, not written again."""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._quiet = 0.0
+
+    def skip_recorded(self, metrics_base: int) -> None:
+        """The output is read again from the attempt's start: the events written after
+        `metrics_base` (by the followers before this one) are not written again. A line cut by a
+        follower that died while writing it is dropped (it is written whole again)."""
+        trim = not wrapper_active(self.run)  # else rank 0's callback writes there too
+        self.skip = _complete_lines_after(self.run.metrics_path, metrics_base, trim)
+
+    def _say_cut(self, head: str) -> None:
+        print(
+            f"[gaudi-tui] {self.log}: a line went past {LIMIT // 1024} KiB without a line end "
+            f"(it begins {head!r}); the rest of it is not read for metrics",
+            file=sys.stderr,
+            flush=True,
+        )
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="command-output", daemon=True)
@@ -83,6 +110,9 @@ class OutputFollower:
         return True
 
     def _write(self, events: list[Event]) -> None:
+        if self.skip and events:
+            dropped = min(self.skip, len(events))
+            events, self.skip = events[dropped:], self.skip - dropped
         if not events:
             return
         if not self.muted and wrapper_active(self.run):
@@ -109,3 +139,22 @@ class OutputFollower:
     @property
     def found(self) -> int:
         return self.metrics.found
+
+
+def _complete_lines_after(path: Path, base: int, trim: bool) -> int:
+    """Complete lines of `path` after byte `base` (read in bounded chunks); with `trim`, a last line
+    without its end is cut off the file."""
+    count, end = 0, base
+    try:
+        with path.open("rb") as fh:
+            fh.seek(base)
+            while chunk := fh.read(MAX_READ):
+                count += chunk.count(b"\n")
+                if (at := chunk.rfind(b"\n")) >= 0:
+                    end = fh.tell() - len(chunk) + at + 1
+        if trim and path.stat().st_size > end:
+            with path.open("r+b") as fh:
+                fh.truncate(end)
+    except OSError:
+        pass
+    return count

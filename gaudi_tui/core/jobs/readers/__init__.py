@@ -3,7 +3,8 @@
 A command that runs without the panel's Trainer callback (or a run started by hand) prints its
 metrics. `OutputMetrics` takes that output as it arrives, in chunks of any size, splits it into
 terminal segments (a progress bar redraws itself with `\\r`, a log line ends with `\\n`) and hands
-each segment to the readers of the chosen source:
+each segment to the readers of the chosen source. A segment is kept up to `lines.LIMIT` while its
+end has not come; the rest of a longer one is not read (`on_cut` says so, once per segment):
 
 - `trainer`: Trainer's printed log dicts (`trainer.py`), with the step from its progress bar;
 - `json`: one JSON object per line (`jsonl.py`);
@@ -22,6 +23,7 @@ from collections.abc import Callable
 from typing import Literal, Protocol
 
 from gaudi_tui.core.jobs.readers import jsonl, pattern, trainer
+from gaudi_tui.core.jobs.readers.lines import Lines
 
 Source = Literal["auto", "trainer", "json", "pattern"]
 SOURCES: tuple[Source, ...] = ("auto", "trainer", "json", "pattern")
@@ -65,9 +67,6 @@ def check_pattern(user_pattern: str) -> str | None:
     return None
 
 
-_SPLIT = re.compile(r"[\r\n]")
-
-
 class OutputMetrics:
     """Output in, events out. `begin_step` is where this attempt starts (its checkpoint's step)."""
 
@@ -81,10 +80,11 @@ class OutputMetrics:
         resumed_from: str | None = None,
         begin_step: int = 0,
         clock: Callable[[], float] = time.time,
+        on_cut: Callable[[str], None] | None = None,
     ) -> None:
         self.readers = readers_for(source, user_pattern)
         self.clock = clock
-        self.partial = ""
+        self.lines = Lines("\r\n", on_cut=on_cut)
         self.step = begin_step
         self.begin_step = begin_step
         self.max_steps: int | None = None
@@ -96,11 +96,8 @@ class OutputMetrics:
 
     def feed(self, text: str) -> list[Event]:
         """Events for the complete segments of `text` (a trailing half-line waits for more)."""
-        data = self.partial + text
-        parts = _SPLIT.split(data)
-        self.partial = parts.pop()
         out: list[Event] = []
-        for part in parts:
+        for part in self.lines.feed(text):
             if part:
                 for reader in self.readers:
                     for event in reader.segment(part):
@@ -110,8 +107,7 @@ class OutputMetrics:
     def flush(self) -> list[Event]:
         """Everything still held: the half-line and metrics waiting for their step."""
         out: list[Event] = []
-        if self.partial:
-            text, self.partial = self.partial, ""
+        if text := self.lines.take():
             for reader in self.readers:
                 for event in reader.segment(text):
                     self._place(event, out)
@@ -124,11 +120,12 @@ class OutputMetrics:
         """When the output has gone quiet: read the progress bar being drawn now (it ends with the
         next redraw, which may be far off) so metrics held for their step come out. Only a bar is
         read here, and reading it twice changes nothing."""
-        if "|" not in self.partial:
+        drawn = self.lines.peek()
+        if "|" not in drawn:
             return []
         out: list[Event] = []
         for reader in self.readers:
-            for event in reader.segment(self.partial):
+            for event in reader.segment(drawn):
                 if event.get("event") == "progress" or "step" in event:
                     self._place(event, out)
         return out

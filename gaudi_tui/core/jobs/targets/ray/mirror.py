@@ -8,6 +8,7 @@ import re
 import threading
 from collections import deque
 
+from gaudi_tui.core.jobs.readers import lines
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.status import write_atomic
 from gaudi_tui.core.jobs.targets.ray.record import ClusterRecord
@@ -31,13 +32,15 @@ class LogMirror:
     (`feed_at`), so a stream restarted after a blip, or the whole log fetched again, adds exactly
     what is new. The supervisor's own lines go through `note`, straight into stdout.log, never
     into the offset nor onto a half-read line. Exact repeats of a metrics line are dropped (Ray
-    can forward a line twice when nodes share a host's log folder)."""
+    can forward a line twice when nodes share a host's log folder). The half-read line is bounded
+    (`readers.lines`): a progress bar's redraws and a line too long to parse go through to
+    stdout.log as they come."""
 
     def __init__(self, run: RunFolder, record: ClusterRecord) -> None:
         self.run = run
         self.record = record
         self.consumed = 0
-        self.partial = ""
+        self.lines = lines.Lines("\n", passes=True)
         self.lock = threading.Lock()
         self.seen: deque[str] = deque(maxlen=4096)
         self.seen_set: set[str] = set()
@@ -52,8 +55,7 @@ class LogMirror:
             if offset > self.consumed or not new:
                 return  # a gap cannot happen (every delivery starts at 0); nothing new
             self.consumed += len(new)
-            *lines, self.partial = (self.partial + new).split("\n")
-            self._write(lines)
+            lines.deliver(self.lines.pieces(new), self._write, self._through)
 
     def feed_from(self, full: str) -> None:
         """The whole log (`get_job_logs`): whatever the stream has not delivered yet."""
@@ -66,9 +68,13 @@ class LogMirror:
 
     def flush_partial(self) -> None:
         with self.lock:
-            if self.partial:
-                self._write([self.partial])
-                self.partial = ""
+            if rest := self.lines.take():
+                self._write([rest])
+
+    def _through(self, text: str) -> None:
+        """Part of a line that is not parsed (a bar's redraws, or past the limit), as it is."""
+        with self.run.log_path.open("a", encoding="utf-8") as fh:
+            fh.write(_ANSI.sub("", text))
 
     def _write(self, lines: list[str]) -> None:
         plain: list[str] = []

@@ -3,7 +3,8 @@
 - `checks.py`: before anything is queued, the spec against sinfo and the partitions (no
   controller, an unknown partition or GRES, a request that can never fit, Intel's card sets);
 - `script.py`: the batch script (kept as `slurm/attempt-N.sbatch` in the run folder);
-- `supervise.py`: in the supervisor, submit and follow the job through the shared queue poll, tail
+- `submitting.py`: in the supervisor, sbatch, and the look by name when it gave no definite answer;
+- `supervise.py`: in the supervisor, follow the job through the shared queue poll, tail
   its output file into stdout.log, stop and kill as 22.05's signals allow;
 - `record.py`: `slurm.json`, the job id a new supervisor re-attaches by;
 - `worker/slurm_rank.py` (on the nodes): each rank's environment and cards.

@@ -26,8 +26,10 @@ class SlurmRecord:
     """SLURM_CONF of the submitting environment ('' = the system's)."""
     log_base: int = 0
     """Size of stdout.log before this attempt: a re-attach cuts back to it and tails afresh."""
-    metrics_base: int = 0
-    """Size of metrics.jsonl before this attempt: its outcome is read from its own events only."""
+    metrics_base: int | None = None
+    """Size of metrics.jsonl before this attempt: its outcome is read from its own events only, and
+    what a re-attached output follower finds after it, it wrote already (None: a record from before
+    this was kept)."""
     state: str = ""
     words: str = ""
     nodes: list[str] = field(default_factory=list)

@@ -17,28 +17,29 @@ cancels the job (`scancel`: TERM to all, KILL after the cluster's KillWait).
 
 from __future__ import annotations
 
+import codecs
 import json
-import os
 import time
 from dataclasses import replace
 
 import gaudi_tui.core.jobs.targets.slurm.record as record_mod
-import gaudi_tui.core.jobs.targets.slurm.script as script
 import gaudi_tui.core.jobs.targets.slurm.states as states
+import gaudi_tui.core.jobs.targets.slurm.submitting as submitting
 from gaudi_tui.core.jobs import kinds, runfolder
 from gaudi_tui.core.jobs.outcome import error_from_log, last_end_event
+from gaudi_tui.core.jobs.readers import lines
 from gaudi_tui.core.jobs.targets import Attempt
 from gaudi_tui.core.jobs.targets.slurm.record import SlurmRecord
 from gaudi_tui.core.jobs.worker.logstream import RANK_PREFIX
 from gaudi_tui.core.slurm import model, poll, reasons
-from gaudi_tui.core.slurm.cli import Slurm, SlurmError, conf_key
+from gaudi_tui.core.slurm.cli import Slurm, SlurmError
 
 POLL_S = 1.0
-FIND_SUBMITTED_S = 30.0
-"""After an sbatch without a definite answer, how long the controller must answer without listing
-the job's name before the attempt is called failed (time without an answer does not count)."""
 END_WAIT_S = 120.0
 """After scancel, how long to wait for Slurm to report the job ended (KillWait is usually 30 s)."""
+READ_CHUNK = 1024 * 1024
+TAIL_CHUNKS = 64
+"""The job's output is copied in chunks, at most this many a poll (the state is looked at between)."""
 
 
 class Follow:
@@ -51,7 +52,8 @@ class Follow:
         self.slurm = slurm
         self.poll = poll.shared(slurm)
         self.consumed = 0
-        self.partial = b""
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self.lines = lines.Lines("\n", passes=True)
         self.outage_since: float | None = None
         self.kill_deadline: float | None = None
         self.cancelled = False
@@ -61,27 +63,36 @@ class Follow:
         self.stale_since: float | None = None
 
     # --- the output file -----------------------------------------------------------------------
-    def tail(self) -> None:
+    def tail(self) -> bool:
+        """Copy what the job's output file gained (bounded chunks); True when there was something."""
         out = self.record.output(self.run)
         if out is None:
-            return
+            return False
+        got = False
         try:
             with out.open("rb") as fh:
                 fh.seek(self.consumed)
-                data = fh.read()
+                for _ in range(TAIL_CHUNKS):
+                    data = fh.read(READ_CHUNK)
+                    if not data:
+                        break
+                    got = True
+                    self.consumed += len(data)
+                    self._copy(self.decoder.decode(data))
         except OSError:
-            return
-        if not data:
-            return
-        self.consumed += len(data)
-        *lines, self.partial = (self.partial + data).split(b"\n")
-        self._write([line.decode("utf-8", "replace") for line in lines])
+            pass
+        return got
 
     def flush(self) -> None:
-        self.tail()
-        if self.partial:
-            self._write([self.partial.decode("utf-8", "replace")])
-            self.partial = b""
+        while self.tail():
+            pass
+        self._copy(self.decoder.decode(b"", final=True))
+        if rest := self.lines.take():
+            self._write([rest])
+
+    def _copy(self, text: str) -> None:
+        """Complete lines to `_write`; a bar's redraws and a line past the limit as they are."""
+        lines.deliver(self.lines.pieces(text), self._write, lambda t: self.log(t, prefix=False))
 
     def _write(self, lines: list[str]) -> None:
         plain = []
@@ -249,7 +260,9 @@ def supervise(attempt: Attempt) -> int:
     slurm = Slurm()
     record = record_mod.read(run) if attempt.attach else None
     if record is not None and record.attempt == number and record.job_id is None:
-        found = look_by_name(attempt, slurm, record.job_name)  # the old supervisor died during sbatch
+        found = submitting.look_by_name(
+            attempt, slurm, record.job_name
+        )  # the old supervisor died during sbatch
         if found is None:
             attempt.save(
                 state="failed", ended=time.time(), error=f"no Slurm job {record.job_name} was queued"
@@ -260,15 +273,18 @@ def supervise(attempt: Attempt) -> int:
     if record is not None and record.attempt == number:
         runfolder.truncate(run.log_path, record.log_base)
     else:
-        record = submit(attempt, slurm, number)
+        record = submitting.submit(attempt, slurm, number)
         if record is None:
             return 1
     follow = Follow(attempt, record, slurm)
     if attempt.attach:
         follow.log(f"supervisor re-attached to Slurm job {record.job_id}")
-        follow.tail()  # the output so far, read by the last supervisor: its metrics are recorded
+        while record.metrics_base is None and follow.tail():
+            pass  # a record of an older panel: the output so far is taken as read
     reader = kinds.for_spec(attempt.spec).output_follower(run, attempt.spec, attempt.resume, attempt.attach)
     if reader is not None:
+        if attempt.attach and record.metrics_base is not None:
+            reader.skip_recorded(record.metrics_base)  # it reads the output tailed afresh from here
         reader.start()
     state = watch(follow)
     follow.flush()
@@ -278,78 +294,6 @@ def supervise(attempt: Attempt) -> int:
         return 1
     finish(follow, state)
     return 0
-
-
-def submit(attempt: Attempt, slurm: Slurm, number: int) -> SlurmRecord | None:
-    run, spec = attempt.run, attempt.spec
-    path = script.script_path(run, number)
-    path.parent.mkdir(mode=0o700, exist_ok=True)
-    kind = kinds.for_spec(spec)
-    argv = kind.rank_argv(run, spec, attempt.resume)
-    if (problem := script.path_problem(run)) is not None:
-        attempt.save(state="failed", ended=time.time(), error=problem)
-        return None
-    path.write_text(script.render(spec, run, number, argv, cwd=kind.rank_cwd(run, spec)), encoding="utf-8")
-    env = kind.rank_env(run, spec, os.environ)
-    name = script.job_name(run, number)
-    options = script.options(spec, run, number)
-    record = SlurmRecord(
-        attempt=number,
-        job_name=name,
-        script=str(path),
-        conf=conf_key(env),
-        log_base=runfolder.file_size(run.log_path),
-        metrics_base=runfolder.file_size(run.metrics_path),
-    )
-    record_mod.write(run, record)
-    with run.log_path.open("a", encoding="utf-8") as fh:
-        fh.write(f"[gaudi-tui] attempt {number}: sbatch {path}\n")
-    attempt.save(state="queued", command=("sbatch", "--parsable", *options, str(path)))
-    if attempt.kill_requested.is_set():
-        attempt.save(state="cancelled", ended=time.time(), error="killed before it was submitted")
-        return None
-    try:
-        job_id = Slurm(env=env, timeout=slurm.timeout).sbatch(path, run.path, options)
-    except SlurmError as exc:
-        if exc.definite:
-            attempt.save(state="failed", ended=time.time(), error=f"Slurm refused the job: {exc}")
-            return None
-        with run.log_path.open("a", encoding="utf-8") as fh:
-            fh.write(f"[gaudi-tui] {exc}: the job may have been queued; looking for {name} in the queue\n")
-        found = look_by_name(attempt, slurm, name)
-        if found is None:
-            attempt.save(state="failed", ended=time.time(), error=f"{exc}; Slurm then listed no job {name}")
-            return None
-        job_id = found
-    with run.log_path.open("a", encoding="utf-8") as fh:
-        fh.write(f"[gaudi-tui] Slurm job {job_id} submitted\n")
-    record = replace(record, job_id=job_id, state="PENDING", log_base=runfolder.file_size(run.log_path))
-    record_mod.write(run, record)
-    return record
-
-
-def look_by_name(attempt: Attempt, slurm: Slurm, name: str) -> int | None:
-    """sbatch failed without a definite answer (a busy controller, its time limit), or the last
-    supervisor died during it: did the controller take the job anyway? Its id when a queue lists
-    the attempt's (unique) name; None only once the controller has answered for FIND_SUBMITTED_S
-    without it. While squeue fails nothing is known, and the look goes on (never a second copy)."""
-    answered: float | None = None
-    silent = False
-    while answered is None or time.monotonic() - answered < FIND_SUBMITTED_S:
-        snap = poll.take(slurm)
-        if snap.error is None:
-            found = [j.job_id for j in snap.jobs if j.name == name]
-            if found:
-                return max(found)
-            answered = answered if answered is not None else time.monotonic()
-        elif not silent:
-            silent = True
-            with attempt.run.log_path.open("a", encoding="utf-8") as fh:
-                fh.write(
-                    f"[gaudi-tui] {snap.error}: whether {name} was queued is unknown until it answers (waiting)\n"
-                )
-        time.sleep(2.0)
-    return None
 
 
 def watch(follow: Follow) -> str:
@@ -381,7 +325,7 @@ def watch(follow: Follow) -> str:
 
 def finish(follow: Follow, state: str) -> None:
     attempt, run, job_id = follow.attempt, follow.run, follow.record.job_id
-    end = last_end_event(run.metrics_path, follow.record.metrics_base)
+    end = last_end_event(run.metrics_path, follow.record.metrics_base or 0)
     stopped = bool(end and end.get("stopped"))
     killed = attempt.kill_requested.is_set() or attempt.status().kill_requested
     if state == "GONE":

@@ -1,7 +1,8 @@
 """gaudi-tui's wrapper for a user's training command, on PYTHONPATH of every process the command
 starts (torchrun, accelerate launch, deepspeed and mpirun ranks included).
 
-It imports nothing but the standard library. It waits for `transformers.trainer` to be imported
+It imports nothing but the standard library. In another Python than the panel's, the folder holding
+gaudi-tui is on `sys.path` only while the callback is imported. It waits for `transformers.trainer` to be imported
 (most scripts never do: they run exactly as without the wrapper) and then appends the panel's
 callback (`gaudi_tui.core.jobs.worker.wrapped.PanelCallback`) to `DEFAULT_CALLBACKS`, the list
 every `Trainer.__init__` copies, so every Trainer the script builds (GaudiTrainer, TRL's trainers
@@ -27,11 +28,28 @@ def _add_callback(module: object) -> None:
         try:
             from gaudi_tui.core.jobs.worker import wrapped
         except ImportError:  # another Python than the panel's: find gaudi-tui where this file is
-            sys.path.append(_PACKAGE_ROOT)
-            from gaudi_tui.core.jobs.worker import wrapped
+            wrapped = _import_from_here()
         wrapped.install(module)
     except Exception as exc:  # noqa: BLE001 - the user's script must run on whatever happens here
         print(f"[gaudi-tui] wrapper not active ({type(exc).__name__}: {exc})", file=sys.stderr, flush=True)
+
+
+def _import_from_here():  # noqa: ANN202 - the module
+    """The callback's module from the folder holding this gaudi-tui, which is on `sys.path` only
+    while it is imported: the user's later imports find what they would without the wrapper (not
+    the panel's site-packages, nor a checkout's tests/). Its own later imports need no path: they
+    are submodules of the package, found through `gaudi_tui.__path__`."""
+    added = _PACKAGE_ROOT not in sys.path
+    if added:
+        sys.path.append(_PACKAGE_ROOT)
+    try:
+        from gaudi_tui.core.jobs.worker import wrapped
+
+        return wrapped
+    finally:
+        if added and _PACKAGE_ROOT in sys.path:
+            sys.path.remove(_PACKAGE_ROOT)
+            sys.path_importer_cache.pop(_PACKAGE_ROOT, None)
 
 
 class _Loader(importlib.abc.Loader):
