@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,8 +25,8 @@ import torch
 import torch.distributed as dist
 from transformers import TrainerCallback
 
+from gaudi_tui.core.jobs.insight.runtime import RuntimeMetrics, compile_figures, file_from_env
 from gaudi_tui.core.jobs.runfolder import COMPLETE_MARKER, RunFolder
-from gaudi_tui.core.jobs.worker import hpu_metrics
 from gaudi_tui.core.jobs.worker.logstream import METRIC_PREFIX
 
 CHECK_EVERY_S = 0.5
@@ -195,6 +196,7 @@ class MetricsCallback(TrainerCallback):
         self.out: Sink | None = None
         self.world = 1
         self._mark = (0.0, 0)  # time and step at the start of the current window
+        self.hpu = RuntimeMetrics(Path(file_from_env(os.environ) or run.hpu_metrics_path))
 
     def _write(self, event: dict[str, object]) -> None:
         if self.out is not None:
@@ -246,7 +248,7 @@ class MetricsCallback(TrainerCallback):
             "memory_mib": memory_mib(self.device),
         }
         if self.device == "hpu":
-            rates["graph_compilations"] = hpu_metrics.graph_compilations(self.run.hpu_metrics_path)
+            rates.update(compile_figures(self.hpu))
         self._restart_window(step)
         return rates
 
