@@ -5,10 +5,11 @@ metrics. `OutputMetrics` takes that output as it arrives, in chunks of any size,
 terminal segments (a progress bar redraws itself with `\\r`, a log line ends with `\\n`) and hands
 each segment to the readers of the chosen source:
 
-- `trainer`: Trainer's printed log dicts (`trainer.py`), with the step from its progress bar;
+- `trainer`: Trainer's printed log dicts (`trainer.py`), with the step from its progress bar, and
+  the metrics block printed at the end (`summary.py`: GaudiTrainer's peak HBM is there);
 - `json`: one JSON object per line (`jsonl.py`);
 - `pattern`: a regular expression with named groups (`pattern.py`);
-- `auto`: the Trainer dicts and JSON lines together.
+- `auto`: the Trainer dicts, the end block and JSON lines together.
 
 Each metric becomes a `log`, `eval` or `summary` event with its step; a `begin` event comes before
 the first one and `end()` gives the closing event. Nothing here imports torch or the UI.
@@ -21,7 +22,7 @@ import time
 from collections.abc import Callable
 from typing import Literal, Protocol
 
-from gaudi_tui.core.jobs.readers import jsonl, pattern, trainer
+from gaudi_tui.core.jobs.readers import jsonl, pattern, summary, trainer
 
 Source = Literal["auto", "trainer", "json", "pattern"]
 SOURCES: tuple[Source, ...] = ("auto", "trainer", "json", "pattern")
@@ -52,8 +53,8 @@ def readers_for(source: Source, user_pattern: str = "") -> list[Reader]:
     if source == "json":
         return [jsonl.JsonReader()]
     if source == "trainer":
-        return [trainer.TrainerLogReader(json_lines=False)]
-    return [trainer.TrainerLogReader(json_lines=True)]
+        return [trainer.TrainerLogReader(json_lines=False), summary.SummaryReader()]
+    return [trainer.TrainerLogReader(json_lines=True), summary.SummaryReader()]
 
 
 def check_pattern(user_pattern: str) -> str | None:

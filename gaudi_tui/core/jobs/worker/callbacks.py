@@ -175,6 +175,18 @@ def memory_mib(device: str) -> float | None:
         return None
 
 
+def hbm_figures(device: str) -> dict[str, object]:
+    """On hpu: this process's peak HBM and the card's total (`memory_stats()["Limit"]`), in MiB."""
+    if device != "hpu":
+        return {}
+    try:
+        hpu = torch.hpu  # type: ignore[attr-defined]
+        stats = hpu.memory_stats()
+        return {"max_memory_mib": stats["MaxInUse"] / 2**20, "total_memory_mib": stats["Limit"] / 2**20}
+    except Exception:  # noqa: BLE001 - a missing figure must never stop training
+        return {}
+
+
 class MetricsCallback(TrainerCallback):
     def __init__(
         self,
@@ -246,6 +258,7 @@ class MetricsCallback(TrainerCallback):
             "samples_per_s": samples_per_s,
             "tokens_per_s": samples_per_s * per_sample,
             "memory_mib": memory_mib(self.device),
+            **hbm_figures(self.device),
         }
         if self.device == "hpu":
             rates.update(compile_figures(self.hpu))
