@@ -122,8 +122,9 @@ class InsightWatcher:
         self.lazy_banner: str | None = None
         self._in_banner = 0
 
-    def poll(self) -> None:
-        self.runtime.poll()
+    def poll(self, catch_up: bool = False) -> None:
+        """What was appended since the last poll (`catch_up`: every metrics file to its end)."""
+        self.runtime.catch_up() if catch_up else self.runtime.poll()
         lines, _ = self._log.read_lines()
         for line in lines:
             try:

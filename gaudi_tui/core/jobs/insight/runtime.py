@@ -38,6 +38,8 @@ TOP_RECIPES = 10
 MAX_OBJECT_BYTES = 64 * 2**20
 """A half-written object larger than this is given up (skipped to the next object)."""
 MAX_POLL_BYTES = 16 * 2**20
+CATCH_UP_POLLS = 1024
+"""`catch_up` reads at most this many polls' worth (16 GiB): a file growing faster is left behind."""
 _DECODER = json.JSONDecoder()
 _TRIGGER_PREFIX = "MetricDumpTrigger."  # str(enum) as Python 3.12 formats it in the text writer
 
@@ -128,11 +130,12 @@ def timestamp(value: object) -> float | None:
 class MetricsTail:
     """One metrics file, read from where the last poll stopped. JSON or text, told by its content."""
 
-    def __init__(self, path: Path, max_bytes: int = MAX_POLL_BYTES) -> None:
+    def __init__(self, path: Path, max_bytes: int | None = None) -> None:
         self.path = path
-        self.max_bytes = max_bytes
+        self.max_bytes = max_bytes or MAX_POLL_BYTES
         self.metrics = RankMetrics()
         self.offset = 0
+        self.size = 0
         self.buffer = ""
         self.format: str | None = None
         self.skipped = 0
@@ -142,11 +145,12 @@ class MetricsTail:
     def poll(self) -> bool:
         """Read what was appended; True when something new was applied."""
         try:
-            size = self.path.stat().st_size
+            size = self.size = self.path.stat().st_size
         except OSError:
             return False
         if size < self.offset:  # replaced by a new file: start over
             self.__init__(self.path, self.max_bytes)  # type: ignore[misc]
+            self.size = size
         if size == self.offset:
             return False
         before = self.metrics.objects
@@ -267,7 +271,7 @@ def find_files(base: Path) -> dict[tuple[int | None, int], Path]:
 class RuntimeMetrics:
     """Every rank's file for one `PT_HPU_METRICS_FILE`, each tailed; the newest `.N` per rank."""
 
-    def __init__(self, base: Path, max_bytes: int = MAX_POLL_BYTES) -> None:
+    def __init__(self, base: Path, max_bytes: int | None = None) -> None:
         self.base = base
         self.max_bytes = max_bytes
         self.tails: dict[tuple[int | None, int], MetricsTail] = {}
@@ -289,6 +293,14 @@ class RuntimeMetrics:
             if key not in newest or index > newest[key][0]:
                 newest[key] = (index, tail.metrics)
         return {rank: metrics for rank, (_, metrics) in sorted(newest.items())}
+
+    def catch_up(self) -> None:
+        """Poll until every file is read to its end (a one-shot reader: `jobs insight`)."""
+        self.poll()
+        for _ in range(CATCH_UP_POLLS):
+            if all(t.offset >= t.size for t in self.tails.values()):
+                break
+            self.poll()
 
     @property
     def found(self) -> bool:
