@@ -17,7 +17,7 @@ from gaudi_tui.core.jobs.insight.runtime import (
     rank_name,
     top_recipes,
 )
-from tests.fakes.hpu_runtime.saver import Saver
+from tests.fakes.hpu_runtime.hpu_metrics_saver import Saver
 
 
 def gc(total: int, recipes: list[list[object]] | None = None) -> list[tuple[str, object]]:

@@ -226,7 +226,8 @@ class InsightWatcher:
         storms = [(v.recent_graphs, v.rank) for v in out.ranks if v.recent_graphs is not None]
         if storms and out.step > out.warmup_end:
             graphs, rank = max(storms)
-            found.append(findings.recompiling(graphs, out.recent_steps, rank if len(storms) > 1 else None))
+            differ = len({g for g, _ in storms}) > 1  # name the rank only where ranks differ
+            found.append(findings.recompiling(graphs, out.recent_steps, rank if differ else None))
         ops: dict[str, int] = {}
         for view in out.ranks:
             for op, count in view.fallback_ops.items():
