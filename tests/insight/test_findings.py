@@ -151,3 +151,19 @@ def test_a_users_own_relative_metrics_file_is_read(tmp_path: Path) -> None:
     watcher = InsightWatcher(run)
     watcher.poll()
     assert watcher.insight().ranks[0].graphs == 2
+
+
+def test_without_a_file_rank_zeros_counts_from_the_log_stream_are_used() -> None:
+    """Ray: the metrics files stay on the nodes; rank 0's callback puts its count in each log event."""
+    run = make_run(target="ray")
+    with run.metrics_path.open("a") as out:
+        for step in range(1, 21):
+            out.write(
+                json.dumps({"event": "log", "step": step, "time": T0 + step, "graph_compilations": step})
+                + "\n"
+            )
+    watcher = InsightWatcher(run)
+    watcher.poll()
+    insight = watcher.insight()
+    assert not insight.files_found and insight.graphs_by_rank == {0: list(range(1, 21))}
+    assert [f.id for f in insight.findings] == ["recompiling"]  # and no "never acquired a card"
