@@ -165,6 +165,11 @@ def print_insight(job: RunFolder, as_json: bool) -> int:
     watcher = InsightWatcher(job)
     watcher.poll(catch_up=True)
     insight = watcher.insight()
+    spec = watcher.spec
+    if insight.max_memory_mib is None and spec is not None and spec.cards and spec.target == "local":
+        from gaudi_tui.core.devices.query import read_once
+
+        insight = watcher.insight(devices=read_once(timeout=5.0))  # this host's cards: hl-smi's memory
     if as_json:
         print(json.dumps(insight.to_dict(), indent=1, ensure_ascii=False))
     else:

@@ -167,3 +167,27 @@ def test_without_a_file_rank_zeros_counts_from_the_log_stream_are_used() -> None
     insight = watcher.insight()
     assert not insight.files_found and insight.graphs_by_rank == {0: list(range(1, 21))}
     assert [f.id for f in insight.findings] == ["recompiling"]  # and no "never acquired a card"
+
+
+def test_hl_smi_memory_of_the_jobs_cards_is_the_fallback() -> None:
+    """A recorded Gaudi 2 table (cards 3 and 5 nearly full): used only when the log reports no memory."""
+    from gaudi_tui.core.devices.parsers.parse_table import parse_table
+    from tests.conftest import SAMPLES
+
+    devices = parse_table((SAMPLES / "gaudi2-hl225-x8-1.20.0-busy-table.txt").read_text()).to_snapshot(
+        "replay"
+    )
+
+    def insight_of(run: RunFolder):  # noqa: ANN202
+        write_runtime(run.hpu_metrics_path, compiles_at([1]))
+        watcher = InsightWatcher(run)
+        watcher.poll()
+        return watcher.insight(devices=devices)
+
+    full = insight_of(make_run(cards=(3,)))
+    assert full.memory_source == "hl-smi" and [f.id for f in full.findings] == ["hbm-full"]
+    assert full.findings[0].text.startswith("HBM at 98 % of the card: 94.30 of 96.00 GB")
+    assert insight_of(make_run(cards=(7,))).findings == []
+    logged = make_run(cards=(3,))
+    write_logs(logged, range(1, 3), max_memory_mib=78.71 * 1024, total_memory_mib=94.62 * 1024)
+    assert insight_of(logged).memory_source == "log" and insight_of(logged).findings == []

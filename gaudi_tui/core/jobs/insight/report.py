@@ -20,6 +20,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gaudi_tui.core.devices.model import DeviceSnapshot
 from gaudi_tui.core.jobs.insight import findings
 from gaudi_tui.core.jobs.insight.findings import RECENT_STEPS, WARMUP_STEPS, Finding
 from gaudi_tui.core.jobs.insight.runtime import CompileSample, RankMetrics, RuntimeMetrics, file_from_env
@@ -78,6 +79,9 @@ class Insight:
     total_memory_mib: float | None
     lazy_banner: str | None
     lazy_asked: str | None
+    memory_source: str = "log"
+    """Where the HBM figures come from: the job's `log` events, or `hl-smi` (its cards' memory
+    in use now, not a peak) when nothing in the log reports memory."""
     findings: list[Finding] = field(default_factory=list)
     time_unit: str = "µs (assumed: the runtime does not state TotalTime's unit)"
 
@@ -97,6 +101,18 @@ def metrics_file(run: RunFolder, spec: JobSpec | None) -> Path:
     if not path.is_absolute():
         path = (Path(spec.workdir).expanduser() if spec is not None and spec.workdir else run.path) / path
     return path
+
+
+def card_memory(devices: DeviceSnapshot, modules: tuple[int, ...]) -> tuple[float, float] | None:
+    """(used, total) MiB of the fullest of the job's cards in a device snapshot (a card is matched
+    by its module ID, or by its index where the snapshot has none), or None."""
+    found = [
+        (float(d.memory_used_mib), float(d.memory_total_mib))
+        for d in devices.devices
+        if (d.module_id if d.module_id is not None else d.index) in modules
+        and d.memory_used_mib is not None and d.memory_total_mib
+    ]  # fmt: skip
+    return max(found, key=lambda ut: ut[0] / ut[1]) if found else None
 
 
 def graphs_at(samples: list[CompileSample], times: list[float], when: float) -> int | None:
@@ -180,7 +196,8 @@ class InsightWatcher:
             if (match := _LAZY.match(text)) is not None:
                 self.lazy_banner, self._in_banner = match.group(1), 0
 
-    def insight(self, now: float | None = None) -> Insight:
+    def insight(self, now: float | None = None, devices: DeviceSnapshot | None = None) -> Insight:
+        """`devices`: a device snapshot of this host, for HBM when the job's log reports none."""
         now = time.time() if now is None else now
         spec = self.spec or JobSpec(max_steps=0)
         points = list(self.points)
@@ -210,13 +227,16 @@ class InsightWatcher:
         peak = next((p.max_memory_mib for p in reversed(points) if p.max_memory_mib is not None), None)
         peak = self.summary_peak if self.summary_peak is not None else peak
         total = next((p.total_memory_mib for p in reversed(points) if p.total_memory_mib is not None), None)
+        source = "log"
+        if peak is None and devices is not None and (cards := card_memory(devices, tuple(spec.cards))):
+            (peak, total), source = cards, "hl-smi"
         asked = spec.env.get("PT_HPU_LAZY_MODE") or ("0" if spec.torch_compile else None)
         out = Insight(
             job_id=self.run.id, device=spec.device, metrics_file=str(self.path),
             files_found=self.runtime.found, step=last, warmup_end=warmup_end,
             recent_steps=recent_steps, ranks=views, steps=steps, graphs_by_rank=by_rank,
             compile_share=share, max_memory_mib=peak, total_memory_mib=total,
-            lazy_banner=self.lazy_banner, lazy_asked=asked,
+            lazy_banner=self.lazy_banner, lazy_asked=asked, memory_source=source,
         )  # fmt: skip
         out.findings.extend(self._findings(out, spec, now))
         return out

@@ -59,7 +59,12 @@ def lines(insight: Insight) -> list[str]:
             )
     if insight.max_memory_mib is not None:
         total = f" of {insight.total_memory_mib / 1024:.2f}" if insight.total_memory_mib else ""
-        out.append(f"HBM peak (rank 0, from its log): {insight.max_memory_mib / 1024:.2f}{total} GB")
+        what = (
+            "HBM peak (rank 0, from its log)"
+            if insight.memory_source == "log"
+            else "HBM in use (hl-smi, fullest card)"
+        )
+        out.append(f"{what}: {insight.max_memory_mib / 1024:.2f}{total} GB")
     if insight.lazy_banner is not None:
         asked = f" (the job asked {insight.lazy_asked})" if insight.lazy_asked is not None else ""
         out.append(f"bridge banner: PT_HPU_LAZY_MODE = {insight.lazy_banner}{asked}")
