@@ -173,8 +173,8 @@ class TrainingScreen(PanelScreen):
                 yield Log(id="job-log", max_lines=LOG_LINES, auto_scroll=True)
             with TabPane("Details", id="details"):
                 with VerticalScroll():
+                    yield InsightPanel(selected=lambda: self.selected)  # findings first
                     yield Static("", id="job-details", markup=False)
-                    yield InsightPanel(selected=lambda: self.selected)
 
     def on_mount(self) -> None:
         table = self.query_one("#jobs", DataTable)

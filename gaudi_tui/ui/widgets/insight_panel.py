@@ -57,7 +57,7 @@ class CompilesChart(PlotextPlot):
 
 
 class InsightPanel(Static):
-    DEFAULT_CSS = "InsightPanel { display: none; margin-top: 1; }"
+    DEFAULT_CSS = "InsightPanel { display: none; margin-bottom: 1; }"
 
     def __init__(self, selected: Callable[[], str | None]) -> None:
         super().__init__("", markup=False)

@@ -21,7 +21,11 @@ def _compiles(view: RankView, insight: Insight) -> str:
 
 
 def lines(insight: Insight) -> list[str]:
+    """The findings with their fix first, then the figures they come from."""
     out: list[str] = []
+    for finding in insight.findings:
+        out.append(f"{'✗' if finding.status == 'fail' else '!'} {finding.text}")
+        out.append(f"    fix: {finding.fix}")
     if not insight.files_found and not insight.graphs_by_rank:
         out.append(f"runtime metrics: no file yet ({insight.metrics_file})")
     elif insight.files_found:
@@ -68,7 +72,4 @@ def lines(insight: Insight) -> list[str]:
     if insight.lazy_banner is not None:
         asked = f" (the job asked {insight.lazy_asked})" if insight.lazy_asked is not None else ""
         out.append(f"bridge banner: PT_HPU_LAZY_MODE = {insight.lazy_banner}{asked}")
-    for finding in insight.findings:
-        out.append(f"{'✗' if finding.status == 'fail' else '!'} {finding.text}")
-        out.append(f"    fix: {finding.fix}")
     return out
