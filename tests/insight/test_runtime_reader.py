@@ -1,21 +1,23 @@
 """The runtime-metrics reader against files written as Intel's saver writes them
-(tests/fakes/hpu_runtime/saver.py, made from gaudi-pytorch-bridge v1.19.0's saver.py)."""
+(tests/fakes/hpu_runtime/hpu_metrics_saver.py, made from gaudi-pytorch-bridge v1.19.0's saver.py)."""
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gaudi_tui.core.jobs.insight.recipes import RecipeTally
 from gaudi_tui.core.jobs.insight.runtime import (
     HISTORY,
     MetricsTail,
     RuntimeMetrics,
     find_files,
     rank_name,
-    top_recipes,
 )
 from tests.fakes.hpu_runtime.hpu_metrics_saver import Saver
 
@@ -106,8 +108,13 @@ def test_gc_details_keep_only_the_top_recipes_of_the_latest_list(tmp_path: Path,
     assert len(tail.buffer) == 0
 
 
-def test_top_recipes_rank_by_count_then_time() -> None:
-    assert top_recipes([["a", 1], ["b", 5], ["a", 1], ["c", 9]], n=2) == [("a", 2, 2.0), ("c", 1, 9.0)]
+def test_top_recipes_rank_by_count_then_time_and_count_only_what_is_new() -> None:
+    tally = RecipeTally(n=2)
+    tally.update([["a", 1], ["b", 5]])
+    tally.update([["a", 1], ["b", 5], ["a", 1], ["c", 9]])  # the saver repeats the list, grown
+    assert tally.top == [("a", 2, 2.0), ("c", 1, 9.0)] and tally.seen == 4
+    tally.update([["z", 1]])  # shorter: another process's list, counted afresh
+    assert tally.top == [("z", 1, 1.0)]
 
 
 def test_a_broken_object_is_skipped_and_the_next_read(tmp_path: Path) -> None:
@@ -119,10 +126,12 @@ def test_a_broken_object_is_skipped_and_the_next_read(tmp_path: Path) -> None:
     assert tail.metrics.graphs == 4 and tail.skipped == 1
 
 
-def _written(tmp_path: Path, monkeypatch, fmt: str) -> bytes:
+def _written(tmp_path: Path, monkeypatch, fmt: str, recipes_per_compile: int) -> bytes:
     out = saver(monkeypatch, tmp_path / f"w.{fmt}", fmt=fmt)
+    recipes: list[list[object]] = []
     for n in range(1, 8):
-        out.write("graph_compilation", gc(n, [["r", n]]), "metric_change")
+        recipes += [[f"r{n % 2}_{i}", n] for i in range(recipes_per_compile)]
+        out.write("graph_compilation", gc(n, recipes), "metric_change")
         if n % 3 == 0:
             out.write("cpu_fallback", [("TotalNumber", n), ("FallbackOps", {"aten::x": n})], "metric_change")
     out.close()
@@ -131,13 +140,16 @@ def _written(tmp_path: Path, monkeypatch, fmt: str) -> bytes:
 
 @settings(max_examples=60, deadline=None)
 @given(
-    cuts=st.lists(st.integers(min_value=0, max_value=4000), max_size=12),
+    cuts=st.lists(st.integers(min_value=0, max_value=60_000), max_size=12),
     fmt=st.sampled_from(["json", "text"]),
+    per_compile=st.sampled_from([1, 200]),  # 200: lists past LIGHT_BYTES, read without their list
 )
-def test_any_chunking_of_the_file_gives_the_same_state(tmp_path_factory, cuts: list[int], fmt: str) -> None:
+def test_any_chunking_of_the_file_gives_the_same_state(
+    tmp_path_factory, cuts: list[int], fmt: str, per_compile: int
+) -> None:
     folder = tmp_path_factory.mktemp("chunks")
     with pytest.MonkeyPatch.context() as mp:
-        data = _written(folder, mp, fmt)
+        data = _written(folder, mp, fmt, per_compile)
     whole = MetricsTail(folder / "whole")
     whole.feed(data.decode())
     parts = MetricsTail(folder / "parts")
@@ -149,6 +161,17 @@ def test_any_chunking_of_the_file_gives_the_same_state(tmp_path_factory, cuts: l
     parts.feed(text[last:])
     for tail in (whole, parts):
         assert tail.metrics.graphs == 7 and tail.metrics.fallback_ops() == {"aten::x": 6}
-    assert [s.total for s in parts.metrics.compiles] == [s.total for s in whole.metrics.compiles]
+    assert list(parts.metrics.compiles) == list(whole.metrics.compiles)
+    assert parts.metrics.top_recipes == whole.metrics.top_recipes
+    assert parts.metrics.latest == whole.metrics.latest
+    if fmt == "json":  # against a plain json.loads of the closed file (no light reading there)
+        dumps = [d for d in json.loads(data) if d["metric_name"] == "graph_compilation"]
+        assert [d["statistics"]["TotalNumber"] for d in dumps] == [s.total for s in whole.metrics.compiles]
+        last = dict(dumps[-1]["statistics"])
+        names = Counter(name for name, _ in last.pop("recipe"))
+        assert whole.metrics.latest["graph_compilation"] == last
+        assert [(n, c) for n, c, _ in whole.metrics.top_recipes] == sorted(
+            names.items(), key=lambda kv: (-kv[1], kv[0])
+        )[:10]
     assert parts.metrics.objects == whole.metrics.objects == 9
     assert parts.metrics.closed == whole.metrics.closed == (fmt == "json")

@@ -32,9 +32,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from gaudi_tui.core.jobs.insight.recipes import RecipeTally
+
 HISTORY = 2048
 """Compile-count samples kept per file (one per `graph_compilation` dump, oldest dropped)."""
-TOP_RECIPES = 10
+LIGHT_BYTES = 4096
+"""A `graph_compilation` object longer than this (a GC-details list) with another one after it in
+the same read is not parsed whole: its counts are read from its text (`_light`)."""
+_LIGHT_HEAD = '{"metric_name": "graph_compilation"'
+_LIGHT_FIELD = re.compile(r'"(generated_on|triggered_by)": "([^"]*)"')
+_LIGHT_STAT = re.compile(r'"(TotalNumber|TotalTime|AvgTime)": (-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)')
 MAX_OBJECT_BYTES = 64 * 2**20
 """A half-written object larger than this is given up (skipped to the next object)."""
 MAX_POLL_BYTES = 16 * 2**20
@@ -59,8 +66,7 @@ class RankMetrics:
 
     latest: dict[str, dict[str, object]] = field(default_factory=dict)
     compiles: deque[CompileSample] = field(default_factory=lambda: deque(maxlen=HISTORY))
-    top_recipes: list[tuple[str, int, float]] = field(default_factory=list)
-    """(recipe, compiles, total time) of the latest GC-details list, most compiled first."""
+    recipes: RecipeTally = field(default_factory=RecipeTally)
     objects: int = 0
     first_time: float | None = None
     closed: bool = False
@@ -74,6 +80,11 @@ class RankMetrics:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return float(value)
         return None
+
+    @property
+    def top_recipes(self) -> list[tuple[str, int, float]]:
+        """(recipe, compiles, total time) of the GC-details lists, most compiled first."""
+        return self.recipes.top
 
     @property
     def graphs(self) -> int | None:
@@ -97,24 +108,12 @@ class RankMetrics:
             self.first_time = when
         recipes = stats.pop("recipe", None)
         if isinstance(recipes, list):
-            self.top_recipes = top_recipes(recipes)
+            self.recipes.update(recipes)
         self.latest[name] = stats
         if name == "graph_compilation" and isinstance(stats.get("TotalNumber"), int):
             total_time = stats.get("TotalTime")
             seconds = float(total_time) if isinstance(total_time, (int, float)) else None
             self.compiles.append(CompileSample(when, int(stats["TotalNumber"]), seconds))
-
-
-def top_recipes(recipes: list[object], n: int = TOP_RECIPES) -> list[tuple[str, int, float]]:
-    """The `n` recipes compiled most (then longest) in one GC-details list."""
-    counts: dict[str, list[float]] = {}
-    for item in recipes:
-        if isinstance(item, (list, tuple)) and len(item) == 2:
-            entry = counts.setdefault(str(item[0]), [0, 0.0])
-            entry[0] += 1
-            entry[1] += float(item[1]) if isinstance(item[1], (int, float)) else 0.0
-    ranked = sorted(counts.items(), key=lambda kv: (-kv[1][0], -kv[1][1], kv[0]))[:n]
-    return [(name, int(c), t) for name, (c, t) in ranked]
 
 
 def timestamp(value: object) -> float | None:
@@ -188,6 +187,11 @@ class MetricsTail:
                 self.metrics.closed = True
                 pos += 1
                 continue
+            nxt = buf.find(",\n{", pos)
+            if nxt - pos > LIGHT_BYTES and buf.startswith(_LIGHT_HEAD, pos) and _superseded(buf, nxt):
+                self.metrics.apply(_light(buf, pos, nxt))  # a later dump has it all: counts only
+                pos = nxt + 1
+                continue
             try:
                 obj, end = _DECODER.raw_decode(buf, pos)
             except ValueError:
@@ -228,6 +232,26 @@ class MetricsTail:
         elif not line.strip():
             self.metrics.apply(block)
             self._text_block = None
+
+
+def _superseded(buf: str, nxt: int) -> bool:
+    """Whether the object after the one ending at `nxt` is a `graph_compilation` too."""
+    return buf.startswith(_LIGHT_HEAD, nxt + 2)
+
+
+def _light(buf: str, start: int, end: int) -> dict[str, object]:
+    """A `graph_compilation` object's time and counts, read from its text without its recipe list
+    (json.dumps writes `"key": value`; a quote inside a string is escaped, so these patterns
+    cannot match inside a recipe name)."""
+    obj: dict[str, object] = {"metric_name": "graph_compilation"}
+    for match in _LIGHT_FIELD.finditer(buf, start, min(end, start + 512)):
+        obj[match.group(1)] = match.group(2)
+    stats: dict[str, object] = {}
+    for match in _LIGHT_STAT.finditer(buf, start, end):
+        value = match.group(2)
+        stats[match.group(1)] = int(value) if value.lstrip("-").isdigit() else float(value)
+    obj["statistics"] = stats
+    return obj
 
 
 def text_value(raw: str) -> object:
