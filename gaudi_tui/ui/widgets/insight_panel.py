@@ -79,11 +79,15 @@ class InsightPanel(Static):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="insight", description="Gaudi insight")
     def _poll(self, run_id: str) -> None:
-        with self._lock:
+        if not self._lock.acquire(blocking=False):
+            return  # the previous poll still reads (a large file's first read): this tick is skipped
+        try:
             if self._watcher is None or self._watcher.run.id != run_id:
                 self._watcher = InsightWatcher(runfolder.RunFolder(runfolder.runs_dir() / run_id))
             self._watcher.poll()
             insight = self._watcher.insight()
+        finally:
+            self._lock.release()
         self.app.call_from_thread(self._show, run_id, insight)
 
     def _show(self, run_id: str, insight: Insight) -> None:

@@ -149,7 +149,8 @@ class InsightWatcher:
                 continue
             if isinstance(event, dict):
                 self._event(event)
-        if self.lazy_banner is None and self._banner_offset < BANNER_BYTES:
+        hpu = self.spec is not None and self.spec.device == "hpu"
+        if hpu and self.lazy_banner is None and self._banner_offset < BANNER_BYTES:
             self._read_banner()
 
     def _event(self, event: dict) -> None:
