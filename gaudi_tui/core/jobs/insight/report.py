@@ -170,7 +170,7 @@ class InsightWatcher:
                     graphs if isinstance(graphs, int) else None,
                     _num(event.get("max_memory_mib")),
                     _num(event.get("total_memory_mib")),
-                )  # fmt: skip
+                )
             )
         elif kind == "summary" and _num(event.get("max_memory_mib")) is not None:
             self.summary_peak = _num(event.get("max_memory_mib"))
