@@ -164,6 +164,31 @@ async def command_job(pilot) -> None:
     await pilot.pause(1.5)
 
 
+async def insight_run(pilot, label: str, pane: str) -> None:
+    """Training with a recorded fake-runtime run selected (tests/insight/data/runs: the demo model on
+    CPU under the fake Gaudi runtime made from Intel's saver), on its Details or Charts pane."""
+    time.tzset()  # Shot.env sets TZ=UTC: the recorded `generated_on` is UTC local time
+    from gaudi_tui.core.jobs import runfolder
+
+    (source,) = [
+        p for p in (ROOT / "tests" / "insight" / "data" / "runs").iterdir() if f"-{label}-" in p.name
+    ]
+    target = runfolder.runs_dir() / source.name
+    if not target.exists():
+        shutil.copytree(source, target)
+        for item in target.iterdir():
+            item.write_bytes(item.read_bytes().replace(b"{RUN}", str(target).encode()))
+    screen = pilot.app.screen
+    deadline = time.monotonic() + 10
+    while source.name not in screen.views:
+        if time.monotonic() > deadline:
+            raise RuntimeError("the recorded insight run did not show up")
+        await pilot.pause(0.1)
+    screen.selected = source.name
+    await pilot.press(pane)
+    await pilot.pause(2.5)
+
+
 @dataclass(frozen=True)
 class Shot:
     name: str
@@ -190,6 +215,18 @@ SHOTS = [
     Shot("ray.svg", ["4"], setup=ray_job_details),
     Shot("slurm.svg", [], setup=slurm_recorded, hostname="login-1"),
     Shot("command.svg", ["4"], setup=command_job),
+    Shot(
+        "insight-recompiling.svg",
+        ["4"],
+        env={"TZ": "UTC"},
+        setup=lambda pilot: insight_run(pilot, "lengths-variable", "d"),
+    ),
+    Shot(
+        "insight-settled.svg",
+        ["4"],
+        env={"TZ": "UTC"},
+        setup=lambda pilot: insight_run(pilot, "lengths-padded", "c"),
+    ),
     Shot("help.svg", ["question_mark"]),
 ]
 

@@ -43,6 +43,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "resume", help="continue from the newest complete checkpoint", description="resume a stopped job"
     )
     resume.add_argument("id", metavar="ID")
+    insight = actions.add_parser(
+        "insight",
+        help="why a Gaudi job is slow: graph compiles, CPU fallbacks, HBM, with findings",
+        description="Graph compiles (warm-up and after, by step and rank), compile time, recipes, "
+        "CPU-fallback ops, defragmentations, HBM peak and the findings, from the Gaudi runtime's "
+        "metrics files and the job's log.",
+    )
+    insight.add_argument("id", metavar="ID")
+    insight.add_argument("--json", action="store_true", help="print it as JSON")
     nodes = actions.add_parser(
         "nodes",
         help="list a Ray cluster's nodes (alive/dead, IP, HPU/CPU/memory free of total)",
@@ -63,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
         job = runfolder.find(args.id)
         if args.action == "logs":
             return print_logs(job, lines=args.lines, follow=args.follow)
+        if args.action == "insight":
+            return print_insight(job, as_json=args.json)
         if args.action == "stop":
             if args.force:
                 print(f"{job.id}: {control.kill(job)}")
@@ -144,6 +155,26 @@ def print_nodes(where: str) -> int:
     except nodes.ClusterError as exc:
         print(f"gaudi-tui jobs nodes: {exc}", file=sys.stderr)
         return 1
+    return 0
+
+
+def print_insight(job: RunFolder, as_json: bool) -> int:
+    from gaudi_tui.core.jobs.insight import text
+    from gaudi_tui.core.jobs.insight.report import InsightWatcher
+
+    watcher = InsightWatcher(job)
+    watcher.poll(catch_up=True)
+    insight = watcher.insight()
+    spec = watcher.spec
+    if insight.max_memory_mib is None and spec is not None and spec.cards and spec.target == "local":
+        from gaudi_tui.core.devices.query import read_once
+
+        insight = watcher.insight(devices=read_once(timeout=5.0))  # this host's cards: hl-smi's memory
+    if as_json:
+        print(json.dumps(insight.to_dict(), indent=1, ensure_ascii=False))
+    else:
+        print(f"{job.id} ({insight.device})")
+        print("\n".join(text.lines(insight)))
     return 0
 
 

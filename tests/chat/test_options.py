@@ -67,12 +67,30 @@ def test_greedy_leaves_sampling_knobs_out() -> None:
 
 
 def test_engine_environment_for_gaudi_and_compile(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from gaudi_tui.core import paths
     from gaudi_tui.core.chat.engine.loader import engine_env
 
-    monkeypatch.delenv("PT_ENABLE_INT64_SUPPORT", raising=False)
+    for name in (
+        "PT_ENABLE_INT64_SUPPORT",
+        "PT_HPU_METRICS_FILE",
+        "HABANA_PT_METRICS_FILE",
+        "PT_HPU_METRICS_DUMP_TRIGGERS",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    chat = paths.state_dir() / "chat"
+    chat.mkdir(parents=True, exist_ok=True)
+    (chat / "hpu_metrics-999999999.json").write_text("[")  # an engine long gone
     assert engine_env(LoadOptions(compile=True), habana_installed=True) == {
         "TOKENIZERS_PARALLELISM": "false",
         "PT_ENABLE_INT64_SUPPORT": "1",
+        # the runtime's metrics file: graphs compiled in the warm-up and per answer
+        "PT_HPU_METRICS_FILE": str(chat / f"hpu_metrics-{os.getpid()}.json"),
+        "PT_HPU_METRICS_DUMP_TRIGGERS": "process_exit,metric_change",
         "PT_HPU_LAZY_MODE": "0",  # torch.compile with hpu_backend needs eager mode, set before import
     }
+    assert not (chat / "hpu_metrics-999999999.json").exists()
+    monkeypatch.setenv("PT_HPU_METRICS_FILE", "/data/mine.json")  # the user's own: kept, not replaced
+    assert "PT_HPU_METRICS_FILE" not in engine_env(LoadOptions(), habana_installed=True)
     assert engine_env(LoadOptions(), habana_installed=False) == {"TOKENIZERS_PARALLELISM": "false"}

@@ -190,6 +190,12 @@ REAL_ERRORS["gaudi-ports-down-status"] = [
 # made-gaudi2-x8-nic-link-card3-port8-down.txt: the real `-n link` format with a port DOWN (made from docs)
 REAL_ERRORS["hlsmi-link-down"] = [(SAMPLES / "made-gaudi2-x8-nic-link-card3-port8-down.txt").read_text()]
 REAL_ERRORS["hlsmi-processes-na"] = [(SAMPLES / "gaudi2-hl225-x8-1.20.0-busy-table.txt").read_text()]
+# mila-iqia/milabench#300 (torch.compile on Gaudi, llava-single), the line as reported
+REAL_ERRORS["launch-recipe-failed"] = ["Habana exception raised from LaunchRecipe at graph_exec.cpp:440"]
+# HabanaAI/vllm-fork#511, verbatim
+REAL_ERRORS["vllm-gaudi-architecture"] = [
+    "ValueError: Model architectures ['GaudiLlamaForCausalLM'] are not supported for now."
+]
 CASES = [(entry_id, text) for entry_id, texts in REAL_ERRORS.items() for text in texts]
 
 

@@ -16,7 +16,6 @@ from gaudi_tui.core.jobs.monitor import LogTail, MetricsReader, Monitor, format_
 from gaudi_tui.core.jobs.runfolder import COMPLETE_MARKER, RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec
 from gaudi_tui.core.jobs.status import JobStatus, ProcRef, effective_state
-from gaudi_tui.core.jobs.worker import hpu_metrics
 from tests.conftest import PYTHON
 
 
@@ -137,24 +136,6 @@ def test_monitor_finds_runs_created_after_it_started() -> None:
     run = runfolder.create(JobSpec(), accelerator="cpu")
     views = monitor.poll()
     assert [v.id for v in views] == [run.id] and views[0].state == "queued"
-
-
-def test_hpu_metrics_dump_is_read_while_still_open(tmp_path: Path) -> None:
-    path = tmp_path / "hpu_metrics.json"
-    entry = {
-        "metric_name": "graph_compilation",
-        "generated_on": "2026-01-01T00:00:00",
-        "triggered_by": "metric_change",
-        "statistics": {"TotalNumber": 3, "TotalTime": 1200, "AvgTime": 400},
-    }
-    other = {"metric_name": "cpu_fallback", "statistics": {"TotalNumber": 9}}
-    text = "[" + json.dumps(entry) + ",\n" + json.dumps(other) + ","
-    hpu_metrics.rank_file(path, 0).write_text(text)
-    assert hpu_metrics.graph_compilations(path) == 3
-    later = dict(entry, statistics={"TotalNumber": 5}, triggered_by="process_exit")
-    hpu_metrics.rank_file(path, 0).write_text(text + json.dumps(later) + "]")
-    assert hpu_metrics.graph_compilations(path) == 5
-    assert hpu_metrics.graph_compilations(tmp_path / "none.json") is None
 
 
 def test_a_run_with_a_broken_spec_is_listed_with_the_reason() -> None:

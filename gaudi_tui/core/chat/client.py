@@ -245,6 +245,7 @@ class EngineClient:
                         total_s=at - sent,
                         stopped=bool(ev["stopped"]),
                         memory=MemoryReport.from_dict(ev.get("memory")),
+                        new_graphs=ev.get("new_graphs"),
                     )
                     return Answer("".join(parts), metrics.stopped, metrics, tuple(warnings))
                 elif kind == "error":
@@ -315,6 +316,7 @@ class EngineClient:
                             total_s=(last[i] or at) - sent,
                             stopped=bool(ev["stopped"]),
                             memory=memory,
+                            new_graphs=ev.get("new_graphs"),
                         )
                         answers.append(Answer("".join(parts[i]), metrics.stopped, metrics, tuple(warnings)))
                     return answers

@@ -83,6 +83,8 @@ class LoadReport:
     load_s: float
     warmup_s: float
     memory: MemoryReport | None = None
+    warmup_graphs: int | None = None
+    """Gaudi: graphs the runtime compiled by the end of the warm-up (its metrics file)."""
     rows: tuple[Provenance, ...] = ()
     """What answers: the model (its base, adapter, run and checkpoint), then the second model the
     same engine serves when comparing."""
@@ -97,7 +99,8 @@ class LoadReport:
             parts.append(self.quantization)
         if self.compile_backend:
             parts.append(f"compiled ({self.compile_backend})")
-        parts += [f"load {format_seconds(self.load_s)}", f"warm-up {format_seconds(self.warmup_s)}"]
+        graphs = f" ({self.warmup_graphs} graphs)" if self.warmup_graphs is not None else ""
+        parts += [f"load {format_seconds(self.load_s)}", f"warm-up {format_seconds(self.warmup_s)}{graphs}"]
         return " · ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
@@ -121,6 +124,9 @@ class AnswerMetrics:
     total_s: float
     stopped: bool = False
     memory: MemoryReport | None = None
+    new_graphs: int | None = None
+    """Gaudi: graphs compiled during this answer (after the warm-up): a new length recompiles
+    unless shapes are static."""
 
     def summary(self) -> str:
         parts = [
@@ -128,6 +134,8 @@ class AnswerMetrics:
             f"{self.decode_tps:.1f} tok/s" if self.decode_tps else "– tok/s",
             f"{self.tokens_in} in / {self.tokens_out} out",
         ]
+        if self.new_graphs:
+            parts.append(f"{self.new_graphs} graphs compiled")
         if self.memory:
             parts.append(self.memory.summary())
         if self.stopped:

@@ -68,16 +68,29 @@ def command(
 
 
 def job_env(run: RunFolder, spec: JobSpec, base: Mapping[str, str]) -> dict[str, str]:
-    """The environment the launcher runs with: `base` plus the spec's env and the run's own settings."""
+    """The environment the launcher runs with: `base` plus the spec's env and the run's own settings.
+
+    On hpu the runtime's metrics file, its triggers and format are set only where neither the spec
+    nor `base` chose them (a user's own `PT_HPU_METRICS_FILE` is kept, and read: `insight.report`).
+    """
     env = dict(base)
     env.update(spec.env)
     env["PYTHONUNBUFFERED"] = "1"
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
     if spec.device == "hpu":
-        env["PT_HPU_METRICS_FILE"] = str(run.hpu_metrics_path)
-        env["PT_HPU_METRICS_DUMP_TRIGGERS"] = "process_exit,metric_change"
-        env["PT_HPU_METRICS_FILE_FORMAT"] = "json"
+        for name, value in runtime_metrics_env(run).items():
+            if name not in env and name.replace("PT_HPU_", "HABANA_PT_", 1) not in env:
+                env[name] = value  # the user's own choice (or its older alias) is kept
     return env
+
+
+def runtime_metrics_env(run: RunFolder) -> dict[str, str]:
+    """The Gaudi runtime's metrics file, dumped at every change (Intel's advice for dynamic shapes)."""
+    return {
+        "PT_HPU_METRICS_FILE": str(run.hpu_metrics_path),
+        "PT_HPU_METRICS_DUMP_TRIGGERS": "process_exit,metric_change",
+        "PT_HPU_METRICS_FILE_FORMAT": "json",
+    }
 
 
 def free_port() -> int:

@@ -25,6 +25,7 @@ from gaudi_tui.core.jobs import spec as spec_mod
 from gaudi_tui.core.jobs.monitor import JobView, LogPoint, LogTail, Monitor, format_duration
 from gaudi_tui.ui.screens.base import PanelScreen
 from gaudi_tui.ui.screens.job_form import JobFormScreen
+from gaudi_tui.ui.widgets.insight_panel import CompilesChart, InsightPanel
 from gaudi_tui.ui.widgets.metric_charts import MetricCharts
 
 POLL_S = 0.5
@@ -159,21 +160,20 @@ class TrainingScreen(PanelScreen):
         self._awake.set()
 
     def compose_body(self) -> ComposeResult:
-        table: DataTable[str] = DataTable(id="jobs", cursor_type="row", zebra_stripes=True)
-        yield table
+        yield DataTable[str](id="jobs", cursor_type="row", zebra_stripes=True)
         yield Static(
-            "No jobs yet: press n to launch one (try the demo fine-tune preset).",
-            id="empty",
-            markup=False,
+            "No jobs yet: press n to launch one (try the demo fine-tune preset).", id="empty", markup=False
         )
         yield Static("", id="job-error", markup=False)
         with TabbedContent(initial="charts"):
             with TabPane("Charts", id="charts"):
                 yield MetricCharts()
+                yield CompilesChart()
             with TabPane("Log", id="log"):
                 yield Log(id="job-log", max_lines=LOG_LINES, auto_scroll=True)
             with TabPane("Details", id="details"):
                 with VerticalScroll():
+                    yield InsightPanel(selected=lambda: self.selected)  # findings first
                     yield Static("", id="job-details", markup=False)
 
     def on_mount(self) -> None:

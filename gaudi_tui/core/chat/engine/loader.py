@@ -13,9 +13,11 @@ import resource
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from gaudi_tui.core import accelerator as accel_mod
+from gaudi_tui.core import paths
 from gaudi_tui.core.accelerator import Accelerator
 from gaudi_tui.core.chat import trained
 from gaudi_tui.core.chat.engine import adapters
@@ -29,6 +31,7 @@ from gaudi_tui.core.chat.options import (
     resolve_dtype,
 )
 from gaudi_tui.core.chat.trained import Resolved
+from gaudi_tui.core.jobs.insight.runtime import file_from_env
 
 GENERATIVE_MARKS = ("CausalLM", "LMHead", "ConditionalGeneration")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
@@ -59,9 +62,28 @@ def engine_env(options: LoadOptions, habana_installed: bool) -> dict[str, str]:
     env: dict[str, str] = {"TOKENIZERS_PARALLELISM": "false"}
     if habana_installed:
         env["PT_ENABLE_INT64_SUPPORT"] = os.environ.get("PT_ENABLE_INT64_SUPPORT", "1")
+        if not file_from_env(os.environ):  # the runtime's metrics file: graphs compiled per answer
+            env["PT_HPU_METRICS_FILE"] = str(metrics_file())
+            env.setdefault(
+                "PT_HPU_METRICS_DUMP_TRIGGERS",
+                os.environ.get("PT_HPU_METRICS_DUMP_TRIGGERS", "process_exit,metric_change"),
+            )
     if options.compile:
         env["PT_HPU_LAZY_MODE"] = "0"  # torch.compile with hpu_backend needs eager mode
     return env
+
+
+def metrics_file() -> Path:
+    """This engine's runtime metrics file; those of engines no longer running are removed."""
+    import psutil
+
+    folder = paths.state_dir() / "chat"
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("hpu_metrics-*.json*"):
+        pid = old.name.removeprefix("hpu_metrics-").split(".")[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not psutil.pid_exists(int(pid)):
+            old.unlink(missing_ok=True)
+    return folder / f"hpu_metrics-{os.getpid()}.json"
 
 
 def detect_accelerator() -> Accelerator:

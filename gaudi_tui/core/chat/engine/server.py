@@ -18,11 +18,13 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, BinaryIO
 
 from gaudi_tui.core.chat.errors import ChatError, explain
 from gaudi_tui.core.chat.options import GenerationParams, LoadOptions
 from gaudi_tui.core.chat.protocol import ProtocolError, decode, encode
+from gaudi_tui.core.jobs.insight.runtime import RuntimeMetrics, compile_figures, file_from_env
 
 TOKEN_BATCH_S = 0.05
 """Tokens generated within this long after the last token event go out as one event, detokenised
@@ -56,6 +58,7 @@ class Engine:
         self.requests: queue.Queue[dict[str, Any]] = queue.Queue()
         self.loaded: Any = None
         self.accelerator_kind = "cpu"
+        self.compiles: RuntimeMetrics | None = None
 
     def run(self) -> int:
         self.out.send("ready", pid=os.getpid())
@@ -111,6 +114,7 @@ class Engine:
             self.loaded.report,
             warmup_s=round(warmup_s, 4),
             memory=loader.memory_report(accelerator.kind),
+            warmup_graphs=self._graphs(),
         )
         self.loaded.report = report
         self.out.send("loaded", report=report.to_dict())
@@ -154,6 +158,7 @@ class Engine:
             generation.RowStreamer(streamers, generation.end_tokens(self.loaded)) if tagged else streamers[0]
         )
         started = time.perf_counter()
+        graphs_before = self._graphs()
         counts = generation.generate(self.loaded, messages, params, self.stop, on_start, streamer, rows)
         for i, row_streamer in enumerate(streamers):
             tail = row_streamer.take(final=True)
@@ -169,13 +174,29 @@ class Engine:
             rows=[{"row": r, "tokens_out": s.count} for r, s in zip(rows, streamers, strict=True)],
             seconds=round(time.perf_counter() - started, 4),
             memory=loader.memory_report(self.loaded.accelerator.kind).to_dict(),
+            new_graphs=_new(graphs_before, self._graphs()),
         )
+
+    def _graphs(self) -> int | None:
+        """Graphs the runtime compiled so far in this engine (its metrics file; None without one)."""
+        path = file_from_env(os.environ)
+        if not path:
+            return None
+        if self.compiles is None or self.compiles.base != Path(path):
+            self.compiles = RuntimeMetrics(Path(path))
+        figures = compile_figures(self.compiles)
+        graphs = figures.get("graph_compilations")
+        return graphs if isinstance(graphs, int) else (0 if self.compiles.found else None)
 
     def _op_stats(self, request: dict[str, Any]) -> None:
         from gaudi_tui.core.chat.engine import loader
 
         memory = loader.memory_report(self.accelerator_kind)
         self.out.send("stats", loaded=self.loaded is not None, memory=memory.to_dict())
+
+
+def _new(before: int | None, after: int | None) -> int | None:
+    return after - (before or 0) if after is not None else None
 
 
 def protocol_stream() -> BinaryIO:

@@ -6,10 +6,11 @@ terminal segments (a progress bar redraws itself with `\\r`, a log line ends wit
 each segment to the readers of the chosen source. A segment is kept up to `lines.LIMIT` while its
 end has not come; the rest of a longer one is not read (`on_cut` says so, once per segment):
 
-- `trainer`: Trainer's printed log dicts (`trainer.py`), with the step from its progress bar;
+- `trainer`: Trainer's printed log dicts (`trainer.py`), with the step from its progress bar, and
+  the metrics block printed at the end (`summary.py`: GaudiTrainer's peak HBM is there);
 - `json`: one JSON object per line (`jsonl.py`);
 - `pattern`: a regular expression with named groups (`pattern.py`);
-- `auto`: the Trainer dicts and JSON lines together.
+- `auto`: the Trainer dicts, the end block and JSON lines together.
 
 Each metric becomes a `log`, `eval` or `summary` event with its step; a `begin` event comes before
 the first one and `end()` gives the closing event. Nothing here imports torch or the UI.
@@ -22,7 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Literal, Protocol
 
-from gaudi_tui.core.jobs.readers import jsonl, pattern, trainer
+from gaudi_tui.core.jobs.readers import jsonl, pattern, summary, trainer
 from gaudi_tui.core.jobs.readers.lines import Lines
 
 Source = Literal["auto", "trainer", "json", "pattern"]
@@ -54,8 +55,8 @@ def readers_for(source: Source, user_pattern: str = "") -> list[Reader]:
     if source == "json":
         return [jsonl.JsonReader()]
     if source == "trainer":
-        return [trainer.TrainerLogReader(json_lines=False)]
-    return [trainer.TrainerLogReader(json_lines=True)]
+        return [trainer.TrainerLogReader(json_lines=False), summary.SummaryReader()]
+    return [trainer.TrainerLogReader(json_lines=True), summary.SummaryReader()]
 
 
 def check_pattern(user_pattern: str) -> str | None:

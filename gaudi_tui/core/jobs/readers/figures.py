@@ -34,10 +34,11 @@ def number(text: str) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def event_of(figures: dict[str, float]) -> dict[str, object] | None:
+def event_of(figures: dict[str, float], kind: str | None = None) -> dict[str, object] | None:
     """A `log`, `eval` or `summary` event from named figures (common names applied), else None.
 
-    `step` and `max_steps` become whole numbers; a GB memory figure becomes MiB.
+    `step` and `max_steps` become whole numbers; a GB memory figure becomes MiB. `kind`, when
+    given, is the event's kind whatever the figures are.
     """
     out: dict[str, object] = {}
     for key, value in figures.items():
@@ -46,7 +47,9 @@ def event_of(figures: dict[str, float]) -> dict[str, object] | None:
             continue
         name = ALIASES.get(key.lower(), key)
         out[name] = int(value) if name in STEP_KEYS else value
-    if "train_runtime" in out:
+    if kind is not None:
+        pass
+    elif "train_runtime" in out:
         kind = "summary"
     elif any(k.startswith("eval_") for k in out):
         kind = "eval"

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -25,8 +26,8 @@ import torch
 import torch.distributed as dist
 from transformers import TrainerCallback
 
+from gaudi_tui.core.jobs.insight.runtime import RuntimeMetrics, compile_figures, file_from_env
 from gaudi_tui.core.jobs.runfolder import COMPLETE_MARKER, RunFolder
-from gaudi_tui.core.jobs.worker import hpu_metrics
 from gaudi_tui.core.jobs.worker.logstream import METRIC_PREFIX
 
 CHECK_EVERY_S = 0.5
@@ -194,6 +195,18 @@ def memory_mib(device: str) -> float | None:
         return None
 
 
+def hbm_figures(device: str) -> dict[str, object]:
+    """On hpu: this process's peak HBM and the card's total (`memory_stats()["Limit"]`), in MiB."""
+    if device != "hpu":
+        return {}
+    try:
+        hpu = torch.hpu  # type: ignore[attr-defined]
+        stats = hpu.memory_stats()
+        return {"max_memory_mib": stats["MaxInUse"] / 2**20, "total_memory_mib": stats["Limit"] / 2**20}
+    except Exception:  # noqa: BLE001 - a missing figure must never stop training
+        return {}
+
+
 class MetricsCallback(TrainerCallback):
     def __init__(
         self,
@@ -215,6 +228,7 @@ class MetricsCallback(TrainerCallback):
         self.out: Sink | None = None
         self.world = 1
         self._mark = (0.0, 0)  # time and step at the start of the current window
+        self.hpu = RuntimeMetrics(Path(file_from_env(os.environ) or run.hpu_metrics_path))
 
     def _write(self, event: dict[str, object]) -> None:
         if self.out is not None:
@@ -264,9 +278,10 @@ class MetricsCallback(TrainerCallback):
             "samples_per_s": samples_per_s,
             "tokens_per_s": samples_per_s * per_sample,
             "memory_mib": memory_mib(self.device),
+            **hbm_figures(self.device),
         }
         if self.device == "hpu":
-            rates["graph_compilations"] = hpu_metrics.graph_compilations(self.run.hpu_metrics_path)
+            rates.update(compile_figures(self.hpu))
         self._restart_window(step)
         return rates
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from transformers import TrainerCallback
 
+from gaudi_tui.core.jobs.insight.runtime import RuntimeMetrics, compile_figures, file_from_env
 from gaudi_tui.core.jobs.readers.figures import GB_KEYS
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.worker.callbacks import (
@@ -51,6 +52,8 @@ class PanelCallback(StopCallback, TrainerCallback):
         self.device = "cpu"
         self.samples_per_step = 0
         self._window = (0.0, 0)
+        metrics_file = file_from_env(os.environ)
+        self.hpu = RuntimeMetrics(Path(metrics_file)) if metrics_file else None
 
     def _write(self, event: dict[str, object]) -> None:
         if self.out is not None:
@@ -107,7 +110,10 @@ class PanelCallback(StopCallback, TrainerCallback):
         now = time.monotonic()
         self._window = (now, step)
         samples_per_s = (step - start_step) * self.samples_per_step / max(now - start, 1e-9)
-        return {"samples_per_s": samples_per_s, "memory_mib": memory_mib(self.device)}
+        rates: dict[str, object] = {"samples_per_s": samples_per_s, "memory_mib": memory_mib(self.device)}
+        if self.hpu is not None:
+            rates.update(compile_figures(self.hpu))  # Ray: the counts travel in the log stream
+        return rates
 
     def on_evaluate(self, args, state, control, **kwargs):  # noqa: ANN001
         self._window = (time.monotonic(), state.global_step)  # evaluation time is not throughput

@@ -1,0 +1,354 @@
+"""The Gaudi runtime's metrics files (`PT_HPU_METRICS_FILE`), tailed with bounded memory.
+
+Facts from Intel's writer (HabanaAI/gaudi-pytorch-bridge v1.19.0,
+`python_packages/habana_frameworks/torch/hpu/metrics/saver.py`; see docs/runtime-metrics.md):
+
+- JSON (the default format): `[`, then one `json.dumps` object per dump joined by `",\\n"`, and
+  `]\\n` only when the process exits. A live file (or a killed process's) is an unterminated array.
+  Each object is `{"metric_name", "triggered_by", "generated_on" (ISO time), "statistics"}`.
+- Text: blocks of `Metric name: …`, `Triggered by: …`, `Generated on: …`, `Statistics:`, one
+  `\\t<key>: <value>` line per statistic, and an empty line.
+- Name: with `RANK` or `OMPI_COMM_WORLD_RANK` set, `-rank<N>` goes before the last extension
+  (`m.json` → `m-rank0.json`); the file is opened exclusively and an existing name becomes
+  `<name>.1`, `<name>.2`, … (a resumed attempt writing the same name gets the next one).
+- With `PT_HPU_METRICS_GC_DETAILS=1` every `graph_compilation` object repeats the whole `recipe`
+  list (`[name, duration]` per compile so far), so the file grows quadratically.
+
+`MetricsTail` reads one file from a kept offset, only what was appended, at most `max_bytes` per
+poll, and keeps the latest statistics per metric, a bounded compile history and the top recipes
+of the latest list only. What a half-written object has so far waits for the rest (up to
+`MAX_OBJECT_BYTES`). Tested here against a fake writer made from that source (tests/fakes), not
+against a Gaudi.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from gaudi_tui.core.jobs.insight.recipes import RecipeTally
+
+HISTORY = 2048
+"""Compile-count samples kept per file (one per `graph_compilation` dump, oldest dropped)."""
+LIGHT_BYTES = 4096
+"""A `graph_compilation` object longer than this (a GC-details list) with another one after it in
+the same read is not parsed whole: its counts are read from its text (`_light`)."""
+_LIGHT_HEAD = '{"metric_name": "graph_compilation"'
+_LIGHT_FIELD = re.compile(r'"(generated_on|triggered_by)": "([^"]*)"')
+_LIGHT_STAT = re.compile(r'"(TotalNumber|TotalTime|AvgTime)": (-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)')
+MAX_OBJECT_BYTES = 64 * 2**20
+"""A half-written object larger than this is given up (skipped to the next object)."""
+MAX_POLL_BYTES = 16 * 2**20
+CATCH_UP_POLLS = 1024
+"""`catch_up` reads at most this many polls' worth (16 GiB): a file growing faster is left behind."""
+_DECODER = json.JSONDecoder()
+_TRIGGER_PREFIX = "MetricDumpTrigger."  # str(enum) as Python 3.12 formats it in the text writer
+
+
+@dataclass(frozen=True)
+class CompileSample:
+    """One `graph_compilation` dump: when, how many graphs so far, their total compile time."""
+
+    time: float | None
+    total: int
+    total_time: float | None
+
+
+@dataclass
+class RankMetrics:
+    """What one metrics file said, bounded: the latest statistics of each metric."""
+
+    latest: dict[str, dict[str, object]] = field(default_factory=dict)
+    compiles: deque[CompileSample] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    recipes: RecipeTally = field(default_factory=RecipeTally)
+    objects: int = 0
+    first_time: float | None = None
+    closed: bool = False
+    """The array's `]` was read: the process exited (JSON format only)."""
+
+    def stat(self, metric: str, key: str) -> object:
+        return self.latest.get(metric, {}).get(key)
+
+    def number(self, metric: str, key: str) -> float | None:
+        value = self.stat(metric, key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        return None
+
+    @property
+    def top_recipes(self) -> list[tuple[str, int, float]]:
+        """(recipe, compiles, total time) of the GC-details lists, most compiled first."""
+        return self.recipes.top
+
+    @property
+    def graphs(self) -> int | None:
+        value = self.number("graph_compilation", "TotalNumber")
+        return int(value) if value is not None else None
+
+    def fallback_ops(self) -> dict[str, int]:
+        ops = self.stat("cpu_fallback", "FallbackOps")
+        if not isinstance(ops, dict):
+            return {}
+        return {str(k): int(v) for k, v in ops.items() if isinstance(v, (int, float))}
+
+    def apply(self, obj: dict[str, object]) -> None:
+        name = obj.get("metric_name")
+        stats = obj.get("statistics")
+        if not isinstance(name, str) or not isinstance(stats, dict):
+            return
+        self.objects += 1
+        when = timestamp(obj.get("generated_on"))
+        if self.first_time is None and when is not None:
+            self.first_time = when
+        recipes = stats.pop("recipe", None)
+        if isinstance(recipes, list):
+            self.recipes.update(recipes)
+        self.latest[name] = stats
+        if name == "graph_compilation" and isinstance(stats.get("TotalNumber"), int):
+            total_time = stats.get("TotalTime")
+            seconds = float(total_time) if isinstance(total_time, (int, float)) else None
+            self.compiles.append(CompileSample(when, int(stats["TotalNumber"]), seconds))
+
+
+def timestamp(value: object) -> float | None:
+    """Epoch seconds of the writer's `generated_on` (`datetime.isoformat()`, local time)."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value.strip()).timestamp()
+    except ValueError:
+        return None
+
+
+class MetricsTail:
+    """One metrics file, read from where the last poll stopped. JSON or text, told by its content."""
+
+    def __init__(self, path: Path, max_bytes: int | None = None) -> None:
+        self.path = path
+        self.max_bytes = max_bytes or MAX_POLL_BYTES
+        self.metrics = RankMetrics()
+        self.offset = 0
+        self.size = 0
+        self.buffer = ""
+        self.format: str | None = None
+        self.skipped = 0
+        """Objects given up (larger than MAX_OBJECT_BYTES, or not JSON)."""
+        self._text_block: dict[str, object] | None = None
+
+    def poll(self) -> bool:
+        """Read what was appended; True when something new was applied."""
+        try:
+            size = self.size = self.path.stat().st_size
+        except OSError:
+            return False
+        if size < self.offset:  # replaced by a new file: start over
+            self.__init__(self.path, self.max_bytes)  # type: ignore[misc]
+            self.size = size
+        if size == self.offset:
+            return False
+        before = self.metrics.objects
+        try:
+            with self.path.open("rb") as fh:
+                fh.seek(self.offset)
+                chunk = fh.read(min(size - self.offset, self.max_bytes))
+        except OSError:
+            return False
+        self.offset += len(chunk)
+        self.feed(chunk.decode("utf-8", "replace"))
+        return self.metrics.objects != before or self.metrics.closed
+
+    def feed(self, text: str) -> None:
+        self.buffer += text
+        if self.format is None:
+            head = self.buffer.lstrip()
+            if not head:
+                return
+            self.format = "json" if head.startswith("[") else "text"
+        if self.format == "json":
+            self._json()
+        else:
+            self._text()
+
+    def _json(self) -> None:
+        buf = self.buffer
+        pos = 0
+        while True:
+            while pos < len(buf) and buf[pos] in "[,\n\r\t ":
+                pos += 1
+            if pos >= len(buf):
+                break
+            if buf[pos] == "]":
+                self.metrics.closed = True
+                pos += 1
+                continue
+            nxt = buf.find(",\n{", pos)
+            if nxt - pos > LIGHT_BYTES and buf.startswith(_LIGHT_HEAD, pos) and _superseded(buf, nxt):
+                self.metrics.apply(_light(buf, pos, nxt))  # a later dump has it all: counts only
+                pos = nxt + 1
+                continue
+            try:
+                obj, end = _DECODER.raw_decode(buf, pos)
+            except ValueError:
+                nxt = buf.find(",\n{", pos)
+                if nxt >= 0:  # a broken object with a complete one after it: skip it
+                    self.skipped += 1
+                    pos = nxt + 1
+                    continue
+                if len(buf) - pos > MAX_OBJECT_BYTES:
+                    self.skipped += 1
+                    pos = len(buf)
+                break  # the rest of an object still being written
+            if isinstance(obj, dict):
+                self.metrics.apply(obj)
+            pos = end
+        self.buffer = buf[pos:]
+
+    def _text(self) -> None:
+        *lines, self.buffer = self.buffer.split("\n")
+        if len(self.buffer) > MAX_OBJECT_BYTES:
+            self.buffer, self.skipped = "", self.skipped + 1
+        for line in lines:
+            self._text_line(line.rstrip("\r"))
+
+    def _text_line(self, line: str) -> None:
+        block = self._text_block
+        if line.startswith("Metric name: "):
+            self._text_block = {"metric_name": line[13:].strip(), "statistics": {}}
+        elif block is None:
+            return
+        elif line.startswith("Triggered by: "):
+            block["triggered_by"] = line[14:].strip().removeprefix(_TRIGGER_PREFIX)
+        elif line.startswith("Generated on: "):
+            block["generated_on"] = line[14:].strip()
+        elif line.startswith("\t") and ": " in line:
+            key, raw = line[1:].split(": ", 1)
+            block["statistics"][key] = text_value(raw)  # type: ignore[index]
+        elif not line.strip():
+            self.metrics.apply(block)
+            self._text_block = None
+
+
+def _superseded(buf: str, nxt: int) -> bool:
+    """Whether the object after the one ending at `nxt` is a `graph_compilation` too."""
+    return buf.startswith(_LIGHT_HEAD, nxt + 2)
+
+
+def _light(buf: str, start: int, end: int) -> dict[str, object]:
+    """A `graph_compilation` object's time and counts, read from its text without its recipe list
+    (json.dumps writes `"key": value`; a quote inside a string is escaped, so these patterns
+    cannot match inside a recipe name)."""
+    obj: dict[str, object] = {"metric_name": "graph_compilation"}
+    for match in _LIGHT_FIELD.finditer(buf, start, min(end, start + 512)):
+        obj[match.group(1)] = match.group(2)
+    stats: dict[str, object] = {}
+    for match in _LIGHT_STAT.finditer(buf, start, end):
+        value = match.group(2)
+        stats[match.group(1)] = int(value) if value.lstrip("-").isdigit() else float(value)
+    obj["statistics"] = stats
+    return obj
+
+
+def text_value(raw: str) -> object:
+    """A statistic as the text writer printed it (`str()` of an int, float, dict or list)."""
+    try:
+        return ast.literal_eval(raw.strip())
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return raw.strip()
+
+
+def rank_name(base: Path, rank: int | None) -> Path:
+    """The writer's name for `rank` (its `_determine_file_name_for_multinode`)."""
+    if rank is None:
+        return base
+    stem, dot, ext = base.name.rpartition(".")
+    if not dot:
+        return base.with_name(f"{base.name}-rank{rank}")
+    return base.with_name(f"{stem}-rank{rank}.{ext}")
+
+
+def find_files(base: Path) -> dict[tuple[int | None, int], Path]:
+    """Every file the writer may have made for `base`: {(rank or None, .N index): path}."""
+    stem, dot, ext = base.name.rpartition(".")
+    if not dot:
+        stem, ext = base.name, ""
+    suffix = f"\\.{re.escape(ext)}" if dot else ""
+    pattern = re.compile(rf"^{re.escape(stem)}(?:-rank(\d+))?{suffix}(?:\.(\d+))?$")
+    found: dict[tuple[int | None, int], Path] = {}
+    try:
+        entries = list(base.parent.iterdir())
+    except OSError:
+        return found
+    for entry in entries:
+        match = pattern.match(entry.name)
+        if match is not None:
+            rank = int(match.group(1)) if match.group(1) is not None else None
+            found[(rank, int(match.group(2) or 0))] = entry
+    return found
+
+
+class RuntimeMetrics:
+    """Every rank's file for one `PT_HPU_METRICS_FILE`, each tailed; the newest `.N` per rank."""
+
+    def __init__(self, base: Path, max_bytes: int | None = None) -> None:
+        self.base = base
+        self.max_bytes = max_bytes
+        self.tails: dict[tuple[int | None, int], MetricsTail] = {}
+
+    def poll(self) -> bool:
+        changed = False
+        for key, path in find_files(self.base).items():
+            if key not in self.tails:
+                self.tails[key] = MetricsTail(path, self.max_bytes)
+        for tail in self.tails.values():
+            changed = tail.poll() or changed
+        return changed
+
+    def ranks(self) -> dict[int, RankMetrics]:
+        """Each rank's newest file (rank 0 for a process without `RANK`)."""
+        newest: dict[int, tuple[int, RankMetrics]] = {}
+        for (rank, index), tail in self.tails.items():
+            key = rank if rank is not None else 0
+            if key not in newest or index > newest[key][0]:
+                newest[key] = (index, tail.metrics)
+        return {rank: metrics for rank, (_, metrics) in sorted(newest.items())}
+
+    def catch_up(self) -> None:
+        """Poll until every file is read to its end (a one-shot reader: `jobs insight`)."""
+        self.poll()
+        for _ in range(CATCH_UP_POLLS):
+            if all(t.offset >= t.size for t in self.tails.values()):
+                break
+            self.poll()
+
+    @property
+    def found(self) -> bool:
+        return bool(self.tails)
+
+
+FILE_ENV = ("PT_HPU_METRICS_FILE", "HABANA_PT_METRICS_FILE")
+"""The writer's variable and its older alias (the first set wins, as in the saver)."""
+
+
+def file_from_env(env: Mapping[str, str]) -> str | None:
+    for name in FILE_ENV:
+        if name in env:
+            return env[name] or None
+    return None
+
+
+def compile_figures(metrics: RuntimeMetrics) -> dict[str, object]:
+    """Rank 0's graph count and compile time for a `log` event (empty before its file exists)."""
+    metrics.poll()
+    rank0 = metrics.ranks().get(0)
+    if rank0 is None or rank0.graphs is None:
+        return {}
+    return {
+        "graph_compilations": rank0.graphs,
+        "graph_compile_time": rank0.number("graph_compilation", "TotalTime"),
+    }

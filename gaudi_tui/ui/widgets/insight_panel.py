@@ -1,0 +1,100 @@
+"""The Training screen's Gaudi insight: the findings and figures in Details (`InsightPanel`), and
+graph compiles by step beside the loss in Charts (`CompilesChart`). Both stay hidden for a job
+with no runtime metrics that is not on hpu.
+
+`InsightPanel` follows the screen's selected job on its own: every `POLL_S` a thread worker polls an
+`InsightWatcher` (bounded reads, see core/jobs/insight/report.py) and the result is drawn here.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from textual import work
+from textual.widgets import Static
+from textual_plotext import PlotextPlot
+
+from gaudi_tui.core.jobs import runfolder
+from gaudi_tui.core.jobs.insight import text
+from gaudi_tui.core.jobs.insight.report import Insight, InsightWatcher
+from gaudi_tui.ui.palette import palette
+
+POLL_S = 1.0
+MAX_RANK_LINES = 4
+
+
+def relevant(insight: Insight) -> bool:
+    return insight.device == "hpu" or insight.files_found or bool(insight.graphs_by_rank)
+
+
+class CompilesChart(PlotextPlot):
+    DEFAULT_CSS = "CompilesChart { height: 9; display: none; }"
+
+    def show(self, insight: Insight) -> None:
+        series = {r: s for r, s in insight.graphs_by_rank.items() if any(g is not None for g in s)}
+        self.display = bool(series) and relevant(insight)
+        if not self.display:
+            return
+        colours = palette(self.app)
+        cycle = (colours.accent, colours.warning, colours.secondary, colours.success)
+        plt = self.plt
+        plt.clear_data()
+        plt.clear_figure()
+        for i, (rank, graphs) in enumerate(list(series.items())[:MAX_RANK_LINES]):
+            pairs = [
+                (float(s), float(g)) for s, g in zip(insight.steps, graphs, strict=False) if g is not None
+            ]
+            label = f"rank {rank}" if len(series) > 1 else None
+            plt.plot([x for x, _ in pairs], [y for _, y in pairs], color=colours.rgb(cycle[i % 4]),
+                     marker="braille", label=label)  # fmt: skip
+        plt.vline(insight.warmup_end, color=colours.rgb(colours.muted))
+        after = [v.after_warmup_graphs for v in insight.ranks if v.after_warmup_graphs is not None]
+        latest = max((v.graphs for v in insight.ranks if v.graphs is not None), default=0)
+        head = f"graph compiles {latest}" + (f" ({max(after)} after warm-up)" if after else "")
+        plt.title(head)
+        self.refresh()
+
+
+class InsightPanel(Static):
+    DEFAULT_CSS = "InsightPanel { display: none; margin-bottom: 1; }"
+
+    def __init__(self, selected: Callable[[], str | None]) -> None:
+        super().__init__("", markup=False)
+        self.selected = selected
+        """The job to show: the screen's selected one (asked at every poll)."""
+        self.run_id: str | None = None
+        self._watcher: InsightWatcher | None = None
+        self._lock = threading.Lock()
+
+    def on_mount(self) -> None:
+        self.set_interval(POLL_S, self._tick)
+
+    def _tick(self) -> None:
+        run_id = self.selected()
+        if run_id != self.run_id:
+            self.run_id, self.display = run_id, False
+        if run_id is not None and self.screen.is_current:
+            self._poll(run_id)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="insight", description="Gaudi insight")
+    def _poll(self, run_id: str) -> None:
+        if not self._lock.acquire(blocking=False):
+            return  # the previous poll still reads (a large file's first read): this tick is skipped
+        try:
+            if self._watcher is None or self._watcher.run.id != run_id:
+                self._watcher = InsightWatcher(runfolder.RunFolder(runfolder.runs_dir() / run_id))
+            self._watcher.poll()
+            insight = self._watcher.insight()
+        finally:
+            self._lock.release()
+        self.app.call_from_thread(self._show, run_id, insight)
+
+    def _show(self, run_id: str, insight: Insight) -> None:
+        if run_id != self.run_id:
+            return
+        self.display = relevant(insight)
+        if self.display:
+            self.update("Gaudi runtime\n" + "\n".join(text.lines(insight)))
+        for chart in self.screen.query(CompilesChart):
+            chart.show(insight)
