@@ -2,17 +2,17 @@
 
 Everything here only reads, so any number of panels (or `gaudi-tui jobs`) can watch the same job.
 Readers keep a byte offset and read only what was appended; a half-written last line waits for
-the next poll.
+the next poll. The job list reads each run's metrics through a `SummaryReader` (constant memory,
+from the end of the file), lists the runs folder again only when it changed, and does not read a
+finished run again until its folder changes.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import time
 from collections import deque
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,8 +20,10 @@ from gaudi_tui.core.jobs import runfolder
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec, SpecError
 from gaudi_tui.core.jobs.status import ACTIVE, JobStatus, State, effective_state
+from gaudi_tui.core.jobs.summary import ETA_WINDOW, SummaryReader, number
 
-ETA_WINDOW = 10
+SETTLED: tuple[State, ...] = ("succeeded", "failed", "cancelled")
+"""Stored states after which a run's row changes only when something is written into its folder."""
 NO_METRICS_AFTER_S = 30.0
 """A command running this long with no metric found is listed as 'no metrics found'."""
 
@@ -39,12 +41,6 @@ class LogPoint:
     tokens_per_s: float | None = None
     memory_mib: float | None = None
     graph_compilations: int | None = None
-
-
-def _num(value: object) -> float | None:
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
-    return None
 
 
 class AppendReader:
@@ -132,16 +128,16 @@ class MetricsReader:
                 LogPoint(
                     step=step,
                     time=float(event.get("time") or 0.0),
-                    loss=_num(event.get("loss")),
-                    learning_rate=_num(event.get("learning_rate")),
-                    grad_norm=_num(event.get("grad_norm")),
-                    samples_per_s=_num(event.get("samples_per_s")),
-                    tokens_per_s=_num(event.get("tokens_per_s")),
-                    memory_mib=_num(event.get("memory_mib")),
+                    loss=number(event.get("loss")),
+                    learning_rate=number(event.get("learning_rate")),
+                    grad_norm=number(event.get("grad_norm")),
+                    samples_per_s=number(event.get("samples_per_s")),
+                    tokens_per_s=number(event.get("tokens_per_s")),
+                    memory_mib=number(event.get("memory_mib")),
                     graph_compilations=event.get("graph_compilations"),
                 )
             )
-        elif kind == "eval" and _num(event.get("eval_loss")) is not None:
+        elif kind == "eval" and number(event.get("eval_loss")) is not None:
             self.evals.append((step, float(event["eval_loss"])))
         elif kind == "save":
             self.last_checkpoint = event.get("checkpoint")
@@ -162,28 +158,6 @@ class MetricsReader:
         if len(recent) < 2 or recent[-1].step == recent[0].step:
             return None
         return (recent[-1].time - recent[0].time) / (recent[-1].step - recent[0].step)
-
-
-def series(points: Iterable[LogPoint], name: str) -> tuple[list[float], list[float]]:
-    """(steps, values) of one metric, skipping points that lack it."""
-    xs: list[float] = []
-    ys: list[float] = []
-    for p in points:
-        value = getattr(p, name)
-        if value is not None:
-            xs.append(float(p.step))
-            ys.append(float(value))
-    return xs, ys
-
-
-def smooth(values: list[float], weight: float = 0.8) -> list[float]:
-    """Debiased exponential moving average (TensorBoard's smoothing)."""
-    out: list[float] = []
-    last = 0.0
-    for i, value in enumerate(values, start=1):
-        last = last * weight + (1 - weight) * value
-        out.append(last / (1 - weight**i))
-    return out
 
 
 @dataclass(frozen=True)
@@ -220,14 +194,19 @@ class RunWatcher:
 
     def __init__(self, run: RunFolder) -> None:
         self.run = run
-        self.metrics = MetricsReader(run.metrics_path)
+        self.summary = SummaryReader(run.metrics_path)
         self.status: JobStatus | None = None
         self.spec: JobSpec | None = None
         self.spec_error: str | None = None
         self._status_mtime = -1.0
+        self._folder_mtime = -1
+        self._view: JobView | None = None
 
     def poll(self) -> bool:
-        changed = self.metrics.poll()
+        if self._settled():
+            return False
+        self._view = None
+        changed = self.summary.poll()
         try:
             mtime = os.stat(self.run.status_path).st_mtime
         except OSError:
@@ -243,17 +222,36 @@ class RunWatcher:
                 self.spec_error = str(exc)
         return changed
 
+    def _settled(self) -> bool:
+        """Ended, and nothing renamed, created or removed in its folder since the last read (a resume
+        rewrites status.json; a stop creates STOP): its row stays as it is."""
+        try:
+            mtime = os.stat(self.run.path).st_mtime_ns
+        except OSError:
+            return False
+        settled = mtime == self._folder_mtime and self.status is not None and self.status.state in SETTLED
+        self._folder_mtime = mtime
+        return settled
+
     def view(self, now: float) -> JobView:
+        """The row; the same object while the run is settled."""
+        if self._view is None:
+            view = self._make_view(now)
+            if self.status is not None and self.status.state in SETTLED:
+                self._view = view
+            return view
+        return self._view
+
+    def _make_view(self, now: float) -> JobView:
         status = self.status or JobStatus()
         state = effective_state(status, now)
         spec = self.spec or JobSpec(name="(unreadable spec.toml)", max_steps=0)
-        metrics = self.metrics
+        metrics = self.summary.summary
         max_steps = metrics.max_steps or (spec.max_steps or None)
         eta = None
         per_step = metrics.seconds_per_step()
         if state in ("running", "stopping") and per_step is not None and max_steps:
             eta = max(0.0, (max_steps - metrics.step) * per_step)
-        losses = [p.loss for p in metrics.points if p.loss is not None]
         error = status.error or self.spec_error
         if state == "lost" and not error and spec.target == "ray":
             error = "the supervisor is gone; the job may still run on the cluster: r re-attaches"
@@ -272,13 +270,13 @@ class RunWatcher:
             step=metrics.step,
             max_steps=max_steps,
             eta_s=eta,
-            loss=losses[-1] if losses else None,
+            loss=metrics.loss,
             error=error,
             attempt=status.attempt,
             processes=spec.processes,
             device=spec.device,
             stop_requested=status.stop_requested or self.run.stop_requested(),
-            checkpoint=metrics.last_checkpoint,
+            checkpoint=metrics.checkpoint,
             target=spec.target,
             where=where(self.run, spec),
             kind=spec.kind,
@@ -286,7 +284,7 @@ class RunWatcher:
         )
 
     def _metrics_found(self, status: JobStatus, state: State, now: float) -> bool | None:
-        if self.metrics.events:
+        if self.summary.summary.found:
             return True
         ran_a_while = status.started is not None and now - status.started >= NO_METRICS_AFTER_S
         return False if state not in ("queued",) and (ran_a_while or state not in ACTIVE) else None
@@ -310,15 +308,35 @@ class Monitor:
     """Every run in the runs folder, discovered on each poll (so jobs started elsewhere appear)."""
 
     watchers: dict[str, RunWatcher] = field(default_factory=dict)
+    _listed: tuple[int, bool] | None = None
+    """The runs folder's mtime when it was last listed, and whether a folder in it had no status yet."""
 
     def poll(self, now: float | None = None) -> list[JobView]:
         now = time.time() if now is None else now
-        for run in runfolder.all_runs():
-            if run.id not in self.watchers:
-                self.watchers[run.id] = RunWatcher(run)
+        self._discover()
         for watcher in self.watchers.values():
             watcher.poll()
         return [w.view(now) for w in self.watchers.values()]
+
+    def _discover(self) -> None:
+        """Add the new run folders (oldest first); the runs folder is listed again only when an entry
+        was added or removed in it, or a folder in it was still waiting for its status.json."""
+        root = runfolder.runs_dir()
+        try:
+            mtime = os.stat(root).st_mtime_ns
+            if self._listed is not None and self._listed == (mtime, False):
+                return
+            names = sorted(e.name for e in os.scandir(root) if e.is_dir() and e.name not in self.watchers)
+        except OSError:
+            return
+        waiting = False
+        for name in names:
+            run = RunFolder(root / name)
+            if run.status_path.exists():
+                self.watchers[name] = RunWatcher(run)
+            else:
+                waiting = True
+        self._listed = (mtime, waiting)
 
 
 class LogTail:
