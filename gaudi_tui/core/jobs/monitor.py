@@ -16,7 +16,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gaudi_tui.core.jobs import runfolder
+from gaudi_tui.core.jobs import index, runfolder
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec, SpecError
 from gaudi_tui.core.jobs.status import ACTIVE, JobStatus, State, effective_state
@@ -24,6 +24,7 @@ from gaudi_tui.core.jobs.summary import ETA_WINDOW, SummaryReader, number
 
 SETTLED: tuple[State, ...] = ("succeeded", "failed", "cancelled")
 """Stored states after which a run's row changes only when something is written into its folder."""
+SETTLED_EVERY = 10
 NO_METRICS_AFTER_S = 30.0
 """A command running this long with no metric found is listed as 'no metrics found'."""
 
@@ -190,22 +191,27 @@ class JobView:
 
 
 class RunWatcher:
-    """Follows one run folder."""
+    """Follows one run folder. A settled run (ended, its folder unchanged) keeps its row, the same
+    object, with the stamp it was read at; `seed` is such a row from the index."""
 
-    def __init__(self, run: RunFolder) -> None:
+    def __init__(self, run: RunFolder, seed: tuple[index.Stamp, JobView] | None = None) -> None:
         self.run = run
         self.summary = SummaryReader(run.metrics_path)
         self.status: JobStatus | None = None
         self.spec: JobSpec | None = None
         self.spec_error: str | None = None
         self._status_mtime = -1.0
-        self._folder_mtime = -1
-        self._view: JobView | None = None
+        self.stamp: index.Stamp | None = seed[0] if seed else None
+        self.settled_view: JobView | None = seed[1] if seed else None
 
     def poll(self) -> bool:
-        if self._settled():
-            return False
-        self._view = None
+        if self.settled_view is not None and self.stamp is not None:
+            try:
+                if os.stat(self.run.path).st_mtime_ns == self.stamp[0]:
+                    return False
+            except OSError:
+                pass
+        self.stamp, self.settled_view = index.stamp(self.run), None
         changed = self.summary.poll()
         try:
             mtime = os.stat(self.run.status_path).st_mtime
@@ -215,32 +221,30 @@ class RunWatcher:
             status = self.run.status()
             if status is not None:
                 self.status, self._status_mtime, changed = status, mtime, True
+        self.load_spec()
+        return changed
+
+    def load_spec(self) -> JobSpec | None:
+        """The spec, read once (a row from the index has not read it)."""
         if self.spec is None and self.spec_error is None:
             try:
                 self.spec = self.run.spec()
             except SpecError as exc:
                 self.spec_error = str(exc)
-        return changed
+        return self.spec
 
-    def _settled(self) -> bool:
-        """Ended, and nothing renamed, created or removed in its folder since the last read (a resume
-        rewrites status.json; a stop creates STOP): its row stays as it is."""
-        try:
-            mtime = os.stat(self.run.path).st_mtime_ns
-        except OSError:
-            return False
-        settled = mtime == self._folder_mtime and self.status is not None and self.status.state in SETTLED
-        self._folder_mtime = mtime
-        return settled
+    def row(self) -> tuple[index.Stamp, JobView] | None:
+        """The settled row and its stamp, for the index."""
+        return (self.stamp, self.settled_view) if self.stamp and self.settled_view else None
 
     def view(self, now: float) -> JobView:
         """The row; the same object while the run is settled."""
-        if self._view is None:
-            view = self._make_view(now)
-            if self.status is not None and self.status.state in SETTLED:
-                self._view = view
-            return view
-        return self._view
+        if self.settled_view is not None:
+            return self.settled_view
+        view = self._make_view(now)
+        if self.status is not None and self.status.state in SETTLED:
+            self.settled_view = view
+        return view
 
     def _make_view(self, now: float) -> JobView:
         status = self.status or JobStatus()
@@ -305,18 +309,33 @@ def where(run: RunFolder, spec: JobSpec) -> str:
 
 @dataclass
 class Monitor:
-    """Every run in the runs folder, discovered on each poll (so jobs started elsewhere appear)."""
+    """Every run in the runs folder, discovered on each poll (so jobs started elsewhere appear). A
+    settled run's folder is checked at one poll in SETTLED_EVERY (rolling), the `eager` run's at each;
+    settled rows are kept in the index (core/jobs/index.py) for the next start."""
 
     watchers: dict[str, RunWatcher] = field(default_factory=dict)
     _listed: tuple[int, bool] | None = None
     """The runs folder's mtime when it was last listed, and whether a folder in it had no status yet."""
+    _seeds: index.Rows | None = None
+    _saved: dict[str, JobView | None] = field(default_factory=dict)  # the rows in the index
+    _polls: int = 0
 
-    def poll(self, now: float | None = None) -> list[JobView]:
+    def poll(self, now: float | None = None, eager: str | None = None) -> list[JobView]:
         now = time.time() if now is None else now
         self._discover()
-        for watcher in self.watchers.values():
+        turn = self._polls % SETTLED_EVERY
+        self._polls += 1
+        polled = [
+            w
+            for i, (run_id, w) in enumerate(self.watchers.items())
+            if w.settled_view is None or i % SETTLED_EVERY == turn or run_id == eager
+        ]
+        for watcher in polled:
             watcher.poll()
-        return [w.view(now) for w in self.watchers.values()]
+        views = [w.view(now) for w in self.watchers.values()]
+        if any(self._saved.get(w.run.id) is not w.settled_view for w in polled):
+            self._keep()
+        return views
 
     def _discover(self) -> None:
         """Add the new run folders (oldest first); the runs folder is listed again only when an entry
@@ -329,14 +348,26 @@ class Monitor:
             names = sorted(e.name for e in os.scandir(root) if e.is_dir() and e.name not in self.watchers)
         except OSError:
             return
+        if self._seeds is None:
+            self._seeds = index.load()
         waiting = False
         for name in names:
             run = RunFolder(root / name)
-            if run.status_path.exists():
+            seed = self._seeds.get(str(run.path))
+            if seed is not None and seed[0] == index.stamp(run):
+                self.watchers[name] = RunWatcher(run, seed)
+                self._saved[name] = seed[1]
+            elif run.status_path.exists():
                 self.watchers[name] = RunWatcher(run)
             else:
                 waiting = True
         self._listed = (mtime, waiting)
+
+    def _keep(self) -> None:
+        """Write the index (a settled row is new or changed, or a run is no longer settled)."""
+        rows = {str(w.run.path): row for w in self.watchers.values() if (row := w.row()) is not None}
+        index.save(rows)
+        self._saved = {w.run.id: w.settled_view for w in self.watchers.values()}
 
 
 class LogTail:

@@ -28,6 +28,7 @@ from gaudi_tui.ui.widgets.metric_charts import MetricCharts
 
 POLL_S = 0.5
 KILL_CONFIRM_S = 5.0
+FIRST_ROWS = 50
 COLUMNS = ("Job", "State", "Elapsed", "Step", "ETA", "Loss")
 
 
@@ -127,6 +128,7 @@ class TrainingScreen(PanelScreen):
         self.views: dict[str, JobView] = {}
         self.selected: str | None = None
         self._kill_armed: tuple[str, float] | None = None
+        self._rows_shown = 0
         self._last_action = threading.Event()
         self._last_action.set()
         self._awake = threading.Event()
@@ -204,21 +206,34 @@ class TrainingScreen(PanelScreen):
         shown.display = bool(error)
 
     def _show_table(self, changed: list[JobView], order: list[str] | None) -> None:
-        """Newest first; all rows when the list changed, else only the changed rows, in place (the
-        cursor stays on its job)."""
+        """Newest first; all rows when the list changed (the newest FIRST_ROWS at once, the older ones
+        after that frame is drawn), else only the changed rows, in place (the cursor stays on its job)."""
         table = self.query_one("#jobs", DataTable)
         if order is not None:
             self.query_one("#empty").display = not order
             table.clear()
-            for run_id in reversed(order):
-                table.add_row(*self._cells(self.views[run_id]), key=run_id)
-            if self.selected in self.views:
-                table.move_cursor(row=len(order) - 1 - order.index(self.selected))
+            newest = list(reversed(order))
+            self._rows_shown += 1
+            self._add_rows(self._rows_shown, newest[:FIRST_ROWS])
+            if newest[FIRST_ROWS:]:
+                self.call_after_refresh(self._add_rows, self._rows_shown, newest[FIRST_ROWS:])
             return
         for view in changed:
+            if view.id not in table.rows:
+                continue  # an older row still to be added
             for column, cell in zip(COLUMNS, self._cells(view), strict=True):
                 if table.get_cell(view.id, column) != cell:
                     table.update_cell(view.id, column, cell, update_width=True)
+
+    def _add_rows(self, shown: int, run_ids: list[str]) -> None:
+        """Append these rows, unless the list was rebuilt since (`shown` counts rebuilds)."""
+        if shown != self._rows_shown:
+            return
+        table = self.query_one("#jobs", DataTable)
+        for run_id in run_ids:
+            table.add_row(*self._cells(self.views[run_id]), key=run_id)
+        if self.selected in run_ids:
+            table.move_cursor(row=table.get_row_index(self.selected))
 
     @staticmethod
     def _cells(view: JobView) -> tuple[str, ...]:

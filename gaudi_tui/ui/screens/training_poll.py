@@ -25,7 +25,7 @@ LOG_LINES_PER_POLL = 400
 """A flooding job shows its newest lines only: one poll never writes more than this many."""
 NODES_EVERY_S = 5.0
 """How often the selected Ray job's cluster nodes are fetched for the Details pane."""
-CHART_EVERY_S = 1.0
+CHART_EVERY_S = 2.0
 """While a long history loads, the charts are redrawn this often (and once it is read)."""
 
 Describe = Callable[[JobView, runfolder.RunFolder, JobSpec | None, str], str]
@@ -72,13 +72,15 @@ class JobsPoller:
         return self.charts is not None and self.charts.behind > 0
 
     def poll(self, selected: str | None) -> JobsPolled | None:
-        views = self.monitor.poll()
+        views = self.monitor.poll(eager=selected)
         order = [v.id for v in views] if len(views) != len(self.sent) else None
         changed = [v for v in views if self.sent.get(v.id) is not v]  # a settled row is the same object
-        self.sent = {v.id: v for v in views}
+        self.sent.update((v.id, v) for v in changed)
         selected = selected or (views[-1].id if views else None)
         watcher = self.monitor.watchers.get(selected) if selected else None
-        detail = self._detail(self.sent[watcher.run.id], watcher.run, watcher.spec) if watcher else None
+        detail = (
+            self._detail(self.sent[watcher.run.id], watcher.run, watcher.load_spec()) if watcher else None
+        )
         if changed or order is not None or detail is not None:
             return JobsPolled(changed, order, detail)
         return None
@@ -89,7 +91,7 @@ class JobsPoller:
             self.tail = LogTail(run.log_path, max_lines=LOG_LINES)
             self.charts, self.charts_drawn, self.text = ChartSeries(run.metrics_path), 0.0, ""
         new_lines = self.tail.poll()
-        grew = self.charts.poll()
+        grew = not reset and self.charts.poll()  # the list first, then the history
         now = time.monotonic()
         draw = grew and (not self.charts.behind or now - self.charts_drawn >= CHART_EVERY_S)
         if view.where and (self.nodes[0] != view.id or now - self.nodes[1] > NODES_EVERY_S):

@@ -6,7 +6,8 @@ They draw `ChartData`: bounded lines that keep each stretch's lowest and highest
 
 from __future__ import annotations
 
-from textual.app import ComposeResult
+from rich.text import Text
+from textual.app import ComposeResult, RenderResult
 from textual.containers import Grid
 from textual_plotext import PlotextPlot
 
@@ -26,15 +27,27 @@ def _fmt(value: float) -> str:
     return f"{value:.3g}" if abs(value) < 0.01 else f"{value:.4g}"
 
 
+class Chart(PlotextPlot):
+    """A plot that shows only its title while it has no data: an empty plot costs as much to build
+    as a full one, and a screen of four of them delayed the job list's first frame."""
+
+    placeholder: str | None = None
+
+    def render(self) -> RenderResult:
+        if self.placeholder is not None:
+            return Text(self.placeholder, justify="center", style="dim")
+        return super().render()
+
+
 class MetricCharts(Grid):
     DEFAULT_CSS = """
     MetricCharts { grid-size: 2 2; grid-gutter: 0 1; height: 1fr; min-height: 8; }
-    MetricCharts > PlotextPlot { height: 1fr; min-height: 4; }
+    MetricCharts > Chart { height: 1fr; min-height: 4; }
     """
 
     def compose(self) -> ComposeResult:
         for name in ("loss", "lr", "grad", "speed"):
-            yield PlotextPlot(id=f"chart-{name}")
+            yield Chart(id=f"chart-{name}")
 
     def on_mount(self) -> None:
         self.show(None)
@@ -77,15 +90,13 @@ class MetricCharts(Grid):
         self._draw(name, title, [(lines.get(key, NO_LINE), color)], head)
 
     def _draw(self, name: str, title: str, lines: list[tuple[Line, RGB]], head: str) -> None:
-        plot = self.query_one(f"#chart-{name}", PlotextPlot)
+        plot = self.query_one(f"#chart-{name}", Chart)
         plt = plot.plt
         plt.clear_data()
         plt.clear_figure()
-        if head:
-            plt.title(head)
-            for (xs, ys), color in lines:
-                if xs:
-                    plt.plot(list(xs), list(ys), color=color, marker="braille")
-        else:
-            plt.title(f"{title}: no data yet")
+        plt.title(head or f"{title}: no data yet")
+        plot.placeholder = None if head else f"{title}: no data yet"
+        for (xs, ys), color in lines if head else ():
+            if xs:
+                plt.plot(list(xs), list(ys), color=color, marker="braille")
         plot.refresh()
