@@ -38,7 +38,9 @@ def write_long_run(folder: Path, steps: int) -> None:
     rng = random.Random(28)
     start = float(status["started"])
     with (folder / "metrics.jsonl").open("w", encoding="utf-8") as out:
-        out.write(json.dumps({"event": "begin", "time": start, "step": 0, "max_steps": steps, "world_size": 1}))
+        out.write(
+            json.dumps({"event": "begin", "time": start, "step": 0, "max_steps": steps, "world_size": 1})
+        )
         out.write("\n")
         block: list[str] = []
         for step in range(1, steps + 1):
@@ -50,14 +52,33 @@ def write_long_run(folder: Path, steps: int) -> None:
                 f'"tokens_per_s":{500 + rng.random() * 100:.3f},"memory_mib":{560 + rng.random() * 20:.3f}}}'
             )
             if step % 10_000 == 0:
-                block.append(json.dumps({"event": "eval", "time": start + step * 0.25, "step": step, "eval_loss": loss}))
-                block.append(json.dumps({"event": "save", "time": start + step * 0.25, "step": step, "checkpoint": f"checkpoint-{step}"}))
+                block.append(
+                    json.dumps(
+                        {"event": "eval", "time": start + step * 0.25, "step": step, "eval_loss": loss}
+                    )
+                )
+                block.append(
+                    json.dumps(
+                        {
+                            "event": "save",
+                            "time": start + step * 0.25,
+                            "step": step,
+                            "checkpoint": f"checkpoint-{step}",
+                        }
+                    )
+                )
             if len(block) >= 20_000:
                 out.write("\n".join(block) + "\n")
                 block = []
         end = start + steps * 0.25
-        block.append(json.dumps({"event": "summary", "time": end, "step": steps, "max_steps": steps, "train_loss": 0.4}))
-        block.append(json.dumps({"event": "end", "time": end, "step": steps, "max_steps": steps, "stopped": False}))
+        block.append(
+            json.dumps(
+                {"event": "summary", "time": end, "step": steps, "max_steps": steps, "train_loss": 0.4}
+            )
+        )
+        block.append(
+            json.dumps({"event": "end", "time": end, "step": steps, "max_steps": steps, "stopped": False})
+        )
         out.write("\n".join(block) + "\n")
 
 

@@ -13,29 +13,29 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from gaudi_tui.core import paths
 from gaudi_tui.core.jobs import status as status_mod
 
 if TYPE_CHECKING:
-    from gaudi_tui.core.jobs.monitor import JobView
     from gaudi_tui.core.jobs.runfolder import RunFolder
 
 Stamp = tuple[int, ...]
-Rows = dict[str, tuple[Stamp, "JobView"]]
+Rows = dict[str, tuple[Stamp, dict[str, object]]]
+"""Run folder path → (stamp, the row's fields)."""
+Row = TypeVar("Row")
 
 
 def index_path() -> Path:
     return paths.state_dir() / "jobs-index.json"
 
 
-def _format() -> str:
+def _format(fields: tuple[str, ...]) -> str:
     """The file's format: its version and the row's fields (a row with other fields is not this one)."""
-    from gaudi_tui.core.jobs.monitor import JobView
-
-    return "1:" + ",".join(JobView.__dataclass_fields__)
+    return "1:" + ",".join(fields)
 
 
 def stamp(run: RunFolder) -> Stamp | None:
@@ -53,34 +53,34 @@ def stamp(run: RunFolder) -> Stamp | None:
     return (folder, status.st_mtime_ns, status.st_size, *written)
 
 
-def load() -> Rows:
-    from gaudi_tui.core.jobs.monitor import JobView
-
+def load(fields: tuple[str, ...], make: Callable[..., Row]) -> dict[str, tuple[Stamp, Row]]:
+    """The rows of the file, each `make(**fields)`, if it holds rows of these fields, else none."""
     try:
         data = json.loads(index_path().read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     if (
         not isinstance(data, dict)
-        or data.get("format") != _format()
+        or data.get("format") != _format(fields)
         or not isinstance(data.get("runs"), dict)
     ):
         return {}
-    rows: Rows = {}
+    rows = {}
     for key, entry in data["runs"].items():
         try:
-            rows[key] = (tuple(int(n) for n in entry["stamp"]), JobView(**entry["view"]))
+            view = entry["view"]
+            if isinstance(view, dict) and set(view) == set(fields):
+                rows[key] = (tuple(int(n) for n in entry["stamp"]), make(**view))
         except (TypeError, KeyError, ValueError):
             continue
     return rows
 
 
-def save(rows: Rows) -> None:
+def save(rows: Rows, fields: tuple[str, ...]) -> None:
     """Replace the file with these rows (a failed write only costs the next start a fuller read)."""
-    runs = {key: {"stamp": list(at), "view": view.to_dict()} for key, (at, view) in rows.items()}
+    runs = {key: {"stamp": list(at), "view": view} for key, (at, view) in rows.items()}
+    text = json.dumps({"format": _format(fields), "runs": runs}, separators=(",", ":"))
     try:
-        status_mod.write_atomic(
-            index_path(), json.dumps({"format": _format(), "runs": runs}, separators=(",", ":"))
-        )
+        status_mod.write_atomic(index_path(), text)
     except OSError:
         pass

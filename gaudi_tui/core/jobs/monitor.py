@@ -96,8 +96,6 @@ class MetricsReader:
         self.ended: dict | None = None
         self.summary: dict | None = None
         self.last_checkpoint: str | None = None
-        self.events = 0
-        """Events read so far (a command whose output matched nothing has none)."""
 
     def poll(self) -> bool:
         lines, _ = self._reader.read_lines()
@@ -113,7 +111,6 @@ class MetricsReader:
         return changed
 
     def _apply(self, event: dict) -> None:
-        self.events += 1
         kind = event.get("event")
         step = int(event.get("step") or 0)
         if isinstance(event.get("max_steps"), int):
@@ -316,7 +313,7 @@ class Monitor:
     watchers: dict[str, RunWatcher] = field(default_factory=dict)
     _listed: tuple[int, bool] | None = None
     """The runs folder's mtime when it was last listed, and whether a folder in it had no status yet."""
-    _seeds: index.Rows | None = None
+    _seeds: dict[str, tuple[index.Stamp, JobView]] | None = None
     _saved: dict[str, JobView | None] = field(default_factory=dict)  # the rows in the index
     _polls: int = 0
 
@@ -349,7 +346,7 @@ class Monitor:
         except OSError:
             return
         if self._seeds is None:
-            self._seeds = index.load()
+            self._seeds = index.load(tuple(JobView.__dataclass_fields__), JobView)
         waiting = False
         for name in names:
             run = RunFolder(root / name)
@@ -365,8 +362,10 @@ class Monitor:
 
     def _keep(self) -> None:
         """Write the index (a settled row is new or changed, or a run is no longer settled)."""
-        rows = {str(w.run.path): row for w in self.watchers.values() if (row := w.row()) is not None}
-        index.save(rows)
+        rows = {
+            str(w.run.path): (row[0], row[1].to_dict()) for w in self.watchers.values() if (row := w.row())
+        }
+        index.save(rows, tuple(JobView.__dataclass_fields__))
         self._saved = {w.run.id: w.settled_view for w in self.watchers.values()}
 
 

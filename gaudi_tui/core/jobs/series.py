@@ -151,7 +151,7 @@ class ChartSeries:
         self.behind = size - self.offset
         batch = _Batch()
         decode = json.loads
-        for line in data[:complete].split(b"\n"):
+        for line in data[: complete - 1].split(b"\n") if complete else ():
             try:
                 event = decode(line)
             except ValueError:
