@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gaudi_tui.core.slurm.cli import Slurm, SlurmError, conf_key
-from gaudi_tui.core.slurm.model import QueueJob, jobs_from_json
+from gaudi_tui.core.slurm.model import QueueJob
+from gaudi_tui.core.slurm.queue_text import jobs_from_text
 
 MAX_AGE_S = 2.0
 
@@ -64,7 +65,7 @@ def take(slurm: Slurm, clock: Callable[[], float] = time.time) -> Snapshot:
     """A fresh snapshot (one squeue --json call), stamped with the time the call began."""
     now = clock()
     try:
-        return Snapshot(now, tuple(jobs_from_json(slurm.squeue())))
+        return Snapshot(now, tuple(jobs_from_text(slurm.squeue_text())))
     except SlurmError as exc:
         return Snapshot(now, error=str(exc))
 
