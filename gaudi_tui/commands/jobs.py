@@ -179,7 +179,7 @@ def print_insight(job: RunFolder, as_json: bool) -> int:
 
 
 def print_logs(job: RunFolder, lines: int, follow: bool) -> int:
-    from gaudi_tui.core.jobs.monitor import LogTail
+    from gaudi_tui.core.jobs.tailing import LogTail
 
     tail = LogTail(job.log_path, max_lines=max(lines, 1))
     tail.poll()
@@ -212,20 +212,22 @@ def _finished(job: RunFolder) -> bool:
 def follow_metrics(job: RunFolder) -> int:
     """Print one line per metrics event until the job ends; exit 0 only if it succeeded."""
     from gaudi_tui.core.jobs.monitor import RunWatcher
+    from gaudi_tui.core.jobs.tailing import MetricsReader
 
-    watcher = RunWatcher(job)
+    watcher, metrics = RunWatcher(job), MetricsReader(job.metrics_path)
     shown = 0
     try:
         while True:
             watcher.poll()
-            shown = min(shown, len(watcher.metrics.points))  # a resume drops points after its checkpoint
-            for point in watcher.metrics.points[shown:]:
+            metrics.poll()
+            shown = min(shown, len(metrics.points))  # a resume drops points after its checkpoint
+            for point in metrics.points[shown:]:
                 print(
                     f"step {point.step}: loss {point.loss:.4f}"
                     if point.loss is not None
                     else f"step {point.step}"
                 )
-            shown = len(watcher.metrics.points)
+            shown = len(metrics.points)
             view = watcher.view(time.time())
             if view.state in ("succeeded", "failed", "cancelled", "lost"):
                 print(f"{job.id}: {view.state}" + (f" — {view.error}" if view.error else ""))

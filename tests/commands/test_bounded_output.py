@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from gaudi_tui.core.jobs.kinds.command_follow import OutputFollower
-from gaudi_tui.core.jobs.monitor import OPEN_LINE_LIMIT, LogTail
 from gaudi_tui.core.jobs.readers import OutputMetrics
 from gaudi_tui.core.jobs.readers.lines import LIMIT, Lines
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import from_mapping
 from gaudi_tui.core.jobs.status import JobStatus
+from gaudi_tui.core.jobs.tailing import OPEN_LINE_LIMIT, LogTail
 from gaudi_tui.core.jobs.targets import Attempt
 from gaudi_tui.core.jobs.targets.ray.mirror import LogMirror
 from gaudi_tui.core.jobs.targets.ray.record import ClusterRecord

@@ -12,10 +12,12 @@ from pathlib import Path
 import pytest
 
 from gaudi_tui.core.jobs import runfolder
-from gaudi_tui.core.jobs.monitor import LogTail, MetricsReader, Monitor, format_duration, smooth
+from gaudi_tui.core.jobs.monitor import Monitor, format_duration
 from gaudi_tui.core.jobs.runfolder import COMPLETE_MARKER, RunFolder
+from gaudi_tui.core.jobs.series import ChartSeries
 from gaudi_tui.core.jobs.spec import JobSpec
 from gaudi_tui.core.jobs.status import JobStatus, ProcRef, effective_state
+from gaudi_tui.core.jobs.tailing import LogTail, MetricsReader
 from tests.conftest import PYTHON
 
 
@@ -54,9 +56,17 @@ def test_eta_from_recent_step_time(tmp_path: Path) -> None:
     assert reader.seconds_per_step() == pytest.approx(0.5)
 
 
-def test_smoothing_is_a_debiased_moving_average() -> None:
-    assert smooth([4.0, 4.0, 4.0]) == pytest.approx([4.0, 4.0, 4.0])
-    out = smooth([10.0, 0.0, 0.0, 0.0])
+def smoothed(tmp_path: Path, losses: list[float]) -> list[float]:
+    path = tmp_path / "metrics.jsonl"
+    path.write_text("".join(_log(s, float(s), loss) for s, loss in enumerate(losses, start=1)))
+    charts = ChartSeries(path)
+    charts.poll()
+    return list(charts.data().lines["smoothed"][1])
+
+
+def test_smoothing_is_a_debiased_moving_average(tmp_path: Path) -> None:
+    assert smoothed(tmp_path, [4.0, 4.0, 4.0]) == pytest.approx([4.0, 4.0, 4.0])
+    out = smoothed(tmp_path, [10.0, 0.0, 0.0, 0.0])
     assert out[0] == pytest.approx(10.0) and out[1] < 10.0 and out == sorted(out, reverse=True)
 
 

@@ -17,10 +17,11 @@ from textual.widgets import Input, Select, Static
 
 from gaudi_tui.core.accelerator import Accelerator
 from gaudi_tui.core.jobs import control, runfolder
-from gaudi_tui.core.jobs.monitor import MetricsReader, RunWatcher
+from gaudi_tui.core.jobs.monitor import RunWatcher
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec
 from gaudi_tui.core.jobs.status import TERMINAL, effective_state
+from gaudi_tui.core.jobs.tailing import MetricsReader
 from gaudi_tui.core.jobs.targets.ray import checks, cluster
 from gaudi_tui.core.jobs.targets.ray import nodes as ray_nodes
 from gaudi_tui.core.jobs.targets.ray import record as ray_record

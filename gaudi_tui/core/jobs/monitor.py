@@ -1,209 +1,30 @@
-"""Reading run folders while jobs write them: incremental metrics, bounded log tail, job summaries.
+"""Reading run folders while jobs write them: the job list's rows (the files a job appends to are
+read by `tailing.py`).
 
 Everything here only reads, so any number of panels (or `gaudi-tui jobs`) can watch the same job.
 Readers keep a byte offset and read only what was appended; a half-written last line waits for
-the next poll.
+the next poll. The job list reads each run's metrics through a `SummaryReader` (constant memory,
+from the end of the file), lists the runs folder again only when it changed, and does not read a
+finished run again until its folder changes.
 """
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import time
-from collections import deque
-from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from gaudi_tui.core.jobs import runfolder
+from gaudi_tui.core.jobs import index, runfolder
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec, SpecError
 from gaudi_tui.core.jobs.status import ACTIVE, JobStatus, State, effective_state
+from gaudi_tui.core.jobs.summary import SummaryReader
 
-ETA_WINDOW = 10
+SETTLED: tuple[State, ...] = ("succeeded", "failed", "cancelled")
+"""Stored states after which a run's row changes only when something is written into its folder."""
+SETTLED_EVERY = 10
 NO_METRICS_AFTER_S = 30.0
 """A command running this long with no metric found is listed as 'no metrics found'."""
-
-
-@dataclass(frozen=True)
-class LogPoint:
-    """One `log` event of metrics.jsonl."""
-
-    step: int
-    time: float
-    loss: float | None = None
-    learning_rate: float | None = None
-    grad_norm: float | None = None
-    samples_per_s: float | None = None
-    tokens_per_s: float | None = None
-    memory_mib: float | None = None
-    graph_compilations: int | None = None
-
-
-def _num(value: object) -> float | None:
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
-    return None
-
-
-OPEN_LINE_LIMIT = 64 * 1024
-"""The most of a line without its end kept between reads (a binary dump, a bar drawn with \\b)."""
-
-
-class AppendReader:
-    """Complete new lines of a file that only grows (restarts from 0 if it shrinks). A line longer
-    than `OPEN_LINE_LIMIT` before its end comes is kept to that (`_bounded`)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.offset = 0
-        self.partial = b""
-
-    def read_lines(self, max_bytes: int | None = None) -> tuple[list[str], int]:
-        """New complete lines, and how many bytes were skipped to honour `max_bytes`."""
-        try:
-            size = self.path.stat().st_size
-        except OSError:
-            return [], 0
-        if size < self.offset:
-            self.offset, self.partial = 0, b""
-        if size == self.offset:
-            return [], 0
-        skipped = 0
-        if max_bytes is not None and size - self.offset > max_bytes:
-            skipped = size - max_bytes - self.offset
-            self.offset, self.partial = size - max_bytes, b""
-        try:
-            with self.path.open("rb") as fh:
-                fh.seek(self.offset)
-                chunk = fh.read(size - self.offset)
-        except OSError:
-            return [], 0
-        self.offset += len(chunk)
-        if skipped:
-            chunk = chunk.split(b"\n", 1)[1] if b"\n" in chunk else b""  # drop the cut first line
-        *complete, rest = chunk.split(b"\n")  # only the new bytes are searched
-        if complete:
-            complete[0], self.partial = self.partial + complete[0], rest
-        else:
-            self.partial += rest
-        self.partial = _bounded(self.partial)
-        # A progress bar redraws itself with \r: keep what a terminal would show, the last redraw.
-        return [
-            line.decode("utf-8", "replace").rstrip("\r").rsplit("\r", 1)[-1] for line in complete
-        ], skipped
-
-
-def _bounded(partial: bytes) -> bytes:
-    """A line without its end yet, kept to `OPEN_LINE_LIMIT`: what follows its last \\r (the bar a
-    terminal shows now), else its beginning."""
-    if len(partial) <= OPEN_LINE_LIMIT:
-        return partial
-    redrawn = partial.rfind(b"\r")
-    if redrawn >= 0 and len(partial) - redrawn - 1 <= OPEN_LINE_LIMIT:
-        return partial[redrawn + 1 :]
-    return partial[:OPEN_LINE_LIMIT]
-
-
-class MetricsReader:
-    """The events of metrics.jsonl. A `begin` (resume) drops points logged after its step."""
-
-    def __init__(self, path: Path) -> None:
-        self._reader = AppendReader(path)
-        self.points: list[LogPoint] = []
-        self.evals: list[tuple[int, float]] = []
-        self.max_steps: int | None = None
-        self.world_size: int | None = None
-        self.begin_step = 0
-        self.ended: dict | None = None
-        self.summary: dict | None = None
-        self.last_checkpoint: str | None = None
-        self.events = 0
-        """Events read so far (a command whose output matched nothing has none)."""
-
-    def poll(self) -> bool:
-        lines, _ = self._reader.read_lines()
-        changed = False
-        for line in lines:
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(event, dict):
-                self._apply(event)
-                changed = True
-        return changed
-
-    def _apply(self, event: dict) -> None:
-        self.events += 1
-        kind = event.get("event")
-        step = int(event.get("step") or 0)
-        if isinstance(event.get("max_steps"), int):
-            self.max_steps = event["max_steps"]
-        if kind == "begin":
-            self.begin_step = step
-            self.points = [p for p in self.points if p.step <= step]
-            self.evals = [e for e in self.evals if e[0] <= step]
-            self.world_size = event.get("world_size")
-            self.ended = None
-        elif kind == "log":
-            self.points.append(
-                LogPoint(
-                    step=step,
-                    time=float(event.get("time") or 0.0),
-                    loss=_num(event.get("loss")),
-                    learning_rate=_num(event.get("learning_rate")),
-                    grad_norm=_num(event.get("grad_norm")),
-                    samples_per_s=_num(event.get("samples_per_s")),
-                    tokens_per_s=_num(event.get("tokens_per_s")),
-                    memory_mib=_num(event.get("memory_mib")),
-                    graph_compilations=event.get("graph_compilations"),
-                )
-            )
-        elif kind == "eval" and _num(event.get("eval_loss")) is not None:
-            self.evals.append((step, float(event["eval_loss"])))
-        elif kind == "save":
-            self.last_checkpoint = event.get("checkpoint")
-        elif kind == "summary":
-            self.summary = event
-        elif kind == "end":
-            self.ended = event
-
-    @property
-    def step(self) -> int:
-        if self.ended is not None:
-            return int(self.ended.get("step") or 0)
-        return self.points[-1].step if self.points else self.begin_step
-
-    def seconds_per_step(self) -> float | None:
-        """From the latest points of the current attempt (after its `begin`)."""
-        recent = [p for p in self.points if p.step > self.begin_step][-ETA_WINDOW:]
-        if len(recent) < 2 or recent[-1].step == recent[0].step:
-            return None
-        return (recent[-1].time - recent[0].time) / (recent[-1].step - recent[0].step)
-
-
-def series(points: Iterable[LogPoint], name: str) -> tuple[list[float], list[float]]:
-    """(steps, values) of one metric, skipping points that lack it."""
-    xs: list[float] = []
-    ys: list[float] = []
-    for p in points:
-        value = getattr(p, name)
-        if value is not None:
-            xs.append(float(p.step))
-            ys.append(float(value))
-    return xs, ys
-
-
-def smooth(values: list[float], weight: float = 0.8) -> list[float]:
-    """Debiased exponential moving average (TensorBoard's smoothing)."""
-    out: list[float] = []
-    last = 0.0
-    for i, value in enumerate(values, start=1):
-        last = last * weight + (1 - weight) * value
-        out.append(last / (1 - weight**i))
-    return out
 
 
 @dataclass(frozen=True)
@@ -236,18 +57,28 @@ class JobView:
 
 
 class RunWatcher:
-    """Follows one run folder."""
+    """Follows one run folder. A settled run (ended, its folder unchanged) keeps its row, the same
+    object, with the stamp it was read at; `seed` is such a row from the index."""
 
-    def __init__(self, run: RunFolder) -> None:
+    def __init__(self, run: RunFolder, seed: tuple[index.Stamp, JobView] | None = None) -> None:
         self.run = run
-        self.metrics = MetricsReader(run.metrics_path)
+        self.summary = SummaryReader(run.metrics_path)
         self.status: JobStatus | None = None
         self.spec: JobSpec | None = None
         self.spec_error: str | None = None
         self._status_mtime = -1.0
+        self.stamp: index.Stamp | None = seed[0] if seed else None
+        self.settled_view: JobView | None = seed[1] if seed else None
 
     def poll(self) -> bool:
-        changed = self.metrics.poll()
+        if self.settled_view is not None and self.stamp is not None:
+            try:
+                if os.stat(self.run.path).st_mtime_ns == self.stamp[0]:
+                    return False
+            except OSError:
+                pass
+        self.stamp, self.settled_view = index.stamp(self.run), None
+        changed = self.summary.poll()
         try:
             mtime = os.stat(self.run.status_path).st_mtime
         except OSError:
@@ -256,24 +87,41 @@ class RunWatcher:
             status = self.run.status()
             if status is not None:
                 self.status, self._status_mtime, changed = status, mtime, True
+        self.load_spec()
+        return changed
+
+    def load_spec(self) -> JobSpec | None:
+        """The spec, read once (a row from the index has not read it)."""
         if self.spec is None and self.spec_error is None:
             try:
                 self.spec = self.run.spec()
             except SpecError as exc:
                 self.spec_error = str(exc)
-        return changed
+        return self.spec
+
+    def row(self) -> tuple[index.Stamp, JobView] | None:
+        """The settled row and its stamp, for the index."""
+        return (self.stamp, self.settled_view) if self.stamp and self.settled_view else None
 
     def view(self, now: float) -> JobView:
+        """The row; the same object while the run is settled."""
+        if self.settled_view is not None:
+            return self.settled_view
+        view = self._make_view(now)
+        if self.status is not None and self.status.state in SETTLED:
+            self.settled_view = view
+        return view
+
+    def _make_view(self, now: float) -> JobView:
         status = self.status or JobStatus()
         state = effective_state(status, now)
         spec = self.spec or JobSpec(name="(unreadable spec.toml)", max_steps=0)
-        metrics = self.metrics
+        metrics = self.summary.summary
         max_steps = metrics.max_steps or (spec.max_steps or None)
         eta = None
         per_step = metrics.seconds_per_step()
         if state in ("running", "stopping") and per_step is not None and max_steps:
             eta = max(0.0, (max_steps - metrics.step) * per_step)
-        losses = [p.loss for p in metrics.points if p.loss is not None]
         error = status.error or self.spec_error
         if state == "lost" and not error and spec.target == "ray":
             error = "the supervisor is gone; the job may still run on the cluster: r re-attaches"
@@ -292,13 +140,13 @@ class RunWatcher:
             step=metrics.step,
             max_steps=max_steps,
             eta_s=eta,
-            loss=losses[-1] if losses else None,
+            loss=metrics.loss,
             error=error,
             attempt=status.attempt,
             processes=spec.processes,
             device=spec.device,
             stop_requested=status.stop_requested or self.run.stop_requested(),
-            checkpoint=metrics.last_checkpoint,
+            checkpoint=metrics.checkpoint,
             target=spec.target,
             where=where(self.run, spec),
             kind=spec.kind,
@@ -306,7 +154,7 @@ class RunWatcher:
         )
 
     def _metrics_found(self, status: JobStatus, state: State, now: float) -> bool | None:
-        if self.metrics.events:
+        if self.summary.summary.found:
             return True
         ran_a_while = status.started is not None and now - status.started >= NO_METRICS_AFTER_S
         return False if state not in ("queued",) and (ran_a_while or state not in ACTIVE) else None
@@ -327,39 +175,67 @@ def where(run: RunFolder, spec: JobSpec) -> str:
 
 @dataclass
 class Monitor:
-    """Every run in the runs folder, discovered on each poll (so jobs started elsewhere appear)."""
+    """Every run in the runs folder, discovered on each poll (so jobs started elsewhere appear). A
+    settled run's folder is checked at one poll in SETTLED_EVERY (rolling), the `eager` run's at each;
+    settled rows are kept in the index (core/jobs/index.py) for the next start."""
 
     watchers: dict[str, RunWatcher] = field(default_factory=dict)
+    _listed: tuple[int, bool] | None = None
+    """The runs folder's mtime when it was last listed, and whether a folder in it had no status yet."""
+    _seeds: dict[str, tuple[index.Stamp, JobView]] | None = None
+    _saved: dict[str, JobView | None] = field(default_factory=dict)  # the rows in the index
+    _polls: int = 0
 
-    def poll(self, now: float | None = None) -> list[JobView]:
+    def poll(self, now: float | None = None, eager: str | None = None) -> list[JobView]:
         now = time.time() if now is None else now
-        for run in runfolder.all_runs():
-            if run.id not in self.watchers:
-                self.watchers[run.id] = RunWatcher(run)
-        for watcher in self.watchers.values():
+        self._discover()
+        turn = self._polls % SETTLED_EVERY
+        self._polls += 1
+        polled = [
+            w
+            for i, (run_id, w) in enumerate(self.watchers.items())
+            if w.settled_view is None or i % SETTLED_EVERY == turn or run_id == eager
+        ]
+        for watcher in polled:
             watcher.poll()
-        return [w.view(now) for w in self.watchers.values()]
+        views = [w.view(now) for w in self.watchers.values()]
+        if any(self._saved.get(w.run.id) is not w.settled_view for w in polled):
+            self._keep()
+        return views
 
+    def _discover(self) -> None:
+        """Add the new run folders (oldest first); the runs folder is listed again only when an entry
+        was added or removed in it, or a folder in it was still waiting for its status.json."""
+        root = runfolder.runs_dir()
+        try:
+            mtime = os.stat(root).st_mtime_ns
+            if self._listed is not None and self._listed == (mtime, False):
+                return
+            names = sorted(e.name for e in os.scandir(root) if e.is_dir() and e.name not in self.watchers)
+        except OSError:
+            return
+        if self._seeds is None:
+            self._seeds = index.load(tuple(JobView.__dataclass_fields__), JobView)
+        waiting = False
+        for name in names:
+            run = RunFolder(root / name)
+            seed = self._seeds.get(str(run.path))
+            if seed is not None and seed[0] == index.stamp(run):
+                self.watchers[name] = RunWatcher(run, seed)
+                self._saved[name] = seed[1]
+            elif run.status_path.exists():
+                self.watchers[name] = RunWatcher(run)
+            else:
+                waiting = True
+        self._listed = (mtime, waiting)
 
-class LogTail:
-    """The last `max_lines` lines of a growing log, reading at most `max_bytes` per poll.
-
-    A job printing 10,000 lines/s costs one bounded read per poll, whatever it prints.
-    """
-
-    def __init__(self, path: Path, max_lines: int = 1000, max_bytes: int = 256 * 1024) -> None:
-        self._reader = AppendReader(path)
-        self.lines: deque[str] = deque(maxlen=max_lines)
-        self.max_bytes = max_bytes
-        self.skipped_bytes = 0
-
-    def poll(self) -> list[str]:
-        """New lines since the last poll (at most `max_lines` of them)."""
-        new, skipped = self._reader.read_lines(self.max_bytes)
-        self.skipped_bytes += skipped
-        new = new[-(self.lines.maxlen or len(new)) :]
-        self.lines.extend(new)
-        return new
+    def _keep(self) -> None:
+        """Write the index (a settled row is new or changed, or a run is no longer settled)."""
+        rows = {
+            str(w.run.path): (row[0], row[1].to_dict()) for w in self.watchers.values() if (row := w.row())
+        }
+        index.save(rows, tuple(JobView.__dataclass_fields__))
+        self._saved = {w.run.id: w.settled_view for w in self.watchers.values()}
 
 
 def format_duration(seconds: float | None) -> str:

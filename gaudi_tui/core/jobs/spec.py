@@ -252,6 +252,7 @@ def _squash(text: str) -> str:
     return "".join(ch for ch in text.lower() if ch.isalnum())
 
 
+@functools.cache
 def field_names() -> tuple[str, ...]:
     return tuple(f.name for f in fields(JobSpec))
 

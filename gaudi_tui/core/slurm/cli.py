@@ -104,22 +104,17 @@ class Slurm:
             data = json.loads(text)
         except ValueError:
             raise SlurmError(f"`{argv[0]} --json` printed something that is not JSON", "refused") from None
-        if not isinstance(data, dict):
-            raise SlurmError(f"`{argv[0]} --json` printed no object", "refused")
-        errors = data.get("errors") or []
-        if errors:
-            first = errors[0] if isinstance(errors[0], dict) else {"error": str(errors[0])}
-            words = first.get("description") or first.get("error") or "an error"
-            raise SlurmError(
-                f"the Slurm controller did not answer ({argv[0]}: {words}); {what} is unknown", "controller"
-            )
-        return data
+        return answered(data, argv[0], what)
 
     # --- the commands ----------------------------------------------------------------------------
 
     def squeue(self) -> dict[str, Any]:
         """Every job the controller holds (22.05 ignores filters: the caller filters)."""
         return self.json(["squeue", "--json"], "the queue")
+
+    def squeue_text(self) -> str:
+        """`squeue --json` as it printed it (the poll decodes only the jobs that changed: queue_text.py)."""
+        return self.run(["squeue", "--json"])
 
     def sinfo(self) -> dict[str, Any]:
         return self.json(["sinfo", "--json"], "the nodes")
@@ -172,6 +167,21 @@ class Slurm:
         if full:
             argv.append("--full")
         self.run([*argv, str(job_id)])
+
+
+def answered(data: object, name: str, what: str) -> dict[str, Any]:
+    """A `--json` document, or the SlurmError its `errors` entries say (22.05 exits 0 with an
+    `errors` entry and empty lists when the controller is down)."""
+    if not isinstance(data, dict):
+        raise SlurmError(f"`{name} --json` printed no object", "refused")
+    errors = data.get("errors") or []
+    if errors:
+        first = errors[0] if isinstance(errors[0], dict) else {"error": str(errors[0])}
+        words = first.get("description") or first.get("error") or "an error"
+        raise SlurmError(
+            f"the Slurm controller did not answer ({name}: {words}); {what} is unknown", "controller"
+        )
+    return data
 
 
 def _failure(name: str, code: int, text: str) -> SlurmError:

@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import IO
 
 from gaudi_tui.core.slurm.cli import Slurm, SlurmError, conf_key
-from gaudi_tui.core.slurm.model import QueueJob, jobs_from_json
+from gaudi_tui.core.slurm.model import QueueJob
+from gaudi_tui.core.slurm.queue_text import jobs_from_text
 
 MAX_AGE_S = 2.0
 LOCK_WAIT_S = 20.0
@@ -113,7 +114,7 @@ def take(slurm: Slurm, clock: Callable[[], float] = time.time) -> Snapshot:
     failure is the snapshot's `error`: a stranger's job must not break a supervisor's poll."""
     now, mono = clock(), time.monotonic()
     try:
-        return Snapshot(now, tuple(jobs_from_json(slurm.squeue())), mono=mono, boot=BOOT)
+        return Snapshot(now, tuple(jobs_from_text(slurm.squeue_text())), mono=mono, boot=BOOT)
     except SlurmError as exc:
         return Snapshot(now, error=str(exc), mono=mono, boot=BOOT)
     except Exception as exc:  # noqa: BLE001 - a queue document this code cannot read is an error, not a crash

@@ -10,52 +10,27 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.message import Message
 from textual.widgets import DataTable, Log, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
 from gaudi_tui.core.jobs import control, kinds, runfolder
 from gaudi_tui.core.jobs import spec as spec_mod
-from gaudi_tui.core.jobs.monitor import JobView, LogPoint, LogTail, Monitor, format_duration
+from gaudi_tui.core.jobs.monitor import JobView, format_duration
 from gaudi_tui.ui.screens.base import PanelScreen
 from gaudi_tui.ui.screens.job_form import JobFormScreen
+from gaudi_tui.ui.screens.training_poll import LOG_LINES, JobsPolled, JobsPoller
 from gaudi_tui.ui.widgets.insight_panel import CompilesChart, InsightPanel
 from gaudi_tui.ui.widgets.metric_charts import MetricCharts
 
 POLL_S = 0.5
-LOG_LINES = 1000
-LOG_LINES_PER_POLL = 400
-"""A flooding job shows its newest lines only: one poll never writes more than this many."""
 KILL_CONFIRM_S = 5.0
-NODES_EVERY_S = 5.0
-"""How often the selected Ray job's cluster nodes are fetched for the Details pane."""
+FIRST_ROWS = 50
 COLUMNS = ("Job", "State", "Elapsed", "Step", "ETA", "Loss")
-
-
-@dataclass(frozen=True)
-class Detail:
-    """What the selected job's panes need from one poll."""
-
-    run_id: str
-    points: tuple[LogPoint, ...] | None
-    """None when unchanged since the previous poll (and then `evals` is empty)."""
-    evals: tuple[tuple[int, float], ...]
-    new_lines: tuple[str, ...]
-    reset_log: bool
-    text: str
-
-
-class JobsPolled(Message):
-    def __init__(self, views: list[JobView], detail: Detail | None) -> None:
-        super().__init__()
-        self.views = views
-        self.detail = detail
 
 
 def job_label(view: JobView) -> str:
@@ -154,6 +129,7 @@ class TrainingScreen(PanelScreen):
         self.views: dict[str, JobView] = {}
         self.selected: str | None = None
         self._kill_armed: tuple[str, float] | None = None
+        self._rows_shown = 0
         self._last_action = threading.Event()
         self._last_action.set()
         self._awake = threading.Event()
@@ -193,47 +169,21 @@ class TrainingScreen(PanelScreen):
         thread=True, exclusive=True, exit_on_error=False, group="jobs-poll", description="watch run folders"
     )
     def poll_jobs(self) -> None:
+        """Read the run folders and post what changed; a poll that changed nothing posts nothing."""
         worker = get_current_worker()
-        monitor = Monitor()
-        tail: LogTail | None = None
-        tail_for: str | None = None
-        sent_points: tuple[str | None, int, int, int] = (None, -1, -1, -1)
-        nodes: tuple[str | None, float, str] = (None, 0.0, "")
+        poller = JobsPoller(details_text, cluster_nodes)
         while not worker.is_cancelled:
-            views = monitor.poll()
-            detail = None
-            selected = self.selected or (views[-1].id if views else None)
-            watcher = monitor.watchers.get(selected) if selected else None
-            if watcher is not None and selected is not None:
-                reset = tail_for != selected
-                if reset:
-                    tail, tail_for = LogTail(watcher.run.log_path, max_lines=LOG_LINES), selected
-                new_lines = tail.poll() if tail is not None else []
-                points, evals = watcher.metrics.points, watcher.metrics.evals
-                key = (selected, len(points), points[-1].step if points else -1, len(evals))
-                changed = key != sent_points
-                view = next(v for v in views if v.id == selected)
-                if view.where and (nodes[0] != selected or time.monotonic() - nodes[1] > NODES_EVERY_S):
-                    nodes = (selected, time.monotonic(), cluster_nodes(watcher.run))
-                detail = Detail(
-                    run_id=selected,
-                    points=tuple(points) if changed else None,
-                    evals=tuple(evals) if changed else (),
-                    new_lines=tuple(new_lines[-LOG_LINES_PER_POLL:]),
-                    reset_log=reset,
-                    text=details_text(
-                        view, watcher.run, watcher.spec, nodes[2] if nodes[0] == selected else ""
-                    ),
-                )
-                sent_points = key
-            self.post_message(JobsPolled(views, detail))
-            worker.cancelled_event.wait(POLL_S)
+            message = poller.poll(self.selected)
+            if message is not None:
+                self.post_message(message)
+            if not poller.loading:  # a long history loads without a pause
+                worker.cancelled_event.wait(POLL_S)
             while not self._awake.is_set() and not worker.is_cancelled:
                 self._awake.wait(0.2)
 
     def on_jobs_polled(self, message: JobsPolled) -> None:
-        self.views = {v.id: v for v in message.views}
-        self._show_table(list(reversed(message.views)))
+        self.views.update((v.id, v) for v in message.changed)
+        self._show_table(message.changed, message.order)
         detail = message.detail
         if detail is None:
             return
@@ -241,8 +191,8 @@ class TrainingScreen(PanelScreen):
             self.selected = detail.run_id
         if detail.run_id != self.selected:
             return
-        if detail.points is not None:
-            self.query_one(MetricCharts).show(detail.points, detail.evals)
+        if detail.charts is not None:
+            self.query_one(MetricCharts).show(detail.charts)
         log = self.query_one("#job-log", Log)
         if detail.reset_log:
             log.clear()
@@ -255,23 +205,35 @@ class TrainingScreen(PanelScreen):
         shown.update(error)
         shown.display = bool(error)
 
-    def _show_table(self, views: list[JobView]) -> None:
-        """Newest first; rows are updated in place so the cursor stays on its job."""
+    def _show_table(self, changed: list[JobView], order: list[str] | None) -> None:
+        """Newest first; all rows when the list changed (the newest FIRST_ROWS at once, the older ones
+        after that frame is drawn), else only the changed rows, in place (the cursor stays on its job)."""
         table = self.query_one("#jobs", DataTable)
-        self.query_one("#empty").display = not views
-        wanted = [v.id for v in views]
-        current = [str(row.value) for row in table.rows]
-        if current != wanted:
+        if order is not None:
+            self.query_one("#empty").display = not order
             table.clear()
-            for view in views:
-                table.add_row(*self._cells(view), key=view.id)
-            if self.selected in wanted:
-                table.move_cursor(row=wanted.index(self.selected))
+            newest = list(reversed(order))
+            self._rows_shown += 1
+            self._add_rows(self._rows_shown, newest[:FIRST_ROWS])
+            if newest[FIRST_ROWS:]:
+                self.call_after_refresh(self._add_rows, self._rows_shown, newest[FIRST_ROWS:])
             return
-        for view in views:
+        for view in changed:
+            if view.id not in table.rows:
+                continue  # an older row still to be added
             for column, cell in zip(COLUMNS, self._cells(view), strict=True):
                 if table.get_cell(view.id, column) != cell:
                     table.update_cell(view.id, column, cell, update_width=True)
+
+    def _add_rows(self, shown: int, run_ids: list[str]) -> None:
+        """Append these rows, unless the list was rebuilt since (`shown` counts rebuilds)."""
+        if shown != self._rows_shown:
+            return
+        table = self.query_one("#jobs", DataTable)
+        for run_id in run_ids:
+            table.add_row(*self._cells(self.views[run_id]), key=run_id)
+        if self.selected in run_ids:
+            table.move_cursor(row=table.get_row_index(self.selected))
 
     @staticmethod
     def _cells(view: JobView) -> tuple[str, ...]:
@@ -295,7 +257,7 @@ class TrainingScreen(PanelScreen):
         if run_id and run_id != self.selected:
             self.selected = run_id
             self.query_one("#job-log", Log).clear()
-            self.query_one(MetricCharts).show(())
+            self.query_one(MetricCharts).show(None)
 
     def _selected_run(self) -> runfolder.RunFolder | None:
         if self.selected is None:

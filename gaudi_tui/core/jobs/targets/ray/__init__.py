@@ -22,10 +22,10 @@ import threading
 from pathlib import Path
 
 from gaudi_tui.core.jobs import kinds
-from gaudi_tui.core.jobs.monitor import MetricsReader
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec
 from gaudi_tui.core.jobs.status import JobStatus
+from gaudi_tui.core.jobs.tailing import MetricsReader
 from gaudi_tui.core.jobs.targets import Attempt, Host, Presence
 from gaudi_tui.core.jobs.targets.ray import checks, cluster, nodes, record
 from gaudi_tui.core.jobs.validate import Problem

@@ -1,0 +1,192 @@
+"""A year of runs: the Training screen and `gaudi-tui jobs --json` over 10, 100 and 1,000 run
+folders, one of them a run of 1,000,000 metric lines (issue 28, item 1).
+
+The folders are generated (bench/common/history.py): copies of the real finished run of
+tests/jobs/data/runs/, and the long run as the newest, the one the screen selects. For each size,
+in a GAUDI_TUI_HOME of its own:
+
+- `jobs --json`: the wall time of the console script, start to exit, and its CPU time, RUNS times
+  after a first run that has no index yet (printed apart; target ≤ 1 s);
+- the panel itself (`python -m gaudi_tui`) in a real tmux pane at 120×40: from the key `4` to the
+  list drawn (the newest run and the one below it on the pane; target ≤ 0.5 s), then to the charts
+  of the long run drawn from its whole history (its final loss in the title; no target: a one-time
+  read of the history, off the UI thread), in wall time and in the panel's CPU time (which a loaded
+  machine moves less);
+- its CPU over WINDOWS windows of WINDOW_S s, idle on the Training screen after the charts were
+  drawn, in % of one core (/proc, all its threads; target ≤ 1 %);
+- its memory at the end: RSS and PSS (target ≤ 100 MB).
+
+Figures: median (min, max); the load average beside them (a shared machine moves them).
+Exit 1 only when it could not measure. BENCH_LONG_STEPS changes the long run's length.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))  # bench/common
+from common.figures import load, spread  # noqa: E402
+from common.history import LONG_ID, copy_id, make_runs  # noqa: E402
+
+SIZES = tuple(int(n) for n in os.environ.get("BENCH_SIZES", "10,100,1000").split(","))
+LONG_STEPS = int(os.environ.get("BENCH_LONG_STEPS", "1000000"))
+RUNS = 5
+WINDOWS = 3
+WINDOW_S = 10.0
+WAIT_S = 120.0
+FINAL_LOSS = "loss 0.02841 "
+
+
+class Tmux:
+    """The panel in a real terminal: a tmux server of its own (stopped at the end)."""
+
+    def __init__(self, home: Path) -> None:
+        self.socket = f"gaudi-tui-bench-history-{os.getpid()}"
+        command = (
+            f"exec env GAUDI_TUI_HOME={shlex.quote(str(home))} {shlex.quote(sys.executable)} -m gaudi_tui"
+        )
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        self.run("new-session", "-d", "-s", "panel", "-x", "120", "-y", "40", command, env=env)
+        self.pid = int(self.run("display-message", "-p", "-t", "panel", "#{pane_pid}").strip())
+
+    def run(self, *args: str, env: dict[str, str] | None = None) -> str:
+        done = subprocess.run(
+            ["tmux", "-L", self.socket, *args],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env=env,
+            check=True,
+        )
+        return done.stdout
+
+    def screen(self) -> str:
+        return self.run("capture-pane", "-p", "-t", "panel")
+
+    def wait(self, *texts: str) -> float:
+        """Seconds until the pane shows every text."""
+        start = time.perf_counter()
+        while not all(t in (shown := self.screen()) for t in texts):
+            if time.perf_counter() - start > WAIT_S:
+                raise RuntimeError(f"the panel did not show {texts} in {WAIT_S:.0f} s:\n{shown}")
+            time.sleep(0.02)
+        return time.perf_counter() - start
+
+    def close(self) -> None:
+        subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True, timeout=30)
+
+
+def cpu_s(pid: int) -> float:
+    """user + system CPU of a process (all its threads), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def memory_mb(pid: int) -> tuple[float, float]:
+    """(RSS, PSS) in MB, from /proc/PID/smaps_rollup."""
+    values = {}
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        name, _, rest = line.partition(":")
+        if name in ("Rss", "Pss"):
+            values[name] = int(rest.split()[0]) / 1024
+    return values["Rss"], values["Pss"]
+
+
+def jobs_json(home: Path) -> dict[str, list[float]]:
+    """Wall and CPU seconds (the child's user + system) of each `jobs --json`; the first one also
+    apart: it starts without the index, as the first listing after an upgrade does."""
+    script = shutil.which("gaudi-tui", path=str(Path(sys.executable).parent)) or "gaudi-tui"
+    env = {**os.environ, "GAUDI_TUI_HOME": str(home)}
+    walls, cpus = [], []
+    for _ in range(RUNS + 1):
+        before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+        done = subprocess.run([script, "jobs", "--json"], env=env, capture_output=True, timeout=120)
+        walls.append(time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+        if done.returncode != 0 or LONG_ID.encode() not in done.stdout:
+            raise RuntimeError(f"jobs --json failed: {done.stderr.decode()[-500:]}")
+    return {"cold": walls[:1], "cold cpu": cpus[:1], "wall": walls[1:], "cpu": cpus[1:]}
+
+
+def panel(home: Path, count: int) -> dict[str, list[float]]:
+    tmux = Tmux(home)
+    try:
+        tmux.wait("sort: index")  # the Devices screen's first frame
+        time.sleep(2.0)  # the rest of start-up (the accelerator probe, the settings) is done
+        began = cpu_s(tmux.pid)
+        tmux.run("send-keys", "-t", "panel", "4")
+        newest = [f"long pretrain · {LONG_ID[-4:]}", f"demo fine-tune · {copy_id(count - 2)[-4:]}"]
+        drawn = tmux.wait(*newest)
+        drawn_cpu = cpu_s(tmux.pid) - began
+        charts = drawn + tmux.wait(FINAL_LOSS)
+        charts_cpu = cpu_s(tmux.pid) - began
+        time.sleep(2.0)  # the last redraw and the log pane settle
+        idle = []
+        for _ in range(WINDOWS):
+            before, start = cpu_s(tmux.pid), time.perf_counter()
+            time.sleep(WINDOW_S)
+            idle.append((cpu_s(tmux.pid) - before) / (time.perf_counter() - start) * 100)
+        rss, pss = memory_mb(tmux.pid)
+        return {
+            "drawn": [drawn],
+            "drawn cpu": [drawn_cpu],
+            "charts": [charts],
+            "charts cpu": [charts_cpu],
+            "idle": idle,
+            "rss": [rss],
+            "pss": [pss],
+        }
+    finally:
+        tmux.close()
+
+
+def main() -> int:
+    began = time.monotonic()
+    print(f"history: {SIZES} runs, the newest of {LONG_STEPS:,} metric lines; {load()}")
+    with tempfile.TemporaryDirectory(prefix="gaudi-bench-history-") as tmp:
+        pool = Path(tmp) / "pool"
+        start = time.perf_counter()
+        for count in SIZES:
+            make_runs(Path(tmp) / str(count) / "state" / "runs", count, LONG_STEPS, pool)
+        print(f"  generated in {time.perf_counter() - start:.1f} s")
+        rows = []
+        for count in SIZES:
+            home = Path(tmp) / str(count)
+            json_s = jobs_json(home)
+            shown = panel(home, count)
+            rows.append((count, json_s, shown))
+            print(
+                f"  {count:>5} runs: key 4 → list drawn {shown['drawn'][0]:.2f} s, {shown['drawn cpu'][0]:.2f} s "
+                f"of the panel's CPU (≤ 0.5) · charts of the long run drawn {shown['charts'][0]:.1f} s, "
+                f"{shown['charts cpu'][0]:.1f} s CPU\n"
+                f"         idle on Training {spread(shown['idle'])} % of a core (≤ 1) · "
+                f"RSS {shown['rss'][0]:.0f} MB, PSS {shown['pss'][0]:.0f} MB (≤ 100)\n"
+                f"         jobs --json {spread(json_s['wall'])} s, CPU {spread(json_s['cpu'])} s (≤ 1); "
+                f"the first, without the index: {json_s['cold'][0]:.2f} s, CPU {json_s['cold cpu'][0]:.2f} s\n"
+                f"         {load()}",
+                flush=True,
+            )
+    (small, s_json, _), (large, l_json, _) = rows[0], rows[-1]
+    growth = statistics.median(l_json["cpu"]) / statistics.median(s_json["cpu"])
+    print(f"  jobs --json CPU grows ×{growth:.2f} from {small} to {large} runs")
+    print(f"history took {time.monotonic() - began:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except (RuntimeError, subprocess.SubprocessError, OSError) as exc:
+        print(f"history: could not measure: {exc}")
+        sys.exit(1)

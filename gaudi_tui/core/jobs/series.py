@@ -1,0 +1,207 @@
+"""The selected run's chart lines: bounded, downsampled series that keep their peaks, extended as
+metrics.jsonl grows and never read again.
+
+Each line holds at most 2 × BUCKETS buckets of equal point counts; a bucket keeps its lowest and its
+highest point (so a loss spike shows however long the run), and when the buckets fill, neighbours
+merge and each holds twice as many points. The reader keeps a byte offset: a poll parses only the
+lines appended since (a long history in slices of at most `max_bytes`, so a screen stays live while
+it loads). The smoothed loss is TensorBoard's debiased moving average of every raw point.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from gaudi_tui.core.jobs.summary import number
+
+BUCKETS = 100
+"""A line draws at most 4 × BUCKETS + 1 points (the lowest and highest of each bucket, and the last)."""
+METRICS = ("loss", "learning_rate", "grad_norm", "samples_per_s", "tokens_per_s")
+SMOOTHING = 0.8
+SLICE_BYTES = 4 << 20
+FINITE = (float, int)
+"""The types of a number value (a bool is neither)."""
+
+
+class Downsampled:
+    """(x, y) points in at most 2 × `buckets` buckets, each its min and max point."""
+
+    def __init__(self, buckets: int = BUCKETS) -> None:
+        self.limit = buckets
+        self.width = 1
+        """Points per bucket."""
+        self.buckets: list[list[float]] = []
+        """[first x, x of min, min, x of max, max, count]"""
+        self.last: tuple[float, float] | None = None
+
+    def add(self, x: float, y: float) -> None:
+        self.extend([x], [y])
+
+    def extend(self, xs: list[float], ys: list[float]) -> None:
+        """Add points in x order (a bucket's share at a time, with min and max over the slice)."""
+        i, n = 0, len(xs)
+        while i < n:
+            if not self.buckets or self.buckets[-1][5] >= self.width:
+                self.buckets.append([xs[i], xs[i], ys[i], xs[i], ys[i], 1])
+                i += 1
+                if len(self.buckets) > 2 * self.limit:
+                    self._merge()
+                continue
+            bucket = self.buckets[-1]
+            take = min(self.width - int(bucket[5]), n - i)
+            part = ys[i : i + take]
+            low, high = min(part), max(part)
+            if low < bucket[2]:
+                bucket[1], bucket[2] = xs[i + part.index(low)], low
+            if high > bucket[4]:
+                bucket[3], bucket[4] = xs[i + part.index(high)], high
+            bucket[5] += take
+            i += take
+        if n:
+            self.last = (xs[-1], ys[-1])
+
+    def _merge(self) -> None:
+        pairs = self.buckets
+        merged = []
+        for a, b in zip(pairs[0::2], pairs[1::2], strict=False):
+            low = a if a[2] <= b[2] else b
+            high = a if a[4] >= b[4] else b
+            merged.append([a[0], low[1], low[2], high[3], high[4], a[5] + b[5]])
+        if len(pairs) % 2:
+            merged.append(pairs[-1])
+        self.buckets, self.width = merged, self.width * 2
+
+    def drop_after(self, x: float) -> None:
+        """Forget the buckets that start after `x` (a resume from step x); a bucket across x stays."""
+        while self.buckets and self.buckets[-1][0] > x:
+            self.buckets.pop()
+        if self.last is not None and self.last[0] > x:
+            self.last = None
+
+    def points(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        """The line to draw, in x order: each bucket's min and max, then the last point."""
+        picked: list[tuple[float, float]] = []
+        for _, x_low, low, x_high, high, _ in self.buckets:
+            if x_low == x_high:
+                picked.append((x_low, low))
+            else:
+                picked += sorted(((x_low, low), (x_high, high)))
+        if self.last is not None and (not picked or picked[-1][0] < self.last[0]):
+            picked.append(self.last)
+        return tuple(p[0] for p in picked), tuple(p[1] for p in picked)
+
+
+class _Batch:
+    """The points of one slice, per line, before they go to their Downsampled lines."""
+
+    def __init__(self) -> None:
+        self.points: dict[str, tuple[list[float], list[float]]] = {n: ([], []) for n in (*METRICS, "eval")}
+        self.changed = False
+
+
+@dataclass(frozen=True)
+class ChartData:
+    """What the charts draw: each line's points, and the latest raw value of each."""
+
+    lines: dict[str, tuple[tuple[float, ...], tuple[float, ...]]]
+    latest: dict[str, float]
+    read: float = 1.0
+    """The share of metrics.jsonl read so far (below 1 while a long history loads)."""
+
+
+class ChartSeries:
+    """Every chart line of one metrics.jsonl: `poll` reads what was appended, `data` is what to draw."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.behind = 0
+        """Bytes written that no poll has read yet (a long history loading in slices)."""
+        self._reset()
+
+    def _reset(self) -> None:
+        self.offset = 0
+        self.lines = {name: Downsampled() for name in (*METRICS, "smoothed", "eval")}
+        self._ema = (0.0, 0)
+
+    def poll(self, max_bytes: int = SLICE_BYTES) -> bool:
+        """Read at most `max_bytes` of complete new lines; True when a line changed."""
+        try:
+            size = os.stat(self.path).st_size
+        except OSError:
+            return False
+        if size < self.offset:  # cut back (a mirror starting afresh): read it again
+            self._reset()
+        if size == self.offset:
+            self.behind = 0
+            return False
+        try:
+            with self.path.open("rb") as fh:
+                fh.seek(self.offset)
+                data = fh.read(min(size - self.offset, max_bytes))
+        except OSError:
+            return False
+        complete = data.rfind(b"\n") + 1
+        if not complete and size - self.offset > max_bytes:
+            complete = len(data)  # one line longer than a slice: skip it
+        self.offset += complete
+        self.behind = size - self.offset
+        batch = _Batch()
+        decode = json.loads
+        for line in data[: complete - 1].split(b"\n") if complete else ():
+            try:
+                event = decode(line)
+            except ValueError:
+                continue
+            if event.__class__ is dict:
+                self._apply(event, batch)
+        self._flush(batch)
+        return batch.changed
+
+    def _flush(self, batch: _Batch) -> None:
+        """Hand the points gathered since the last `begin` (or the slice's start) to their lines."""
+        for name, (xs, ys) in batch.points.items():
+            if name == "loss":
+                ema, count = self._ema
+                smoothed = []
+                for value in ys:
+                    ema, count = ema * SMOOTHING + (1 - SMOOTHING) * value, count + 1
+                    smoothed.append(ema / (1 - SMOOTHING**count))
+                self._ema = (ema, count)
+                self.lines["smoothed"].extend(xs, smoothed)
+            self.lines[name].extend(xs, ys)
+        batch.points = {name: ([], []) for name in (*METRICS, "eval")}
+
+    def _apply(self, event: dict, batch: _Batch) -> None:
+        kind = event.get("event")
+        step = float(event.get("step") or 0)
+        if kind == "log":
+            points = batch.points
+            for name in METRICS:
+                value = event.get(name)
+                if value.__class__ in FINITE and math.isfinite(value):
+                    xs, ys = points[name]
+                    xs.append(step)
+                    ys.append(float(value))
+            batch.changed = True
+        elif kind == "eval" and (value := number(event.get("eval_loss"))) is not None:
+            xs, ys = batch.points["eval"]
+            xs.append(step)
+            ys.append(value)
+            batch.changed = True
+        elif kind == "begin":
+            self._flush(batch)
+            for line in self.lines.values():
+                line.drop_after(step)
+            batch.changed = True
+
+    def data(self) -> ChartData:
+        total = self.offset + self.behind
+        return ChartData(
+            lines={name: line.points() for name, line in self.lines.items()},
+            latest={name: line.last[1] for name, line in self.lines.items() if line.last is not None},
+            read=self.offset / total if total else 1.0,
+        )

@@ -1,0 +1,231 @@
+"""What the job list shows of a run's metrics.jsonl, in constant memory, without parsing every line.
+
+The first read goes backwards from the end of the file and stops as soon as the row is known (for
+a finished run, a few lines; the last `save` or a metric seen only long ago costs a byte search of
+the file, not a parse of it). Later reads apply only the lines appended since, as
+`MetricsReader` would. A `begin` (resume) appended later, or a file that shrank (a mirror cut back),
+reads the row afresh from the end. Old run folders need nothing new: metrics.jsonl is the source.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ETA_WINDOW = 10
+CHUNK = 1 << 20
+FORWARD_LIMIT = 8 << 20
+"""More than this appended since the last read: read the row from the end instead."""
+
+
+def number(value: object) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
+
+
+@dataclass
+class MetricsSummary:
+    """The latest attempt's step, loss and ETA inputs, the last checkpoint, whether any event came."""
+
+    max_steps: int | None = None
+    begin_step: int = 0
+    last_step: int | None = None
+    """The step of the last log point that a later `begin` did not drop."""
+    loss: float | None = None
+    checkpoint: str | None = None
+    ended_step: int | None = None
+    found: bool = False
+    recent: deque[tuple[int, float]] = field(default_factory=lambda: deque(maxlen=ETA_WINDOW))
+    """(step, time) of the latest log points of the current attempt (after its `begin`)."""
+
+    @property
+    def step(self) -> int:
+        if self.ended_step is not None:
+            return self.ended_step
+        return self.last_step if self.last_step is not None else self.begin_step
+
+    def seconds_per_step(self) -> float | None:
+        recent = [p for p in self.recent if p[0] > self.begin_step]
+        if len(recent) < 2 or recent[-1][0] == recent[0][0]:
+            return None
+        return (recent[-1][1] - recent[0][1]) / (recent[-1][0] - recent[0][0])
+
+    def apply(self, event: dict) -> bool:
+        """Apply one event read forwards; False for a `begin`, which needs a fresh read."""
+        self.found = True
+        step = int(event.get("step") or 0)
+        kind = event.get("event")
+        if isinstance(event.get("max_steps"), int):
+            self.max_steps = event["max_steps"]
+        if kind == "begin":
+            return False
+        if kind == "log":
+            self.last_step = step
+            self.recent.append((step, float(event.get("time") or 0.0)))
+            loss = number(event.get("loss"))
+            if loss is not None:
+                self.loss = loss
+        elif kind == "save":
+            self.checkpoint = event.get("checkpoint")
+        elif kind == "end":
+            self.ended_step = step
+        return True
+
+
+def _events(line: bytes) -> dict | None:
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return None
+    return event if isinstance(event, dict) else None
+
+
+def chunks_backwards(path: Path, end: int) -> Iterator[bytes]:
+    """The complete lines before byte `end`, in chunks of whole lines of about CHUNK bytes, the last
+    chunk first."""
+    with path.open("rb") as fh:
+        position, carry = end, b""
+        while position > 0:
+            start = max(0, position - CHUNK)
+            fh.seek(start)
+            data = fh.read(position - start) + carry
+            position = start
+            if position > 0:
+                carry, _, data = data.partition(b"\n")
+            yield data
+
+
+class _Backwards:
+    """Fills a MetricsSummary from the last line back; knows which words a line must hold to matter."""
+
+    def __init__(self) -> None:
+        self.summary = MetricsSummary()
+        self.begin_seen = False
+        self.ended_known = False
+        self.min_begin = math.inf
+        self.window: list[tuple[int, float]] = []
+
+    def needs(self) -> tuple[bytes, ...]:
+        s = self.summary
+        points = s.last_step is None or (not self.begin_seen and len(self.window) < ETA_WINDOW)
+        words: list[bytes] = []
+        if not s.found:
+            words.append(b"{")
+        if points:
+            words += [b'"log"', b'"begin"']
+        elif s.loss is None:
+            words += [b'"loss"', b'"begin"']
+        if not self.ended_known:
+            words += [b'"end"', b'"begin"']
+        if s.max_steps is None:
+            words.append(b'"max_steps"')
+        if s.checkpoint is None:
+            words.append(b'"save"')
+        return tuple(words)
+
+    def take(self, event: dict) -> None:
+        s = self.summary
+        s.found = True
+        kind = event.get("event")
+        step = int(event.get("step") or 0)
+        if s.max_steps is None and isinstance(event.get("max_steps"), int):
+            s.max_steps = event["max_steps"]
+        if kind == "begin":
+            if not self.begin_seen:
+                self.begin_seen, s.begin_step = True, step
+            self.ended_known = True
+            self.min_begin = min(self.min_begin, step)
+        elif kind == "end" and not self.ended_known:
+            self.ended_known, s.ended_step = True, step
+        elif kind == "save" and s.checkpoint is None:
+            s.checkpoint = event.get("checkpoint")
+        elif kind == "log" and step <= self.min_begin:
+            if s.last_step is None:
+                s.last_step = step
+            if not self.begin_seen and len(self.window) < ETA_WINDOW:
+                self.window.append((step, float(event.get("time") or 0.0)))
+            if s.loss is None:
+                s.loss = number(event.get("loss"))
+
+
+def read_backwards(path: Path, end: int) -> MetricsSummary:
+    """The summary of the complete lines before byte `end`, read from the end back only as far as needed."""
+    scan = _Backwards()
+    try:
+        for chunk in chunks_backwards(path, end):
+            words = scan.needs()
+            if not words:
+                break
+            if not any(w in chunk for w in words):
+                continue
+            for line in reversed(chunk.split(b"\n")):
+                if any(w in line for w in words) and (event := _events(line)) is not None:
+                    scan.take(event)
+                    words = scan.needs()
+                    if not words:
+                        break
+    except OSError:
+        pass
+    scan.summary.recent.extend(reversed(scan.window))
+    return scan.summary
+
+
+class SummaryReader:
+    """Keeps the MetricsSummary of a growing metrics.jsonl, reading each byte once in the usual case."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+        """The end of the last complete line read."""
+        self.summary = MetricsSummary()
+        self._read = False
+
+    def poll(self) -> bool:
+        """True when the summary may have changed."""
+        try:
+            size = os.stat(self.path).st_size
+        except OSError:
+            return False
+        if self._read and size == self.offset:
+            return False
+        if not self._read or size < self.offset or size - self.offset > FORWARD_LIMIT:
+            return self._from_the_end(size)
+        try:
+            with self.path.open("rb") as fh:
+                fh.seek(self.offset)
+                data = fh.read(size - self.offset)
+        except OSError:
+            return False
+        complete = data.rfind(b"\n") + 1
+        if not complete:
+            return False
+        self.offset += complete
+        for line in data[:complete].split(b"\n"):
+            event = _events(line) if line.strip() else None
+            if event is not None and not self.summary.apply(event):
+                return self._from_the_end(self.offset)
+        return True
+
+    def _from_the_end(self, size: int) -> bool:
+        end = size
+        try:
+            with self.path.open("rb") as fh:  # up to the last newline: a half-written line waits
+                while end > 0:
+                    start = max(0, end - CHUNK)
+                    fh.seek(start)
+                    cut = fh.read(end - start).rfind(b"\n")
+                    if cut >= 0:
+                        end = start + cut + 1
+                        break
+                    end = start
+        except OSError:
+            return False
+        self.offset, self._read = end, True
+        self.summary = read_backwards(self.path, end)
+        return True

@@ -1,0 +1,112 @@
+"""The Training screen's poll of the run folders (on its worker thread): only what changed.
+
+A poll posts the rows that changed (every row when a run appeared), the selected job's new log
+lines, its details when they changed, and its charts when new points came; a poll that changed
+nothing posts nothing. The charts come from a `ChartSeries` of the selected run only, read once
+and extended as lines arrive; a long history loads in slices, the charts redrawn every
+CHART_EVERY_S meanwhile.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from textual.message import Message
+
+from gaudi_tui.core.jobs import runfolder
+from gaudi_tui.core.jobs.monitor import JobView, Monitor
+from gaudi_tui.core.jobs.series import ChartData, ChartSeries
+from gaudi_tui.core.jobs.spec import JobSpec
+from gaudi_tui.core.jobs.tailing import LogTail
+
+LOG_LINES = 1000
+LOG_LINES_PER_POLL = 400
+"""A flooding job shows its newest lines only: one poll never writes more than this many."""
+NODES_EVERY_S = 5.0
+"""How often the selected Ray job's cluster nodes are fetched for the Details pane."""
+CHART_EVERY_S = 2.0
+"""While a long history loads, the charts are redrawn this often (and once it is read)."""
+
+Describe = Callable[[JobView, runfolder.RunFolder, JobSpec | None, str], str]
+
+
+@dataclass(frozen=True)
+class Detail:
+    """What the selected job's panes need from one poll."""
+
+    run_id: str
+    charts: ChartData | None
+    """None when unchanged since the previous poll."""
+    new_lines: tuple[str, ...]
+    reset_log: bool
+    text: str
+
+
+class JobsPolled(Message):
+    """The rows that changed since the last message; every row's id, in order, when runs appeared."""
+
+    def __init__(self, changed: list[JobView], order: list[str] | None, detail: Detail | None) -> None:
+        super().__init__()
+        self.changed = changed
+        self.order = order
+        self.detail = detail
+
+
+class JobsPoller:
+    """The state kept between polls: the monitor, the rows sent, the selected job's readers."""
+
+    def __init__(self, describe: Describe, nodes_of: Callable[[runfolder.RunFolder], str]) -> None:
+        self.monitor = Monitor()
+        self.describe, self.nodes_of = describe, nodes_of
+        self.sent: dict[str, JobView] = {}
+        self.tail: LogTail | None = None
+        self.charts: ChartSeries | None = None
+        self.charts_drawn = 0.0
+        self.text = ""
+        self.nodes: tuple[str | None, float, str] = (None, 0.0, "")
+
+    @property
+    def loading(self) -> bool:
+        """The selected job's history is still being read."""
+        return self.charts is not None and self.charts.behind > 0
+
+    def poll(self, selected: str | None) -> JobsPolled | None:
+        views = self.monitor.poll(eager=selected)
+        order = [v.id for v in views] if len(views) != len(self.sent) else None
+        changed = [v for v in views if self.sent.get(v.id) is not v]  # a settled row is the same object
+        self.sent.update((v.id, v) for v in changed)
+        selected = selected or (views[-1].id if views else None)
+        watcher = self.monitor.watchers.get(selected) if selected else None
+        detail = (
+            self._detail(self.sent[watcher.run.id], watcher.run, watcher.load_spec()) if watcher else None
+        )
+        if changed or order is not None or detail is not None:
+            return JobsPolled(changed, order, detail)
+        return None
+
+    def _detail(self, view: JobView, run: runfolder.RunFolder, spec: JobSpec | None) -> Detail | None:
+        reset = self.charts is None or self.charts.path != run.metrics_path
+        if reset or self.tail is None or self.charts is None:
+            self.tail = LogTail(run.log_path, max_lines=LOG_LINES)
+            self.charts, self.charts_drawn, self.text = ChartSeries(run.metrics_path), 0.0, ""
+        new_lines = self.tail.poll()
+        grew = not reset and self.charts.poll()  # the list first, then the history
+        now = time.monotonic()
+        draw = grew and (not self.charts.behind or now - self.charts_drawn >= CHART_EVERY_S)
+        if view.where and (self.nodes[0] != view.id or now - self.nodes[1] > NODES_EVERY_S):
+            self.nodes = (view.id, now, self.nodes_of(run))
+        text = self.describe(view, run, spec, self.nodes[2] if self.nodes[0] == view.id else "")
+        if not (reset or draw or new_lines or text != self.text):
+            return None
+        self.text = text
+        if draw:
+            self.charts_drawn = now
+        return Detail(
+            run_id=view.id,
+            charts=self.charts.data() if draw or reset else None,
+            new_lines=tuple(new_lines[-LOG_LINES_PER_POLL:]),
+            reset_log=reset,
+            text=text,
+        )
