@@ -47,8 +47,12 @@ async def test_recorded_run_shows_in_the_list_with_charts_and_log() -> None:
         screen = app.screen
         assert isinstance(screen, TrainingScreen)
         await settle(pilot, lambda: screen.query_one("#job-log", Log).line_count > 10)
-        title = screen.query_one("#chart-loss").plt._active.monitor.title  # noqa: SLF001 - plotext state
-        assert title.startswith("loss 0.1311 (smoothed")
+
+        def loss_title() -> str:
+            return screen.query_one("#chart-loss").plt._active.monitor.title  # noqa: SLF001 - plotext state
+
+        await settle(pilot, lambda: loss_title() != "loss: no data yet")  # the series loads off the UI thread
+        assert loss_title().startswith("loss 0.1311 (smoothed"), loss_title()
         await pilot.press("l")
         assert screen.query_one("TabbedContent").active == "log"
         await pilot.press("d")
