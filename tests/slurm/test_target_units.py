@@ -74,7 +74,11 @@ def test_batch_script(tmp_path: Path) -> None:
     )
     assert f"#SBATCH --job-name=gaudi-tui-{run.id}-a3" in lines and "#SBATCH --open-mode=append" in lines
     assert "#SBATCH --signal=B:USR1@120" in lines and "#SBATCH --time=30" in lines
-    assert lines[-1] == "#SBATCH --constraint=ib" or "#SBATCH --constraint=ib" in lines
+    directives = [i for i, line in enumerate(lines) if line.startswith("#SBATCH ")]
+    panel = [lines[i] for i in directives[:-1]]
+    assert lines[directives[-1]] == "#SBATCH --constraint=ib" and panel == sorted(panel)  # the user's last
+    first_command = next(i for i, line in enumerate(lines) if line and not line.startswith("#"))
+    assert directives == list(range(directives[0], directives[-1] + 1)) and directives[-1] < first_command
     srun = next(line for line in lines if line.startswith("srun "))
     assert shlex.split(srun.rstrip(" &"))[-5:] == [
         "--",
