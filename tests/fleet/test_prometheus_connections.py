@@ -18,6 +18,7 @@ import pytest
 
 from gaudi_tui.core.fleet import fetch
 from gaudi_tui.core.fleet.prometheus import AT_ONCE, PrometheusClient, PrometheusError
+from tests import required
 from tests.fleet.stack import FleetStack, free_port, silent_target, start_prometheus, stop
 
 ACCEPTED = 'net_conntrack_listener_conn_accepted_total{listener_name="http"}'
@@ -60,6 +61,7 @@ def test_refreshes_reuse_the_kept_connections(fleet_stack: FleetStack) -> None:
 @pytest.fixture()
 def guarded(tmp_path: Path) -> Iterator[tuple[Path, int, tuple[str, ...]]]:
     """The folder, port and arguments of a Prometheus that wants user `panel`, password `s3cret`."""
+    required.tools("prometheus", "prometheus")
     crypt = pytest.importorskip("crypt", reason="no crypt module to make the bcrypt password hash")
     hashed = crypt.crypt("s3cret", crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=16))
     if not hashed or not hashed.startswith("$2"):
