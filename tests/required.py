@@ -17,7 +17,7 @@ from typing import NoReturn
 
 import pytest
 
-COMPONENTS = ("tmux", "prometheus", "slurm", "ray", "cgroup-freezer")
+COMPONENTS = ("tmux", "prometheus", "slurm", "ray", "freezer")
 
 
 def required() -> frozenset[str]:
