@@ -52,6 +52,12 @@ THREADS = 2
 WARMUP_STEPS = 20
 LINES = 1_000_000
 KEY_SAMPLES = 20
+JOB_ENV = {
+    "OMP_NUM_THREADS": str(THREADS),
+    "MKL_NUM_THREADS": str(THREADS),
+    "TOKENIZERS_PARALLELISM": "false",
+}
+"""Both sides' settings: torch's threads pinned, and what `launch.job_env` gives a job's launcher."""
 FLOOD = """\
 import json, os, sys, time
 print("waiting for the go file", flush=True)
@@ -79,8 +85,7 @@ def script_argv() -> list[str]:
 
 def bare_run(folder: Path) -> tuple[subprocess.Popen[str], Side]:
     """The script started in `folder`; its log lines are stamped as they arrive (the k-th is step 5k)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
-    env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(THREADS)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1", **JOB_ENV}
     argv = script_argv()
     child = subprocess.Popen(
         argv, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
@@ -112,7 +117,7 @@ def job_run(folder: Path):  # noqa: ANN201 - (RunFolder, Side)
     from gaudi_tui.core.jobs.spec import from_mapping
     from gaudi_tui.core.jobs.status import TERMINAL
 
-    threads = {"OMP_NUM_THREADS": str(THREADS), "MKL_NUM_THREADS": str(THREADS), "PYTHONUNBUFFERED": "1"}
+    threads = dict(JOB_ENV)
     spec = {
         "kind": "command",
         "command": script_argv(),
