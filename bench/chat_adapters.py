@@ -1,14 +1,18 @@
 """Chatting with a trained adapter: decode speed and memory, through the engine (the Chat pane's path).
 
-Speed (decode tokens/s as the pane measures it, greedy, a fixed answer length), ratio to the bare
-base model in the same run:
+Speed (decode tokens/s as the pane measures it, greedy, a fixed answer length), ratio to the base
+model alone in the same run (served through its own engine too: every row here goes through the
+engine's process and protocol; none is a bare `generate` call):
 - base + adapter in one engine, the adapter on (a PeftModel answering with its LoRA layers);
 - the same engine, the adapter switched off (`disable_adapter`): the base answers;
 - the same engine answering both at once (one batch of two rows, one adapter per row): per row;
 - the adapter merged into its base (`merge_and_unload`);
-- the bare base model.
+- the base model alone in an engine of its own (no adapter loaded).
 Memory: one engine serving base and tuned (the base loaded once) against two engines (the tuned
-one and the base), read inside each engine (CPU: its RSS; Gaudi: HPU InUse; CUDA: allocated).
+one and the base). CPU: each engine process's USS (the pages only it has: what one more engine
+costs) and PSS (shared pages divided among the processes that map them), read with psutil; RSS
+would count the pages the engines share (torch, Python) once per engine. Gaudi: HPU InUse; CUDA:
+allocated, read inside each engine.
 
 The adapter is a LoRA like the tests train (rank 16 on every linear layer of the demo model),
 with random weights: speed does not depend on what it learnt. Medians of N rounds, min–max, and
@@ -89,10 +93,11 @@ def main() -> int:
             rates["merged"].append(engines["merged"].generate(PROMPT, params).metrics.decode_tps or 0.0)
             rates["base"].append(engines["base"].generate(PROMPT, params).metrics.decode_tps or 0.0)
         memory = {name: engine.stats() for name, engine in engines.items()}
+        private = {name: _uss_pss(engine.pid) for name, engine in engines.items()}
     finally:
         for engine in engines.values():
             engine.shutdown()
-    bare = statistics.median(rates["base"])
+    alone = statistics.median(rates["base"])
     print(f"chat with an adapter: demo model + rank-16 LoRA, {NEW_TOKENS} tokens, {ROUNDS} rounds")
     labels = {
         "on": "one engine, adapter on",
@@ -100,15 +105,35 @@ def main() -> int:
         "both: tuned": "one engine, both at once: tuned row",
         "both: base": "one engine, both at once: base row",
         "merged": "adapter merged into the base",
-        "base": "bare base model",
+        "base": "base model alone (its own engine)",
     }
     for key, label in labels.items():
-        ratio = statistics.median(rates[key]) / bare if bare else 0.0
-        print(f"  {label:<38} {spread(rates[key])}  ratio to bare base {ratio:.2f}")
-    used = {name: (m.in_use or 0) if m else 0 for name, m in memory.items()}
+        ratio = statistics.median(rates[key]) / alone if alone else 0.0
+        print(f"  {label:<38} {spread(rates[key])}  ratio to the base alone {ratio:.2f}")
     kind = next((m.kind for m in memory.values() if m), "?")
+    if kind == "cpu":
+        for index, what in enumerate(("USS", "PSS")):
+            _print_memory(what + " of each engine process", {n: u[index] for n, u in private.items()})
+    else:
+        _print_memory("device memory in use", {n: (m.in_use or 0) if m else 0 for n, m in memory.items()})
+    print(
+        f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min), {os.cpu_count()} CPUs"
+    )
+    return 0
+
+
+def _uss_pss(pid: int | None) -> tuple[int, int]:
+    import psutil
+
+    if pid is None:
+        return 0, 0
+    info = psutil.Process(pid).memory_full_info()
+    return int(info.uss), int(getattr(info, "pss", 0))
+
+
+def _print_memory(what: str, used: dict[str, int]) -> None:
     two = used["tuned"] + used["base"]
-    print(f"memory ({kind}: {'RSS' if kind == 'cpu' else 'device memory in use'} of each engine):")
+    print(f"memory ({what}):")
     print(f"  one engine serving base and tuned  {used['shared'] / 2**20:7.0f} MiB")
     print(
         f"  two engines (tuned + base)         {two / 2**20:7.0f} MiB "
@@ -116,10 +141,6 @@ def main() -> int:
         if two
         else "  two engines: not measured"
     )
-    print(
-        f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min), {os.cpu_count()} CPUs"
-    )
-    return 0
 
 
 if __name__ == "__main__":

@@ -3,14 +3,16 @@
 Training screen while a command prints 10,000 lines/s.
 
 (1) The script (tests/commands/scripts.py `HF_TRAINER`, the demo model, CPU, torch's threads pinned
-to THREADS) runs as two plain children, one bare and one with the wrapper on PYTHONPATH and
-GAUDI_TUI_RUN set (the callback adds the stop check and metrics.jsonl lines to every step). Each warms
-up to WARMUP_STEPS while the other is paused; then they take turns (`bench/common/timeslice.py`):
-one runs alone for SLICE_S while the other is paused, PAIRS pairs, the order swapped every pair. A
-turn's figure is the seconds per step between the log lines Trainer prints every 5 steps, stamped as
-they arrive, inside that turn; the ratio of each pair compares two turns seconds apart, so the
-machine's drift cancels. Median with min–max. Target: ≥ 0.98. The callback's own cost per step is
-then timed in this process (not moved by the machine's load).
+to THREADS) runs twice: bare, as a plain child, and as a real command job (`control.submit`): the
+supervisor with its output follower thread reading the script's log, the launcher, and the wrapper's
+callback in the script (the stop check every step, metrics.jsonl lines). Each warms up to
+WARMUP_STEPS while the other is paused; then they take turns (`bench/common/timeslice.py`): one runs
+alone for SLICE_S while the other is paused (the job's whole process tree), PAIRS pairs, the order
+swapped every pair. A turn's figure is the seconds per step between the log events of every 5
+steps inside that turn: the bare script's log lines stamped as they arrive, the job's metrics.jsonl
+lines with the callback's own stamp. The ratio of each pair compares two turns seconds apart, so
+the machine's drift cancels. Median with min–max. Target: ≥ 0.98. The callback's own cost per step
+is then timed in this process (not moved by the machine's load).
 
 (2) `OutputMetrics.feed` on a recorded Trainer output (transformers 5.24, tests/commands/data)
 repeated to 1,000,000 lines (bar redraws and log dicts as Trainer writes them), in 64 KiB chunks as
@@ -42,7 +44,7 @@ import psutil
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))  # bench/common
 from common.figures import load, spread  # noqa: E402
-from common.timeslice import ENDLESS_STEPS, Side, pair_ratios, take_turns, warm_up  # noqa: E402
+from common.timeslice import ENDLESS_STEPS, Side, Tree, pair_ratios, take_turns, warm_up  # noqa: E402
 
 PAIRS = 10
 SLICE_S = 2.0
@@ -50,6 +52,12 @@ THREADS = 2
 WARMUP_STEPS = 20
 LINES = 1_000_000
 KEY_SAMPLES = 20
+JOB_ENV = {
+    "OMP_NUM_THREADS": str(THREADS),
+    "MKL_NUM_THREADS": str(THREADS),
+    "TOKENIZERS_PARALLELISM": "false",
+}
+"""Both sides' settings: torch's threads pinned, and what `launch.job_env` gives a job's launcher."""
 FLOOD = """\
 import json, os, sys, time
 print("waiting for the go file", flush=True)
@@ -68,18 +76,17 @@ while True:
 """
 
 
-def trainer_run(folder: Path, wrapped: bool) -> tuple[subprocess.Popen[str], Side]:
-    """The script started in `folder`; its log lines are stamped as they arrive (the k-th is step 5k)."""
+def script_argv() -> list[str]:
     from gaudi_tui.core.demo import model_dir
-    from gaudi_tui.core.jobs.kinds.command import SITE_DIR
 
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
-    env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(THREADS)
-    if wrapped:
-        (folder / "run").mkdir()
-        env.update(GAUDI_TUI_RUN=str(folder / "run"), PYTHONPATH=f"{SITE_DIR}{os.pathsep}{ROOT}")
-    argv = [sys.executable, "train.py", "--model_name_or_path", str(model_dir()), "--train_file", "train.txt",
+    return [sys.executable, "train.py", "--model_name_or_path", str(model_dir()), "--train_file", "train.txt",
             "--output_dir", "out", "--max_steps", str(ENDLESS_STEPS), "--logging_steps", "5", "--disable_tqdm"]  # fmt: skip
+
+
+def bare_run(folder: Path) -> tuple[subprocess.Popen[str], Side]:
+    """The script started in `folder`; its log lines are stamped as they arrive (the k-th is step 5k)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1", **JOB_ENV}
+    argv = script_argv()
     child = subprocess.Popen(
         argv, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
     )
@@ -97,48 +104,88 @@ def trainer_run(folder: Path, wrapped: bool) -> tuple[subprocess.Popen[str], Sid
 
     def marks() -> list[tuple[int, float]]:
         if child.poll() is not None:
-            raise RuntimeError(f"the {'wrapped' if wrapped else 'bare'} script ended:\n{''.join(tail)}")
+            raise RuntimeError(f"the bare script ended:\n{''.join(tail)}")
         return list(stamps)
 
     return child, Side(psutil.Process(child.pid), marks)
 
 
+def job_run(folder: Path):  # noqa: ANN201 - (RunFolder, Side)
+    """The script as a real command job in `folder`; its steps are the callback's metrics.jsonl lines."""
+    from gaudi_tui.core.accelerator import Accelerator
+    from gaudi_tui.core.jobs import control
+    from gaudi_tui.core.jobs.spec import from_mapping
+    from gaudi_tui.core.jobs.status import TERMINAL
+
+    threads = dict(JOB_ENV)
+    spec = {
+        "kind": "command",
+        "command": script_argv(),
+        "workdir": str(folder),
+        "device": "cpu",
+        "env": threads,
+    }
+    run = control.submit(from_mapping(spec), Accelerator("cpu", "bench"))
+    deadline = time.monotonic() + 60
+    while (status := run.status()) is None or status.supervisor is None:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{run.id}: no supervisor after 60 s")
+        time.sleep(0.1)
+
+    def marks() -> list[tuple[int, float]]:
+        now = run.status()
+        if now is not None and now.state in TERMINAL:
+            raise RuntimeError(f"the command job ended ({now.state}: {now.error})")
+        try:
+            lines = run.metrics_path.read_text().splitlines()
+        except FileNotFoundError:
+            return []
+        events = [json.loads(line) for line in lines if line.strip()]
+        return [(int(e["step"]), float(e["time"])) for e in events if e.get("event") == "log"]
+
+    return run, Side(Tree(psutil.Process(status.supervisor.pid)), marks)
+
+
 def wrapper_overhead() -> None:
+    from gaudi_tui.core.jobs import control
+    from gaudi_tui.core.jobs.status import TERMINAL
     from tests.commands import scripts
 
     root = Path(tempfile.mkdtemp(prefix="gaudi-tui-bench-cmd-"))
-    children = []
+    for name in ("bare", "job"):
+        (root / name).mkdir()
+        scripts.write(root / name, "train.py", scripts.HF_TRAINER)
+        scripts.train_file(root / name, lines=256)
+    child, run = None, None
     try:
-        sides = []
-        for name in ("bare", "wrapped"):  # one warms up while the other is paused
-            folder = root / name
-            folder.mkdir()
-            scripts.write(folder, "train.py", scripts.HF_TRAINER)
-            scripts.train_file(folder, lines=256)
-            child, side = trainer_run(folder, wrapped=name == "wrapped")
-            children.append(child)
-            warm_up(WARMUP_STEPS, side)
-            sides.append(side)
-        bare, wrapped = sides
+        child, bare = bare_run(root / "bare")
+        warm_up(WARMUP_STEPS, bare)  # one warms up while the other is paused
+        run, wrapped = job_run(root / "job")
+        warm_up(WARMUP_STEPS, wrapped)
         take_turns(bare, wrapped, PAIRS, SLICE_S)
-        events = [
-            json.loads(line) for line in (root / "wrapped" / "run" / "metrics.jsonl").read_text().splitlines()
-        ]
-        logged = [e["step"] for e in events if e["event"] == "log"]
-        if not (root / "wrapped" / "run" / "wrapper.json").exists() or len(logged) < PAIRS:
-            raise RuntimeError(f"the wrapper's callback was not active in the wrapped run: {events[:3]}")
+        if not (run.path / "wrapper.json").exists():
+            raise RuntimeError("the wrapper's callback was not active in the command job")
+        ratios = pair_ratios(bare, wrapped)  # fails, saying why, when too few turns could be measured
         b, w = bare.steps_per_s(), wrapped.steps_per_s()
         bare_step = statistics.median(bare.seconds_per_step())
-        ratios = pair_ratios(bare, wrapped)
     finally:
-        for child in children:
+        if child is not None:
             child.kill()
             child.wait()
+        if run is not None:
+            control.kill(run)
+            deadline = time.monotonic() + 60
+            while (
+                (status := run.status()) is not None
+                and status.state not in TERMINAL
+                and time.monotonic() < deadline
+            ):
+                time.sleep(0.2)
         shutil.rmtree(root, ignore_errors=True)
     print(f"Trainer script, CPU, {THREADS} torch threads, warmed up to step {WARMUP_STEPS}, then {PAIRS} pairs of "
           f"{SLICE_S:g} s turns (one runs, the other paused); {load()}:")  # fmt: skip
-    print(f"  bare {spread(b)} steps/s, wrapped {spread(w)} steps/s")
-    print(f"  ratio wrapped/bare per pair {spread(ratios, '{:.3f}')} (target >= 0.98)")
+    print(f"  bare {spread(b)} steps/s, as a command job (supervisor, follower, wrapper) {spread(w)} steps/s")
+    print(f"  ratio job/bare per pair {spread(ratios, '{:.3f}')} (target >= 0.98)")
     callback_cost(bare_step)
 
 
@@ -293,7 +340,13 @@ def main() -> int:
     if part in ("all", "reader"):
         reader_throughput()
     if part in ("all", "wrapper"):
-        wrapper_overhead()
+        try:
+            wrapper_overhead()
+        except RuntimeError as error:
+            print(
+                f"bench/command.py: could not measure the wrapper's cost: {error}; {load()}", file=sys.stderr
+            )
+            return 1
     if part in ("all", "latency"):
         key_latency()
     shutil.rmtree(os.environ["GAUDI_TUI_HOME"], ignore_errors=True)

@@ -3,7 +3,8 @@
 log windows after step 20, from metrics.jsonl's timestamps) and submit-to-first-step latency (from
 `control.submit` to the wall time of the first `log` event in metrics.jsonl — for Ray that includes
 the Jobs API, Ray Train's worker group and the log-stream mirror). Runs alternate; medians with
-min/max. Target: steps/s ratio Ray/local ≥ 0.9.
+min/max. One untimed warm-up run of each, then RUNS pairs whose order alternates (local first,
+then Ray first). Target: steps/s ratio Ray/local ≥ 0.9.
 
 The cluster is the tests' (tests/ray/cluster.py): two `ray start` nodes of 1 CPU each, started here
 and stopped after; the Ray job puts one worker on each.
@@ -22,9 +23,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))  # bench/common
 from common.figures import load, spread  # noqa: E402
-from common.job_runs import STEPS, WARMUP_STEPS, one_run, spec  # noqa: E402
+from common.job_runs import STEPS, WARMUP_STEPS, alternating, spec  # noqa: E402
 
-RUNS = 2
+RUNS = 4
 
 
 def main() -> int:
@@ -56,9 +57,11 @@ def main() -> int:
         )  # fmt: skip
         cluster.start_node("worker", f"--address=127.0.0.1:{cluster.gcs_port}")
         cluster.wait_nodes(2)
-        for _ in range(runs):
-            local.append(one_run(spec(name="local torchrun", launcher="torchrun")))
-            on_ray.append(one_run(spec(name="ray", target="ray", ray_address=cluster.address, workers=2)))
+        local, on_ray = alternating(
+            spec(name="local torchrun", launcher="torchrun"),
+            spec(name="ray", target="ray", ray_address=cluster.address, workers=2),
+            runs,
+        )
     finally:
         cluster.stop()
         shutil.rmtree(root, ignore_errors=True)
@@ -66,7 +69,7 @@ def main() -> int:
     local_rate, ray_rate = [r for r, _ in local], [r for r, _ in on_ray]
     local_start, ray_start = [s for _, s in local], [s for _, s in on_ray]
     print(
-        f"demo fine-tune, 2 processes on CPU (gloo), {STEPS} steps (steady from {WARMUP_STEPS}), batch 8, seq ≤ 64; {runs} runs each; {load()}"
+        f"demo fine-tune, 2 processes on CPU (gloo), {STEPS} steps (steady from {WARMUP_STEPS}), batch 8, seq ≤ 64; warm-up + {runs} runs each, order alternating; {load()}"
     )
     print(f"  local torchrun : {spread(local_rate)} steps/s, submit→first step {spread(local_start)} s")
     print(f"  Ray (2 nodes)  : {spread(ray_rate)} steps/s, submit→first step {spread(ray_start)} s")

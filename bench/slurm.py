@@ -10,7 +10,10 @@ Slurm cluster (this machine, loopback) vs local `torchrun`, in one run.
 2. Jobs. Steady-state steps/s (1 / the median seconds per step of the log windows after step 20,
    from metrics.jsonl's timestamps) and submit → first step (from `control.submit` to the wall
    time of the first `log` event; for Slurm that includes sbatch, the scheduler's pass and srun).
-   Runs alternate; medians with min/max. Target: steps/s ratio Slurm/local ≥ 0.95.
+   One untimed warm-up run of each, then RUNS pairs whose order alternates (local first, then
+   Slurm first); medians with min/max. Target: steps/s ratio Slurm/local ≥ 0.95.
+
+Where it cannot measure (no Slurm, not root) it says why and exits 1, so `make bench` lists it.
 
 The cluster is the tests' (tests/slurm/cluster.py): munge, slurmctld and two slurmd on free ports;
 the Slurm job runs one rank on each node (`slurm_nodes=2`, `slurm_cards_per_node=1`).
@@ -32,10 +35,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))  # bench/common
 from common.figures import load, spread  # noqa: E402
-from common.job_runs import STEPS, WARMUP_STEPS, one_run, spec  # noqa: E402
+from common.job_runs import STEPS, WARMUP_STEPS, alternating, spec  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "slurm"
-RUNS = 2
+RUNS = 4
 REFRESH_S = 2.0
 
 
@@ -107,9 +110,10 @@ def main() -> int:
 
     if missing_binaries() or os.geteuid() != 0:
         print(
-            "Slurm is not installed here or this is not root: the cluster parts are skipped", file=sys.stderr
+            "could not measure: Slurm is not installed here or this is not root (no cluster, no job runs)",
+            file=sys.stderr,
         )
-        return 0
+        return 1
     local: list[tuple[float, float]] = []
     on_slurm: list[tuple[float, float]] = []
     try:
@@ -120,18 +124,18 @@ def main() -> int:
                   f"squeue's own CPU {spread([c * 1000 for c in cpus], '{:.0f}')} ms (one call a refresh)")  # fmt: skip
             if args.poll_only:
                 return 0
-            for _ in range(args.runs):
-                local.append(one_run(spec(name="local torchrun", launcher="torchrun")))
-                on_slurm.append(
-                    one_run(spec(name="slurm", target="slurm", slurm_nodes=2, slurm_cards_per_node=1))
-                )
+            local, on_slurm = alternating(
+                spec(name="local torchrun", launcher="torchrun"),
+                spec(name="slurm", target="slurm", slurm_nodes=2, slurm_cards_per_node=1),
+                args.runs,
+            )
             cluster.cancel_all()
     finally:
         shutil.rmtree(os.environ["GAUDI_TUI_HOME"], ignore_errors=True)
     local_rate, slurm_rate = [r for r, _ in local], [r for r, _ in on_slurm]
     local_start, slurm_start = [s for _, s in local], [s for _, s in on_slurm]
     print(
-        f"demo fine-tune, 2 processes on CPU (gloo), {STEPS} steps (steady from {WARMUP_STEPS}), batch 8, seq ≤ 64; {args.runs} runs each"
+        f"demo fine-tune, 2 processes on CPU (gloo), {STEPS} steps (steady from {WARMUP_STEPS}), batch 8, seq ≤ 64; warm-up + {args.runs} runs each, order alternating"
     )
     print(f"  local torchrun   : {spread(local_rate)} steps/s, submit→first step {spread(local_start)} s")
     print(f"  Slurm (2 nodes)  : {spread(slurm_rate)} steps/s, submit→first step {spread(slurm_start)} s")

@@ -3,8 +3,8 @@
 # the Debian package also provides promtool) and Slurm with munge (the Slurm tests start a real
 # two-node cluster on loopback: slurmctld, slurmd, slurm-client, munge; 8 packages, a few seconds).
 # Called by `make test`. Quick when all are present.
-# Never fails the run: without root or password-less sudo, or without apt, it says which tests
-# will skip and why, and exits 0.
+# Without root or password-less sudo, or without apt, it says which tests will skip and why, and
+# exits 0; under CI=true (or GAUDI_TUI_REQUIRE=all) those tests are required, so it exits 1 instead.
 set -uo pipefail
 
 need=()
@@ -17,6 +17,10 @@ command -v munged >/dev/null 2>&1 || need+=(munge)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 skip_note() {
+  if [ "${CI:-}" = "true" ] || [ "${GAUDI_TUI_REQUIRE:-}" = "all" ]; then
+    echo "install-system: $1; CI needs ${need[*]} (install with: sudo apt-get install ${need[*]})" >&2
+    exit 1
+  fi
   echo "install-system: $1; tests needing ${need[*]} will skip (install with: sudo apt-get install ${need[*]})" >&2
   case " ${need[*]} " in *" slurm"*|*" munge "*)
     echo "install-system: the Slurm tests (tests/slurm: a real loopback cluster) will skip; they also need root" >&2 ;;

@@ -13,6 +13,7 @@ from textual.widgets import Input
 from gaudi_tui.core.accelerator import Accelerator
 from gaudi_tui.core.settings import SPECS
 from gaudi_tui.data import HLSMI_SAMPLES
+from tests import required
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKES = ROOT / "tests" / "fakes"
@@ -38,6 +39,18 @@ def gaudi_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     return home
+
+
+@pytest.fixture
+def tmux_installed() -> None:
+    """tmux is on PATH (or the test skips; under CI it fails: tests/required.py)."""
+    required.tools("tmux", "tmux")
+
+
+@pytest.fixture
+def prometheus_installed() -> None:
+    """prometheus and promtool are on PATH (or the test skips; under CI it fails)."""
+    required.tools("prometheus", "prometheus", "promtool")
 
 
 @pytest.fixture(autouse=True)

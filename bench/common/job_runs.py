@@ -59,3 +59,21 @@ def one_run(job) -> tuple[float, float]:  # noqa: ANN001 - JobSpec
     events = [json.loads(line) for line in run.metrics_path.read_text().splitlines() if line.strip()]
     first = next(e for e in events if e.get("event") == "log")
     return steady_rate(events), float(first["time"]) - submitted
+
+
+def alternating(first, second, runs: int) -> tuple[list[tuple[float, float]], list[tuple[float, float]]]:  # noqa: ANN001 - JobSpecs
+    """`runs` timed runs of each spec, in pairs whose order alternates (first–second, then
+    second–first: neither side always meets the machine warm or cold), after one untimed warm-up
+    run of each (imports, the page cache, the cluster's first job: paid before either side counts)."""
+    one_run(first)
+    one_run(second)
+    a: list[tuple[float, float]] = []
+    b: list[tuple[float, float]] = []
+    for i in range(runs):
+        if i % 2 == 0:
+            a.append(one_run(first))
+            b.append(one_run(second))
+        else:
+            b.append(one_run(second))
+            a.append(one_run(first))
+    return a, b

@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import psutil
 
@@ -24,11 +25,61 @@ ENDLESS_STEPS = 100_000
 are over)."""
 
 
+class CpuTimes(NamedTuple):
+    user: float
+    system: float
+
+
+class Tree:
+    """A process and its descendants, paused, resumed and charged together: a job's side is its
+    supervisor (with the output follower's thread), the launcher and the script, as they run."""
+
+    def __init__(self, root: psutil.Process) -> None:
+        self.root = root
+        self.pid = root.pid
+
+    def members(self) -> list[psutil.Process]:
+        try:
+            return [self.root, *self.root.children(recursive=True)]
+        except psutil.Error:
+            return [self.root]
+
+    def suspend(self) -> None:
+        for proc in self.members():
+            try:
+                proc.suspend()
+            except psutil.Error:
+                pass
+
+    def resume(self) -> None:
+        for proc in self.members():
+            try:
+                proc.resume()
+            except psutil.Error:
+                pass
+
+    def cpu_times(self) -> CpuTimes:
+        user = system = 0.0
+        for proc in self.members():
+            try:
+                times = proc.cpu_times()
+            except psutil.Error:
+                continue
+            user, system = user + times.user, system + times.system
+        return CpuTimes(user, system)
+
+    def is_running(self) -> bool:
+        return self.root.is_running()
+
+    def status(self) -> str:
+        return str(self.root.status())
+
+
 @dataclass
 class Side:
     """One of the two processes and what it did in its slices."""
 
-    proc: psutil.Process
+    proc: psutil.Process | Tree
     marks: Callable[[], Marks]
     """The run's stamps so far (read again after the turns)."""
     slices: list[tuple[float, float]] = field(default_factory=list)

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from gaudi_tui.core.doctor.checks import cluster
+from tests import required
 from tests.doctor.hosts import gaudi2_snapshot, make_ctx
 
-pytest.importorskip("ray", reason="ray is not installed: pip install 'gaudi-tui[cluster]'")
+required.module("ray", "ray", "ray is not installed: pip install 'gaudi-tui[cluster]'")
 
 
 def test_ray_counts_the_cards_through_habana_frameworks(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ from types import ModuleType
 
 import pytest
 
+from tests import required
 from tests.conftest import FAKES, PYTHON, ROOT, SAMPLES
 
 
@@ -237,8 +238,7 @@ def silent_target() -> socket.socket:
 
 @pytest.fixture(scope="package")
 def fleet_stack() -> Iterator[FleetStack]:
-    if shutil.which("prometheus") is None:
-        pytest.skip("the `prometheus` binary is not on PATH (Debian: apt-get install prometheus)")
+    required.tools("prometheus", "prometheus")
     workdir = Path(tempfile.mkdtemp(prefix="gaudi-tui-fleet-"))
     os.chmod(workdir, 0o700)
     silent = silent_target()

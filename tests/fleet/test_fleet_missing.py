@@ -4,7 +4,6 @@ pod's labels; the usual card count of the last hour stays the number of cards.""
 
 from __future__ import annotations
 
-import shutil
 import threading
 import time
 from collections.abc import Iterator
@@ -20,7 +19,7 @@ from tests.fleet.stack import prometheus_config, start_prometheus, stop
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(shutil.which("prometheus") is None, reason="prometheus is not installed"),
+    pytest.mark.usefixtures("prometheus_installed"),
 ]
 
 

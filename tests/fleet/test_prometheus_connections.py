@@ -18,6 +18,7 @@ import pytest
 
 from gaudi_tui.core.fleet import fetch
 from gaudi_tui.core.fleet.prometheus import AT_ONCE, PrometheusClient, PrometheusError
+from tests import required
 from tests.fleet.stack import FleetStack, free_port, silent_target, start_prometheus, stop
 
 ACCEPTED = 'net_conntrack_listener_conn_accepted_total{listener_name="http"}'
@@ -60,6 +61,7 @@ def test_refreshes_reuse_the_kept_connections(fleet_stack: FleetStack) -> None:
 @pytest.fixture()
 def guarded(tmp_path: Path) -> Iterator[tuple[Path, int, tuple[str, ...]]]:
     """The folder, port and arguments of a Prometheus that wants user `panel`, password `s3cret`."""
+    required.tools("prometheus", "prometheus")
     crypt = pytest.importorskip("crypt", reason="no crypt module to make the bcrypt password hash")
     hashed = crypt.crypt("s3cret", crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=16))
     if not hashed or not hashed.startswith("$2"):
@@ -184,18 +186,29 @@ def test_http_proxy_from_the_environment_is_used_as_urllib_would(
         proxy.server_close()
 
 
-def test_an_answer_read_again_only_when_it_changed(fleet_stack: FleetStack) -> None:
+def test_an_answer_read_again_only_when_it_changed(
+    fleet_stack: FleetStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """`pair_values` keeps its last reading of each query: the same answer (at another evaluation
-    time) gives the same values, a changed one is read anew, and what it returns is the caller's."""
+    time) gives the same values without reading the body again, a changed one is read anew, and
+    what it returns is the caller's."""
     client = PrometheusClient(fleet_stack.url, timeout=5)
-    second = (
-        'label_replace(label_replace(floor(vector(time())), "instance", "h", "", ""), "job", "j", "", "")'
-    )
+    read: list[bytes] = []
+    reader = client._pair_values
+
+    def counted(body: bytes, promql: str, one: str, other: str) -> list[tuple[str, str, float]]:
+        read.append(body)
+        return reader(body, promql, one, other)
+
+    monkeypatch.setattr(client, "_pair_values", counted)
+    moving = 'label_replace(label_replace(vector(time()), "instance", "h", "", ""), "job", "j", "", "")'
     same = 'label_replace(label_replace(vector(8), "instance", "h", "", ""), "job", "j", "", "")'
-    first = client.pair_values(same, "instance", "job")
+    at = time.time() - 60
+    first = client.pair_values(same, "instance", "job", at)
     first.append(("changed", "by", 0.0))
-    assert client.pair_values(same, "instance", "job") == [("h", "j", 8.0)]
-    now = client.pair_values(second, "instance", "job")
-    time.sleep(1.1)
-    later = client.pair_values(second, "instance", "job")
-    assert later[0][2] > now[0][2] and later[0][:2] == ("h", "j")
+    assert client.pair_values(same, "instance", "job", at + 7) == [("h", "j", 8.0)]
+    assert len(read) == 1  # the same answer at another time: its bytes differ in the stamp only
+    now = client.pair_values(moving, "instance", "job", at)
+    later = client.pair_values(moving, "instance", "job", at + 2)
+    assert later[0][:2] == ("h", "j") and later[0][2] == pytest.approx(now[0][2] + 2)
+    assert len(read) == 3  # a changed answer is read anew

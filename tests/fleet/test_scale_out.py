@@ -20,6 +20,7 @@ from gaudi_tui.core.fleet import fetch
 from gaudi_tui.core.fleet.model import Fleet
 from gaudi_tui.core.fleet.prometheus import PrometheusClient
 from gaudi_tui.ui.app import GaudiApp
+from tests import required
 from tests.conftest import CPU, PYTHON, ROOT, child_env
 from tests.fleet.stack import Exporter, free_port, prometheus_config, start_prometheus, stop, wait_http
 
@@ -29,8 +30,7 @@ LINKS = "made-gaudi2-x8-nic-link-up.txt,made-gaudi2-x8-nic-link-card3-port8-down
 
 @pytest.fixture(scope="module")
 def stack() -> Iterator[tuple[Exporter, str]]:
-    if shutil.which("prometheus") is None:
-        pytest.skip("the `prometheus` binary is not on PATH (Debian: apt-get install prometheus)")
+    required.tools("prometheus", "prometheus")
     workdir = Path(tempfile.mkdtemp(prefix="gaudi-tui-scale-out-"))
     env = {
         "FAKE_HLSMI_LINK": LINKS,

@@ -7,7 +7,6 @@ card gone for the last 10 minutes, a scale-out port down, a target down."""
 from __future__ import annotations
 
 import math
-import shutil
 import subprocess
 import time
 from collections.abc import Iterator
@@ -19,6 +18,7 @@ from gaudi_tui.core.fleet import fetch
 from gaudi_tui.core.fleet import metrics as m
 from gaudi_tui.core.fleet.model import Overview
 from gaudi_tui.core.fleet.prometheus import PrometheusClient
+from tests import required
 from tests.fleet.stack import start_prometheus, stop
 
 pytestmark = pytest.mark.slow
@@ -79,9 +79,7 @@ def write(path: Path, end: int) -> None:
 
 @pytest.fixture(scope="module")
 def backfilled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, float]]:
-    for tool in ("prometheus", "promtool"):
-        if shutil.which(tool) is None:
-            pytest.skip(f"the `{tool}` binary is not on PATH (Debian: apt-get install prometheus)")
+    required.tools("prometheus", "prometheus", "promtool")
     workdir = tmp_path_factory.mktemp("reader")
     end = int(time.time()) // STEP_S * STEP_S - STEP_S
     write(workdir / "fleet.om", end)

@@ -25,10 +25,11 @@ from gaudi_tui.core.jobs.status import ProcRef, effective_state
 from gaudi_tui.core.jobs.targets.ray import checks, cluster
 from gaudi_tui.core.jobs.targets.ray.nodes import ClusterError, Node
 from gaudi_tui.core.jobs.validate import generation_rules
+from tests import required
 from tests.conftest import CPU, PYTHON, child_env
 from tests.jobs.conftest import processes_of, replay, tiny
 
-pytest.importorskip("ray", reason="ray is not installed: pip install 'gaudi-tui[cluster]'")
+required.module("ray", "ray", "ray is not installed: pip install 'gaudi-tui[cluster]'")
 
 TIMEOUT_S = 1.5
 

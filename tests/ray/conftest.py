@@ -12,7 +12,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-pytest.importorskip("ray", reason="ray is not installed: pip install 'gaudi-tui[cluster]'")
+from tests import required
+
+required.module("ray", "ray", "ray is not installed: pip install 'gaudi-tui[cluster]'")
 
 from gaudi_tui.core.jobs import control, runfolder  # noqa: E402
 from tests.jobs.conftest import processes_of  # noqa: E402

@@ -157,8 +157,13 @@ def test_json_loop_in_a_cluster_folder_charts_reattaches_and_stops_by_sigint(
     assert wait_done(run, 60) == "cancelled", log_tail(run)
     status = run.status()
     assert status is not None and status.error == "stopped by SIGINT"
-    printed = [json.loads(x) for x in run.log_path.read_text().splitlines() if x.startswith("{")]
-    # every value once, in order, across the re-attach: the mirror and the metrics continue, never repeat
+    record = ray_record.read_record(run)
+    assert record is not None
+    printed = _values(cluster_log(ray_cluster.address, record.submission_id))  # the job's own log
+    assert len(printed) >= seen + 3
+    # every value once, in order, across the re-attach: the mirror and the metrics continue, never
+    # repeat, and lose nothing the job printed (both are checked against the cluster's log, not each other)
+    assert _values(run.log_path.read_text()) == printed
     assert [(e["step"], e["loss"]) for e in events(run, "log")] == [(p["step"], p["loss"]) for p in printed]
     assert events(run, "end")[-1]["stopped"] is True
     (view,) = Monitor().poll()
@@ -168,6 +173,17 @@ def test_json_loop_in_a_cluster_folder_charts_reattaches_and_stops_by_sigint(
         control.resume(run)
     wait(lambda: not jobs_left(run, ray_cluster.address), 15, "the run's Ray jobs to end")
     wait(lambda: not left_on_the_cluster(storage) and not _in(project), 15, "the loop to end")
+
+
+def cluster_log(address: str, submission_id: str) -> str:
+    """The job's log as the cluster keeps it (read from Ray, not from the panel's mirror)."""
+    from ray.job_submission import JobSubmissionClient
+
+    return str(JobSubmissionClient(address).get_job_logs(submission_id))
+
+
+def _values(log: str) -> list[dict[str, float]]:
+    return [json.loads(x) for x in log.splitlines() if x.startswith("{")]
 
 
 def _in(folder: Path) -> list[int]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shlex
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -12,11 +11,7 @@ import pytest
 
 from tests.conftest import PYTHON, child_env
 
-NEEDS_TMUX = pytest.mark.skipif(
-    shutil.which("tmux") is None,
-    reason="tmux is not installed: `make test` installs it where it can (root or password-less sudo, "
-    "scripts/install-system.sh); else `apt-get install tmux`",
-)
+NEEDS_TMUX = pytest.mark.usefixtures("tmux_installed")  # tests/conftest.py: required under CI
 pytestmark = [pytest.mark.slow, NEEDS_TMUX]
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.jobs.conftest import processes_of
+from tests.required import require
 from tests.slurm.cluster import SlurmTestCluster, missing_binaries, running_cluster
 
 
@@ -30,7 +31,7 @@ def _why_not() -> str | None:
 def slurm_cluster() -> Iterator[SlurmTestCluster]:
     why = _why_not()
     if why:
-        pytest.skip(why)
+        require("slurm", why)
     with running_cluster() as cluster:
         yield cluster
         cluster.cancel_all()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -59,7 +61,7 @@ def test_unlimited_time_limit_and_multinode_gres_detail() -> None:
     assert multi.nodes == ("n1", "n2") and multi.cards == 6
     assert multi.cards_by_node == {"n1": (4, 5, 6), "n2": (0, 1, 2)}
     assert multi.time_limit_min is None  # 525600 = UNLIMITED
-    assert q[4].label == "4" or q[4].label.startswith("4_") or q[4].array_job_id
+    assert (q[4].label, q[5].label, q[1].label) == ("2_0", "2_1", "1")  # task 0 of array 2 is "2_0", not "4"
     assert q[2].label == "2_[2-3%2]" and q[2].reason == "JobArrayTaskLimit"
     assert q[5].stdout_path() == "/tmp/slurm-lab/c10/arr-2_1.out"
 
@@ -156,24 +158,40 @@ def test_a_hanging_tool_is_cut_at_its_limit(tmp_path: Path) -> None:
     assert missing.value.kind == "missing"
 
 
-def test_one_call_serves_every_caller_across_processes(tmp_path: Path) -> None:
-    from gaudi_tui.core.slurm.poll import QueuePoll
+# One supervisor's poll, in a process of its own: it asks three times at the clock given.
+POLLER = """
+import sys
+from pathlib import Path
+from gaudi_tui.core.slurm.cli import Slurm
+from gaudi_tui.core.slurm.poll import QueuePoll
+cache, now, path = Path(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+poll = QueuePoll(Slurm(env={"PATH": path}), cache=cache, clock=lambda: now)
+print(*(poll.get().job(4).state for _ in range(3)), poll.get().job(7).reason)
+"""
 
+
+def test_one_call_serves_every_caller_across_processes(tmp_path: Path) -> None:
     calls = tmp_path / "calls"
-    env = _fake_tool(tmp_path, "squeue", f"echo x >> {calls}\ncat {DATA / 'squeue_all.json'}\n")
-    clock = [1000.0]
+    # slow enough that the four pollers, started together, all ask while the first call runs
+    env = _fake_tool(tmp_path, "squeue", f"echo x >> {calls}\nsleep 0.5\ncat {DATA / 'squeue_all.json'}\n")
     cache = tmp_path / "queue.json"
-    first = QueuePoll(Slurm(env=env), cache=cache, clock=lambda: clock[0])
-    second = QueuePoll(Slurm(env=env), cache=cache, clock=lambda: clock[0])  # another supervisor
-    first.get()
-    clock[0] = time_taken = _taken(cache)
-    for _ in range(5):
-        assert second.get().job(4).state == "RUNNING"
-        assert first.get().job(7).reason == "Resources"
+
+    def pollers(now: float) -> list[str]:
+        started = [
+            subprocess.Popen(
+                [sys.executable, "-c", POLLER, str(cache), str(now), env["PATH"]],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(4)
+        ]
+        return [p.communicate(timeout=60)[0].strip() for p in started]
+
+    assert pollers(1000.0) == ["RUNNING RUNNING RUNNING Resources"] * 4
+    assert calls.read_text().count("x") == 1 and _taken(cache) == 1000.0
+    assert pollers(1001.0) == ["RUNNING RUNNING RUNNING Resources"] * 4  # still fresh: no call
     assert calls.read_text().count("x") == 1
-    clock[0] = time_taken + 5  # older than max_age: one more call
-    second.get()
-    first.get()
+    assert pollers(1005.0) == ["RUNNING RUNNING RUNNING Resources"] * 4  # older than max_age: one more
     assert calls.read_text().count("x") == 2
 
 

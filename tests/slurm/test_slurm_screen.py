@@ -24,11 +24,19 @@ def recorded() -> SlurmScreen:
 
 
 async def loaded(pilot: Pilot, screen: SlurmScreen) -> None:
+    """Until the screen has drawn its queue and its footer shows the screen's keys. The pilot starts
+    before the app's first frame, and the footer composes its keys only after that frame: on a busy
+    machine the queue can be drawn while the footer is still empty."""
     deadline = time.monotonic() + 20
-    while screen.view is None or not screen.rows:
+    while screen.view is None or not screen.rows or not keys_shown(screen):
         assert time.monotonic() < deadline, "the Slurm screen never loaded"
         await pilot.pause(0.05)
     await pilot.pause()
+
+
+def keys_shown(screen: SlurmScreen) -> bool:
+    shown = {b.key for _node, b, _enabled, _tip in screen.active_bindings.values() if b.show}
+    return {getattr(key, "key", None) for key in screen.query("FooterKey")} >= shown
 
 
 def column(screen: SlurmScreen, name: str) -> list[str]:

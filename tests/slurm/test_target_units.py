@@ -72,7 +72,8 @@ def test_batch_script(tmp_path: Path) -> None:
     assert {"--gres=gpu:8", "--nodes=2", "--ntasks-per-node=8"} <= set(options)
     assert f"--job-name=gaudi-tui-{run.id}-a3" in options and "--open-mode=append" in options
     assert "--signal=B:USR1@120" in options and "--time=30" in options
-    assert options[-1] == "--constraint=ib" and "#   --constraint=ib" in lines
+    assert options[-1] == "--constraint=ib" and "#   --constraint=ib" in lines  # the user's last
+    assert options[:-1] == sorted(options[:-1])  # the panel's own, sorted
     srun = next(line for line in lines if line.startswith("srun "))
     assert shlex.split(srun.rstrip(" &"))[-5:] == [
         "--",
