@@ -21,6 +21,7 @@ Kubernetes) is one more module registered in `TARGETS`, not a branch in control.
 from __future__ import annotations
 
 import importlib
+import os
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -43,6 +44,15 @@ TARGETS: dict[str, str] = {
 """Target name → module; each module has `TARGET`, an object implementing `Target`."""
 
 Where = Literal["running", "ended", "unknown"]
+
+
+def seconds_from_env(name: str, default: float) -> float:
+    """A target's time bound: $`name` in seconds where it is a positive number, else `default`."""
+    try:
+        value = float(os.environ.get(name, "") or default)
+    except ValueError:
+        return default
+    return value if value > 0 else default
 
 
 class TargetError(RuntimeError):

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 import urllib.error
 import urllib.request
@@ -12,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gaudi_tui.core.jobs.targets import TargetError
+from gaudi_tui.core.jobs.targets import TargetError, seconds_from_env
 
 TIMEOUT_ENV = "GAUDI_TUI_RAY_TIMEOUT_S"
 DEFAULT_TIMEOUT_S = 10.0
@@ -21,11 +20,7 @@ DEFAULT_TIMEOUT_S = 10.0
 def request_timeout() -> float:
     """The bound of every request to a Ray cluster (dashboard REST API and Jobs API, connect and
     each read): 10 s, or $GAUDI_TUI_RAY_TIMEOUT_S."""
-    try:
-        value = float(os.environ.get(TIMEOUT_ENV, "") or DEFAULT_TIMEOUT_S)
-    except ValueError:
-        return DEFAULT_TIMEOUT_S
-    return value if value > 0 else DEFAULT_TIMEOUT_S
+    return seconds_from_env(TIMEOUT_ENV, DEFAULT_TIMEOUT_S)
 
 
 class ClusterError(TargetError):

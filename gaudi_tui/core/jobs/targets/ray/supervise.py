@@ -11,7 +11,6 @@ job deleted) ends the attempt as failed, resumable from the newest checkpoint.
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 import shlex
 import sys
@@ -24,7 +23,7 @@ from pathlib import Path
 import gaudi_tui.core.jobs.targets.ray.cluster as cluster
 from gaudi_tui.core.jobs import kinds, runfolder
 from gaudi_tui.core.jobs.outcome import error_from_log, last_end_event
-from gaudi_tui.core.jobs.targets import Attempt
+from gaudi_tui.core.jobs.targets import Attempt, seconds_from_env
 from gaudi_tui.core.jobs.targets.ray.cluster import JobGone, JobInfo, Jobs, NoAnswer
 from gaudi_tui.core.jobs.targets.ray.mirror import LogMirror
 from gaudi_tui.core.jobs.targets.ray.nodes import ClusterError, nodes_or_none, request_timeout
@@ -47,11 +46,7 @@ _LOST_WORKER = re.compile(
 def unreachable_limit() -> float:
     """How long the supervisor keeps trying a cluster that does not answer before it leaves the
     job as it is: 15 min, or $GAUDI_TUI_RAY_UNREACHABLE_S."""
-    try:
-        value = float(os.environ.get(UNREACHABLE_ENV, "") or DEFAULT_UNREACHABLE_S)
-    except ValueError:
-        return DEFAULT_UNREACHABLE_S
-    return value if value > 0 else DEFAULT_UNREACHABLE_S
+    return seconds_from_env(UNREACHABLE_ENV, DEFAULT_UNREACHABLE_S)
 
 
 class Left(Exception):

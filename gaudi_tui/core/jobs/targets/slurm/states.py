@@ -4,8 +4,7 @@ longer knows it): unknown, for a bounded time, never a job that runs on."""
 
 from __future__ import annotations
 
-import os
-
+from gaudi_tui.core.jobs.targets import seconds_from_env
 from gaudi_tui.core.slurm import model
 from gaudi_tui.core.slurm.cli import Slurm
 
@@ -26,11 +25,7 @@ DEFAULT_STALE_S = 120.0
 def stale_limit() -> float:
     """How long the supervisor waits on a job only a stale accounting record says is active before
     it leaves it as unknown: 2 min, or $GAUDI_TUI_SLURM_STALE_S."""
-    try:
-        value = float(os.environ.get(STALE_ENV, "") or DEFAULT_STALE_S)
-    except ValueError:
-        return DEFAULT_STALE_S
-    return value if value > 0 else DEFAULT_STALE_S
+    return seconds_from_env(STALE_ENV, DEFAULT_STALE_S)
 
 
 def accounting_state(slurm: Slurm, job_id: int) -> str | None:
