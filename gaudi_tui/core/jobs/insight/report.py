@@ -27,6 +27,7 @@ from gaudi_tui.core.jobs.insight.runtime import CompileSample, RankMetrics, Runt
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec, SpecError
 from gaudi_tui.core.jobs.status import ACTIVE, effective_state
+from gaudi_tui.core.jobs.summary import number
 from gaudi_tui.core.jobs.tailing import AppendReader
 
 TIME_UNIT_S = 1e-6
@@ -166,14 +167,14 @@ class InsightWatcher:
             self.points.append(
                 Point(
                     step,
-                    _num(event.get("time")) or 0.0,
+                    number(event.get("time")) or 0.0,
                     graphs if isinstance(graphs, int) else None,
-                    _num(event.get("max_memory_mib")),
-                    _num(event.get("total_memory_mib")),
+                    number(event.get("max_memory_mib")),
+                    number(event.get("total_memory_mib")),
                 )
             )
-        elif kind == "summary" and _num(event.get("max_memory_mib")) is not None:
-            self.summary_peak = _num(event.get("max_memory_mib"))
+        elif kind == "summary" and number(event.get("max_memory_mib")) is not None:
+            self.summary_peak = number(event.get("max_memory_mib"))
 
     def _read_banner(self) -> None:
         """The next part of stdout.log's head (at most BANNER_CHUNK a poll, BANNER_BYTES in all)."""
@@ -304,7 +305,3 @@ def _rank_view(
 
 def _int(value: float | None) -> int | None:
     return int(value) if value is not None else None
-
-
-def _num(value: object) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
