@@ -104,7 +104,7 @@ def test_a_queue_cache_from_the_future_is_stale(slurm: SlurmTestCluster, tmp_pat
     assert snap.job(job_id) is not None and reader.calls == 1
     assert json.loads(cache.read_text())["taken"] <= time.time()  # the future one was replaced
 
-    ahead = poll.Snapshot(time.time(), mono=time.monotonic() + 3600, boot=poll.BOOT)  # same boot
+    ahead = poll.Snapshot(time.time(), mono=time.monotonic() + 3600, boot=poll.boot_id())  # same boot
     cache.write_text(json.dumps(ahead.to_json()))
     assert poll.QueuePoll(client, cache=cache).get().job(job_id) is not None
 

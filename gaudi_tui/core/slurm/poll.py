@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -43,15 +44,13 @@ sharing a home differ a little)."""
 LOCK_TRY_S = 0.05
 
 
+@functools.cache
 def boot_id() -> str:
-    """This boot (monotonic times compare only within one)."""
+    """This boot (monotonic times compare only within one); read once, on first use."""
     try:
         return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
     except OSError:
         return ""
-
-
-BOOT = boot_id()
 
 
 @dataclass(frozen=True)
@@ -101,7 +100,7 @@ class Snapshot:
         wall = now - self.taken
         if wall < -CLOCK_SKEW_S:
             return None
-        if self.mono is not None and self.boot and self.boot == BOOT:
+        if self.mono is not None and self.boot and self.boot == boot_id():
             mono = time.monotonic() - self.mono
             if mono < 0:
                 return None
@@ -114,12 +113,12 @@ def take(slurm: Slurm, clock: Callable[[], float] = time.time) -> Snapshot:
     failure is the snapshot's `error`: a stranger's job must not break a supervisor's poll."""
     now, mono = clock(), time.monotonic()
     try:
-        return Snapshot(now, tuple(jobs_from_text(slurm.squeue_text())), mono=mono, boot=BOOT)
+        return Snapshot(now, tuple(jobs_from_text(slurm.squeue_text())), mono=mono, boot=boot_id())
     except SlurmError as exc:
-        return Snapshot(now, error=str(exc), mono=mono, boot=BOOT)
+        return Snapshot(now, error=str(exc), mono=mono, boot=boot_id())
     except Exception as exc:  # noqa: BLE001 - a queue document this code cannot read is an error, not a crash
         error = f"the Slurm queue could not be read ({type(exc).__name__}: {exc}); the queue is unknown"
-        return Snapshot(now, error=error, mono=mono, boot=BOOT)
+        return Snapshot(now, error=error, mono=mono, boot=boot_id())
 
 
 class QueuePoll:
