@@ -212,6 +212,7 @@ def _finished(job: RunFolder) -> bool:
 def follow_metrics(job: RunFolder) -> int:
     """Print one line per metrics event until the job ends; exit 0 only if it succeeded."""
     from gaudi_tui.core.jobs.monitor import RunWatcher
+    from gaudi_tui.core.jobs.status import TERMINAL
     from gaudi_tui.core.jobs.tailing import MetricsReader
 
     watcher, metrics = RunWatcher(job), MetricsReader(job.metrics_path)
@@ -229,7 +230,7 @@ def follow_metrics(job: RunFolder) -> int:
                 )
             shown = len(metrics.points)
             view = watcher.view(time.time())
-            if view.state in ("succeeded", "failed", "cancelled", "lost"):
+            if view.state in TERMINAL:
                 print(f"{job.id}: {view.state}" + (f" — {view.error}" if view.error else ""))
                 return 0 if view.state == "succeeded" else 1
             time.sleep(FOLLOW_POLL_S)

@@ -59,7 +59,7 @@ def test_trainer_script_on_two_ranks_charts_stops_together_and_resumes(project: 
     assert command.wrapper_active(run)
     assert "stops gracefully" in command.stop_mode(run, run.spec())
     control.stop(run)
-    assert wait_done(run, 90) == "cancelled", log_tail(run)
+    assert wait_done(run, 90) == "stopped", log_tail(run)
     log = run.log_path.read_text(errors="replace")
     stops = re.findall(r"\[gaudi-tui\] rank (\d) stopping at step (\d+)", log)
     assert sorted(r for r, _ in stops) == ["0", "1"] and len({s for _, s in stops}) == 1, stops
@@ -196,7 +196,7 @@ def test_survives_the_panel_and_stops_by_signal_without_a_trainer(project: Path)
     assert view["step"] >= 5
     assert command.stop_mode(run, run.spec()).startswith("s sends SIGINT to the command")
     control.stop(run)
-    assert wait_done(run, 30) == "cancelled"
+    assert wait_done(run, 30) == "stopped"
     assert run.status().error == "stopped by SIGINT"
     assert "KeyboardInterrupt" in run.log_path.read_text()
     # the spec.toml launches it again
@@ -225,7 +225,7 @@ def test_attach_to_a_run_started_by_hand(project: Path) -> None:
         assert events(run, "log")[0]["step"] == 1  # read from the start of the log
         assert f"SIGINT to PID {mine.pid}" in command.stop_mode(run, run.spec())
         control.stop(run)
-        assert wait_done(run, 30) == "cancelled"
+        assert wait_done(run, 30) == "stopped"
         assert mine.wait(timeout=10) != 0  # it got SIGINT
         assert run.status().error == "stopped by SIGINT"
     finally:

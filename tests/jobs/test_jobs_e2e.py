@@ -63,7 +63,7 @@ def test_two_processes_stop_together_and_resume_from_that_step() -> None:
     run = control.submit(tiny(processes=2, max_steps=60), CPU)
     wait_for(lambda: last_step(run) >= 5, 120, "the first steps")
     control.stop(run)
-    assert wait_done(run) == "cancelled", log_tail(run)
+    assert wait_done(run) == "stopped", log_tail(run)
     stops = re.findall(r"rank (\d) stopping at step (\d+)", run.log_path.read_text())
     assert sorted(r for r, _ in stops) == ["0", "1"], log_tail(run)
     (step,) = {int(s) for _, s in stops}

@@ -70,5 +70,5 @@ async def _scenario(tmp_path: Path) -> None:
         assert int(step.split("/")[0]) > seen
         await pilot.press("s")  # graceful stop from the new panel
         assert run.stop_path.exists()
-    assert wait_done(run) == "cancelled"
+    assert wait_done(run) == "stopped"
     assert run.newest_complete_checkpoint() is not None

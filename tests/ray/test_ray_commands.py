@@ -111,7 +111,7 @@ def test_trainer_script_on_ray_charts_stops_at_one_checkpoint_and_resumes(
     assert not (run.path / "work").exists() and (on_cluster.path / "work" / "train.py").is_file()
 
     control.stop(run)  # the KV flag → the driver → STOP in the cluster-side run folder
-    assert wait_done(run, 120) == "cancelled", log_tail(run)
+    assert wait_done(run, 120) == "stopped", log_tail(run)
     log = run.log_path.read_text(errors="replace")
     (step,) = {int(s) for s in re.findall(r"\[gaudi-tui\] rank 0 stopping at step (\d+)", log)}
     out = on_cluster.path / "work" / "out"
@@ -154,7 +154,7 @@ def test_json_loop_in_a_cluster_folder_charts_reattaches_and_stops_by_sigint(
     seen = len(events(run, "log"))
     wait(lambda: len(events(run, "log")) >= seen + 3, 60, "values after the re-attach", run)
     control.stop(run)
-    assert wait_done(run, 60) == "cancelled", log_tail(run)
+    assert wait_done(run, 60) == "stopped", log_tail(run)
     status = run.status()
     assert status is not None and status.error == "stopped by SIGINT"
     record = ray_record.read_record(run)

@@ -101,7 +101,7 @@ def test_two_node_command_job_sees_its_cards_charts_and_stops_at_one_step(
     assert losses[-1] < losses[0], losses
 
     control.stop(run)
-    assert wait_done(run, 90) == "cancelled", log_tail(run)
+    assert wait_done(run, 90) == "stopped", log_tail(run)
     log = run.log_path.read_text(errors="replace")
     stops = re.findall(r"\[gaudi-tui\] rank (\d) stopping at step (\d+)", log)
     assert sorted(r for r, _ in stops) == ["0", "1"] and len({s for _, s in stops}) == 1, stops
@@ -126,12 +126,12 @@ def test_two_node_script_without_trainer_is_charted_from_its_output(
 
 
 def test_stop_without_a_callback_interrupts_the_ranks(slurm: SlurmTestCluster, project: Path) -> None:
-    """No Trainer reads the STOP file: `s` is SIGINT to the ranks on both nodes; the job is cancelled."""
+    """No Trainer reads the STOP file: `s` is SIGINT to the ranks on both nodes; the job is stopped."""
     run = control.submit(command_spec(project, command=["endless.py"], kill_grace_s=20.0), CPU)
     wait_for(lambda: len(events(run, "log")) >= 3, 60, "three printed steps\n" + log_tail(run))
     assert "sends SIGINT" in command.stop_mode(run, run.spec())
     control.stop(run)
-    assert wait_done(run, 30) == "cancelled", log_tail(run)
+    assert wait_done(run, 30) == "stopped", log_tail(run)
     log = run.log_path.read_text(errors="replace")
     assert "SIGINT sent to the ranks" in log and log.count("KeyboardInterrupt") == 2  # each node's rank
     assert run.status().error is None  # type: ignore[union-attr]

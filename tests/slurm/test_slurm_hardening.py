@@ -90,7 +90,7 @@ def test_the_time_limit_warning_reaches_the_stop_file_of_a_hostile_path(
     wait_for(
         lambda: "the time limit is near: graceful stop" in run.log_path.read_text(), 30, "the trap's line"
     )
-    assert wait_done(run, 60) == "cancelled", log_tail(run)  # no callback: SIGINT to the ranks, stopped
+    assert wait_done(run, 60) == "stopped", log_tail(run)  # no callback: SIGINT to the ranks, stopped
     assert (run.path / "slurm" / f"job-{job_id}.out").exists()  # Slurm wrote where the supervisor reads
     job = shown(slurm, job_id)
     assert job.state in ("CANCELLED", "FAILED", "COMPLETED")

@@ -78,7 +78,7 @@ def test_two_node_fine_tune_stops_gracefully_and_resumes(slurm: SlurmTestCluster
     assert "rank 0: node n1 cards" in details and "rank 1: node n2 cards" in details
 
     control.stop(run)
-    assert wait_done(run, 90) == "cancelled"
+    assert wait_done(run, 90) == "stopped"
     end = events(run, "end")[-1]
     assert end["stopped"] is True and run.newest_complete_checkpoint() is not None
     stopped_at = int(end["step"])
@@ -115,7 +115,7 @@ def test_pending_job_says_why_and_a_stop_cancels_it_at_once(slurm: SlurmTestClus
         assert other.where == "unknown" and "was submitted to the cluster of SLURM_CONF=" in other.reason
     started = time.monotonic()
     control.stop(run)
-    assert wait_done(run, 30) == "cancelled"
+    assert wait_done(run, 30) == "stopped"
     assert time.monotonic() - started < 15  # no 95 s wait for a signal to a pending job
     assert "cancelled at once" in run.log_path.read_text()
 

@@ -47,7 +47,7 @@ def _is_model(folder: Path) -> bool:
     return folder.is_dir() and has_config and weights_whole(folder)
 
 
-_ENDED = ("succeeded", "failed", "cancelled")
+_ENDED = ("succeeded", "failed", "stopped", "cancelled")
 """States in which nothing writes the job's folders any more (`lost` is not known to be one)."""
 
 

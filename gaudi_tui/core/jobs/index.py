@@ -1,7 +1,7 @@
 """`jobs-index.json` in the state folder: the rows of finished runs, so a new panel or `gaudi-tui
 jobs` lists a year of runs without parsing each one's spec.toml, status.json and metrics.jsonl.
 
-Only settled runs (succeeded, failed, cancelled) are kept, each with the stamp of what its row was
+Only settled runs (succeeded, failed, stopped, cancelled) are kept, each with the stamp of what its row was
 read from: the run folder's mtime (a resume rewrites status.json, a stop creates STOP, both by a
 rename or a new entry), and status.json's and metrics.jsonl's mtime and size. A row whose stamp no
 longer matches is read afresh. Any number of panels may write the file (atomically, private to

@@ -20,7 +20,7 @@ from gaudi_tui.core.jobs.spec import JobSpec, SpecError
 from gaudi_tui.core.jobs.status import ACTIVE, JobStatus, State, effective_state
 from gaudi_tui.core.jobs.summary import SummaryReader
 
-SETTLED: tuple[State, ...] = ("succeeded", "failed", "cancelled")
+SETTLED: tuple[State, ...] = ("succeeded", "failed", "stopped", "cancelled")
 """Stored states after which a run's row changes only when something is written into its folder."""
 SETTLED_EVERY = 10
 NO_METRICS_AFTER_S = 30.0

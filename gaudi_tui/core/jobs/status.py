@@ -15,9 +15,12 @@ from typing import Any, Literal
 
 import psutil
 
-State = Literal["queued", "running", "stopping", "succeeded", "failed", "cancelled", "lost"]
+State = Literal["queued", "running", "stopping", "succeeded", "failed", "stopped", "cancelled", "lost"]
 ACTIVE: tuple[State, ...] = ("queued", "running", "stopping")
-TERMINAL: tuple[State, ...] = ("succeeded", "failed", "cancelled", "lost")
+TERMINAL: tuple[State, ...] = ("succeeded", "failed", "stopped", "cancelled", "lost")
+"""`stopped`: ended by the user's graceful stop (a checkpoint saved where the job makes one);
+`cancelled`: ended by a kill, or cancelled outside gaudi-tui. Both resume alike; run folders
+written before `stopped` existed say `cancelled` for a stop too."""
 
 
 @dataclass(frozen=True)

@@ -98,7 +98,7 @@ class CommandSupervision(Supervision):
         if self.stop_signal is not None and not attempt.kill_requested.is_set():
             self.kill_all(signal.SIGKILL)
             attempt.save(
-                state="cancelled",
+                state="stopped",
                 ended=time.time(),
                 exit_code=code,
                 error=f"stopped by {self.stop_signal.name}",
@@ -132,6 +132,6 @@ class CommandSupervision(Supervision):
             time.sleep(POLL_S)
         follower.close(stopped=self.stop_signal is not None)
         error = ended_by or error_from_log(Path(spec.log_file))
-        state = "cancelled" if ended_by else ("failed" if error else "succeeded")
+        state = "stopped" if ended_by else ("failed" if error else "succeeded")
         attempt.save(state=state, ended=time.time(), error=error or None)
         return 0

@@ -258,7 +258,7 @@ class Supervision:
         if attempt.kill_requested.is_set() or attempt.status().kill_requested:
             state, error = "cancelled", f"killed (exit {code})"
         elif code == 0 and end is not None and end.get("stopped"):
-            state, error = "cancelled", None
+            state, error = "stopped", None
         elif code == 0:
             state, error = "succeeded", None
         else:

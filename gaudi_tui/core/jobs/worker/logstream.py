@@ -13,7 +13,7 @@ WRAPPER_PREFIX = "GAUDI_TUI_WRAPPER "
 mirror writes it into the panel's run folder (graceful stop words, the output reader muted)."""
 STOPPED_PREFIX = "GAUDI_TUI_STOPPED "
 """The entry driver of a command prints `{"signal": …}` here when it ended the command by signals
-after a stop (no Trainer callback ran): the attempt is then cancelled, not failed."""
+after a stop (no Trainer callback ran): the attempt is then stopped, not failed."""
 WRAPPER_MARKER = "wrapper.json"
 """Written into the run folder by the callback when a Trainer of this attempt starts training."""
 LOG_METRICS_ENV = "GAUDI_TUI_LOG_METRICS"

@@ -279,10 +279,10 @@ class Supervision:
             attempt.save(state="cancelled", ended=now, exit_code=code, error=error)
         elif self.mirror is not None and self.mirror.stopped_by is not None:
             attempt.save(
-                state="cancelled", ended=now, exit_code=code, error=f"stopped by {self.mirror.stopped_by}"
+                state="stopped", ended=now, exit_code=code, error=f"stopped by {self.mirror.stopped_by}"
             )
         elif info.state == "SUCCEEDED" and end is not None and end.get("stopped"):
-            attempt.save(state="cancelled", ended=now, exit_code=code, error=None)
+            attempt.save(state="stopped", ended=now, exit_code=code, error=None)
         elif info.state == "SUCCEEDED":
             attempt.save(state="succeeded", ended=now, exit_code=code, error=None)
         elif info.state == "STOPPED":

@@ -338,9 +338,9 @@ def finish(follow: Follow, state: str) -> None:
     if killed:
         result, error = "cancelled", f"killed (Slurm job {job_id} {state})"
     elif state == "COMPLETED":
-        result, error = ("cancelled", None) if stopped else ("succeeded", None)
+        result, error = ("stopped", None) if stopped else ("succeeded", None)
     elif (follow.stop_seen and state == "CANCELLED") or (follow.interrupted and state == "FAILED"):
-        result, error = "cancelled", None  # stopped while pending, or by SIGINT where no callback runs
+        result, error = "stopped", None  # stopped while pending, or by SIGINT where no callback runs
     elif state == "CANCELLED":
         result, error = "cancelled", f"Slurm job {job_id} was cancelled outside gaudi-tui (scancel)"
     elif state == "NODE_FAIL":
