@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gaudi_tui.core.jobs import spec as spec_mod
+from gaudi_tui.core.jobs import spec_fields
 from gaudi_tui.core.jobs.spec import PRESETS, JobSpec, SpecError
 
 
@@ -112,5 +113,23 @@ def test_a_command_is_typed_as_in_a_shell_and_kept_as_a_list() -> None:
     assert spec_mod.from_toml(spec_mod.to_toml(spec)) == spec
     with pytest.raises(SpecError, match="close the quote"):
         spec_mod.with_overrides(JobSpec(), ["command=train.py 'open"])
-    assert spec_mod.applies("command", "command") and not spec_mod.applies("command", "trainer")
-    assert not spec_mod.applies("lora", "command") and spec_mod.applies("cards", "command")
+    assert spec_fields.applies("command", "command") and not spec_fields.applies("command", "trainer")
+    assert not spec_fields.applies("lora", "command") and spec_fields.applies("cards", "command")
+
+
+def test_the_field_groups_name_every_setting_once_and_split_by_kind_and_target() -> None:
+    names = spec_mod.field_names()
+    groups = (spec_fields.COMMAND_FIELDS, spec_fields.TRAINER_FIELDS, spec_fields.RAY_FIELDS)
+    assert set().union(*groups, spec_fields.SLURM_FIELDS, spec_fields.ADVANCED) <= set(names)
+    assert not set(spec_fields.RAY_FIELDS) & set(spec_fields.SLURM_FIELDS)
+    assert spec_fields.applies("slurm_nodes", "command", "slurm")
+    assert not spec_fields.applies("slurm_nodes", "command", "ray")
+    assert not spec_fields.applies("ray_address", "trainer", "local")
+    assert not spec_fields.applies("ray_workdir", "trainer", "ray")  # a command's setting on Ray
+    assert spec_fields.applies("ray_workdir", "command", "ray")
+    main, advanced = spec_fields.form_order(names)
+    assert sorted((*main, *advanced)) == sorted(names)
+    command_main = [n for n in main if spec_fields.applies(n, "command", "local")]
+    assert command_main[:2] == ["command", "workdir"] and "slurm_partition" not in command_main
+    trainer_main = [n for n in main if spec_fields.applies(n, "trainer", "local")]
+    assert trainer_main[:2] == ["model", "dataset"]

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal, cast
 
+from gaudi_tui.core.jobs.spec_coerce import coerce_to
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
@@ -210,27 +212,6 @@ PRESETS: dict[str, JobSpec] = {
 }
 
 
-COMMAND_FIELDS = (
-    "command", "workdir", "ray_workdir", "command_launcher", "wrap_trainer", "metrics_source",
-    "metrics_pattern", "resume_flag", "output_dir", "log_file", "pid", "pid_started",
-)  # fmt: skip
-"""Settings of a command job (`kind = "command"`) only."""
-TRAINER_FIELDS = (
-    "model", "dataset", "text_field", "max_seq_len", "epochs", "max_steps", "batch_size", "grad_accum",
-    "learning_rate", "lr_scheduler", "warmup_steps", "bf16", "torch_compile", "lora", "lora_r",
-    "lora_alpha", "lora_dropout", "lora_target_modules", "quantization", "eval_split", "eval_steps",
-    "save_steps", "logging_steps", "seed", "launcher", "trust_remote_code",
-)  # fmt: skip
-"""Settings of the built-in Trainer job only."""
-
-
-def applies(name: str, kind: str) -> bool:
-    """Whether a setting means something for a job of this kind (the form shows only those)."""
-    if name in COMMAND_FIELDS:
-        return kind == "command"
-    return kind != "command" or name not in TRAINER_FIELDS
-
-
 def default_ray_address() -> str:
     """The cluster a Ray job goes to when the spec names none: the `cluster.ray_address` setting
     ($RAY_ADDRESS, else config.toml)."""
@@ -289,65 +270,9 @@ def coerce(name: str, value: object) -> object:
         except ValueError as exc:
             raise SpecError(f"command: {exc} (close the quote)") from None
     try:
-        return _coerce_to(hint, value)
+        return coerce_to(hint, value)
     except (TypeError, ValueError) as exc:
         raise SpecError(f"{name}: {exc}") from None
-
-
-_TRUE = {"true", "yes", "on", "1"}
-_FALSE = {"false", "no", "off", "0"}
-
-
-def _coerce_to(hint: Any, value: object) -> object:
-    origin = typing.get_origin(hint)
-    if origin is Literal:
-        allowed = typing.get_args(hint)
-        if value not in allowed:
-            raise ValueError(f"{value!r} is not one of {', '.join(allowed)}")
-        return value
-    if hint is bool:
-        if isinstance(value, bool):
-            return value
-        text = str(value).strip().lower()
-        if text in _TRUE | _FALSE:
-            return text in _TRUE
-        raise ValueError(f"{value!r} is not true or false")
-    if hint is int:
-        if isinstance(value, bool):
-            raise ValueError(f"{value!r} is not a whole number")
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        if isinstance(value, int):
-            return value
-        try:
-            return int(str(value).strip().replace("_", ""))
-        except ValueError:
-            raise ValueError(f"{value!r} is not a whole number") from None
-    if hint is float:
-        if isinstance(value, bool):
-            raise ValueError(f"{value!r} is not a number")
-        try:
-            return float(value if isinstance(value, (int, float)) else str(value).strip())
-        except ValueError:
-            raise ValueError(f"{value!r} is not a number") from None
-    if hint is str:
-        if not isinstance(value, str):
-            raise ValueError(f"{value!r} is not text")
-        return value.strip()
-    if origin is tuple:
-        (item,) = {a for a in typing.get_args(hint) if a is not Ellipsis}
-        items = value if isinstance(value, (list, tuple)) else [p for p in str(value).split(",") if p.strip()]
-        return tuple(_coerce_to(item, v) for v in items)
-    if origin in (Mapping, dict) or hint is Mapping:
-        if isinstance(value, str):
-            pairs = [p.split("=", 1) for p in value.split(",") if p.strip()]
-            if any(len(p) != 2 for p in pairs):
-                raise ValueError("write NAME=VALUE pairs separated by commas")
-            value = {k.strip(): v.strip() for k, v in pairs}
-        if not isinstance(value, Mapping):
-            raise ValueError(f"{value!r} is not a table of NAME = VALUE")
-        return {str(k): str(v) for k, v in value.items()}
-    raise TypeError(f"unsupported field type {hint!r}")  # pragma: no cover - guarded by tests
 
 
 def from_mapping(data: Mapping[str, object], base: JobSpec | None = None) -> JobSpec:

@@ -18,7 +18,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Log, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
-from gaudi_tui.core.jobs import control, kinds, runfolder
+from gaudi_tui.core.jobs import control, kinds, runfolder, spec_fields
 from gaudi_tui.core.jobs import spec as spec_mod
 from gaudi_tui.core.jobs.monitor import JobView, format_duration
 from gaudi_tui.ui.screens.base import PanelScreen
@@ -71,7 +71,7 @@ def details_text(
         lines += [
             f"{name:<20} {spec_mod.display(name, shown(spec, name))}"
             for name in spec_mod.field_names()
-            if spec_mod.applies(name, spec.kind)
+            if spec_fields.applies(name, spec.kind, spec.target)
         ]
     return "\n".join(lines)
 
