@@ -22,7 +22,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "cards, which job sizes fit (Intel's card sets; 16 = a whole host of a multi-host job, every "
             "card free with its scale-out ports up) and health flags (down, stale, missing, hot, over cap, "
             "ECC rows, scale-out down). Or read a saved /metrics "
-            "text with --input. Exit 0 with hosts, 2 when Prometheus cannot be asked or nothing is found."
+            "text with --input. Exit 0 with hosts, 2 when Prometheus cannot be asked or nothing is found. "
+            "--rules prints Prometheus alerting rules for the same card conditions, to copy into yours."
         ),
     )
     parser.add_argument("--json", action="store_true", help="print JSON (hosts with their cards) instead")
@@ -36,6 +37,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--input", metavar="FILE", help="read a saved /metrics text (Intel's exporter or ours) instead"
     )
     parser.add_argument("--timeout", type=float, default=5.0, metavar="SECONDS", help="per query (default 5)")
+    parser.add_argument(
+        "--rules",
+        action="store_true",
+        help="print the alerting rules file for Prometheus (idle card holding memory, HBM full, scale-out "
+        "port down, ECC rows rising, exporter down) and where it is installed, then exit",
+    )
     parser.set_defaults(func=run)
 
 
@@ -66,6 +73,14 @@ def _table(fleet: Fleet) -> str:
     return "\n".join([*(f"! {p}" for p in fleet.problems), *lines])
 
 
+def _print_rules() -> int:
+    from gaudi_tui.data import ALERT_RULES
+
+    print(f"# {ALERT_RULES}: save as a file named under rule_files: in prometheus.yml", file=sys.stderr)
+    print(ALERT_RULES.read_text(encoding="utf-8"), end="")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     import json
 
@@ -74,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
     from gaudi_tui.core.fleet.model import Fleet
     from gaudi_tui.core.fleet.prometheus import PrometheusClient, PrometheusError
 
+    if args.rules:
+        return _print_rules()
     if args.input:
         fleet = fetch.from_file(args.input)
     else:

@@ -46,6 +46,14 @@ ECC_MODE = MetricInfo("habanalabs_ecc_feature_mode", "ECC feature mode")
 PENDING_ROWS = MetricInfo(
     "habanalabs_pending_rows_state", "Whether or not there are rows waiting for replacement"
 )
+ECC_SINGLE_ROWS = MetricInfo(
+    "habanalabs_pending_rows_with_single_bit_ecc_errors", "Counter for rows with Single-Bit ECC errors"
+)
+ECC_DOUBLE_ROWS = MetricInfo(
+    "habanalabs_pending_rows_with_double_bit_ecc_errors", "Counter for rows with Double-Bit ECC errors"
+)
+"""HBM rows with ECC errors waiting for replacement (a reset replaces them): gauges, though the HELP
+says counter (the alerting rules watch them with `delta`)."""
 PCIE_REPLAY = MetricInfo("habanalabs_pcie_replay_count", "PCIe replay count")
 PCI_LINK_SPEED = MetricInfo("habanalabs_pci_link_speed", "Current PCI Link Speed")
 PCI_LINK_WIDTH = MetricInfo("habanalabs_pci_link_width", "Current PCI link width")
@@ -75,6 +83,8 @@ NOT_SERVED = (
     TEMP_SHUTDOWN,
     ECC_MODE,
     PENDING_ROWS,
+    ECC_SINGLE_ROWS,
+    ECC_DOUBLE_ROWS,
     PCIE_REPLAY,
     PCI_LINK_SPEED,
     PCI_LINK_WIDTH,
