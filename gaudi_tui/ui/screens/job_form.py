@@ -35,12 +35,12 @@ class JobFormScreen(Dialog[str | None]):
     JobFormScreen > .dialog { width: 90; height: 100%; max-height: 40; }
     JobFormScreen #preset { width: 100%; }
     JobFormScreen VerticalScroll { height: 1fr; }
-    JobFormScreen Grid { grid-size: 2; grid-columns: 20 1fr; grid-rows: auto; height: auto; }
+    JobFormScreen Grid { grid-size: 2; grid-columns: 22 1fr; grid-rows: auto; height: auto; }
     JobFormScreen Grid > Label { padding: 0 1 0 0; height: 1; }
     JobFormScreen Grid > Input, JobFormScreen Grid > Checkbox { height: 1; border: none; padding: 0; }
     JobFormScreen Grid > Select { height: 1; }
     JobFormScreen Grid > Select > SelectCurrent { border: none; height: 1; padding: 0 1; }
-    JobFormScreen Grid > .field-problem { column-span: 2; padding: 0 0 0 20; color: $error; height: auto; }
+    JobFormScreen Grid > .field-problem { column-span: 2; padding: 0 0 0 22; color: $error; height: auto; }
     JobFormScreen #form-advanced { padding: 0; border-top: none; background: $surface; }
     JobFormScreen #form-advanced > Contents { padding: 0; }
     JobFormScreen #form-problems { color: $error; height: auto; max-height: 8; }
