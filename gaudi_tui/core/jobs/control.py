@@ -209,7 +209,7 @@ def _require_active(run: RunFolder, action: str) -> JobStatus:
 
 def _killable(run: RunFolder) -> tuple[JobStatus, bool]:
     """The status a kill acts on, and whether the job is active (its supervisor may do it). A job
-    that is lost, failed or cancelled is killed while its target cannot say it ended (`r` refuses
+    that is lost, failed, stopped or cancelled is killed while its target cannot say it ended (`r` refuses
     such a job and tells the user to end it with a kill)."""
     status = run.status()
     if status is None:
