@@ -7,7 +7,8 @@ Terminal escapes (README "Alerts" names which terminals show which):
   VTE terminals (GNOME Terminal, Tilix).
 Inside tmux each OSC is wrapped in tmux's DCS passthrough (`ESC P tmux; … ESC \\`, every ESC doubled),
 which tmux 3.3+ forwards only with `set -g allow-passthrough on`. Text from an alert has its control
-characters removed, so nothing in it can end the escape early or start another.
+characters removed, so nothing in it can end the escape early or start another (and OSC 777's
+`;` in its title and body, which would split its fields).
 
 The webhook posts Slack-compatible JSON (`{"text": …}`) with the stdlib; the command runs argv
 (never a shell) with the alert in GAUDI_TUI_ALERT_* variables. Each returns None when it worked,
@@ -46,7 +47,7 @@ def escapes(alert: Alert, in_tmux: bool) -> str:
     """The bell, OSC 9 and OSC 777 for `alert`, wrapped for tmux when it runs inside tmux."""
     title = clean(alert.title, 80).replace(";", ",")
     osc9 = f"\x1b]9;{PREFIX}{clean(alert.line())}\a"
-    osc777 = f"\x1b]777;notify;{title};{clean(alert.text)}\a"
+    osc777 = f"\x1b]777;notify;{title};{clean(alert.text).replace(';', ',')}\a"
     if in_tmux:
         osc9, osc777 = passthrough(osc9), passthrough(osc777)
     return "\a" + osc9 + osc777
