@@ -7,18 +7,10 @@ import json
 import time
 from collections.abc import Callable
 
-import pytest
-
 from gaudi_tui.core.alerts import store
-from gaudi_tui.core.alerts.config import WEBHOOK_ENV
 from gaudi_tui.core.alerts.model import Alert
 from gaudi_tui.core.appearance import config_path
 from tests.jobs.conftest import no_stray_processes  # noqa: F401 (an autouse fixture)
-
-
-@pytest.fixture(autouse=True)
-def no_user_webhook(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(WEBHOOK_ENV, raising=False)
 
 
 def configure(**values: object) -> None:

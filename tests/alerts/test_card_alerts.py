@@ -50,7 +50,8 @@ class Counted:
     """A watcher's `on_update` that counts the updates it took."""
 
     def __init__(self, watcher: CardWatcher) -> None:
-        self.watcher, self.updates, self.sent = watcher, 0, []  # type: list[Alert]
+        self.watcher, self.updates = watcher, 0
+        self.sent: list[Alert] = []
 
     def __call__(self, update: MonitorUpdate) -> None:
         self.sent += self.watcher.on_update(update)
