@@ -1,4 +1,4 @@
-"""The panel's part in alerts, while it runs: it sends card alerts from the Devices feed (the same
+"""The panel's part in alerts, while it runs: it sends card alerts from the live Devices feed (the same
 `CardWatcher` as `gaudi-tui watch`, through the same ledger, so the two never send one twice),
 follows the notifications file (every alert, a job's from its supervisor too), toasts each new one,
 rings its own terminal (the bell, OSC 9, OSC 777: written through Textual's driver, in order with
@@ -40,8 +40,9 @@ class PanelAlerts:
         threading.Thread(target=self._follow, name="alerts", daemon=True).start()
 
     def card_update(self, update: MonitorUpdate) -> None:
-        """In the device feed's thread: send the card alerts of this update."""
-        if self.watcher is None:
+        """In the device feed's thread: send the card alerts of this update. A replay's cards are
+        not this host's: the panel sends nothing for them (`gaudi-tui watch --replay` does, asked)."""
+        if self.watcher is None or update.snapshot.source == "replay":
             return
         try:
             self.watcher.on_update(update)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import http.server
 import os
+import shutil
 import signal
 import socket
 import threading
@@ -16,10 +17,12 @@ from pathlib import Path
 import pytest
 
 from gaudi_tui.core.alerts import deliver
+from gaudi_tui.core.alerts.config import AlertConfig
+from gaudi_tui.core.alerts.jobs import JobAlerts
 from gaudi_tui.core.jobs import runfolder, supervisor
 from gaudi_tui.core.jobs.kinds import command
 from gaudi_tui.core.jobs.spec import JobSpec
-from gaudi_tui.core.jobs.status import TERMINAL
+from gaudi_tui.core.jobs.status import TERMINAL, JobStatus
 from tests.alerts.conftest import configure, kept, wait_for
 from tests.conftest import PYTHON
 from tests.jobs.conftest import events, wait_done
@@ -150,3 +153,14 @@ def test_a_webhook_down_then_slow_then_up_gets_the_end_once_and_never_holds_the_
     shown = log.read_text() + (run.path / "supervisor.log").read_text()
     assert secret not in shown and "127.0.0.1" in log.read_text()  # the host is named, never the token
     assert len(kept("job_ended")) == 1
+
+
+def test_the_end_of_a_job_whose_folder_was_deleted_does_not_make_the_folder_again(tmp_path: Path) -> None:
+    spec = command.prepare(
+        JobSpec(kind="command", command=[PYTHON, "-c", "pass"], workdir=str(tmp_path), device="cpu")
+    )
+    run = runfolder.create(spec, accelerator="cpu")
+    alerts = JobAlerts(run, spec, AlertConfig())
+    shutil.rmtree(run.path)  # the supervisor kills a job whose folder is deleted, then saves its end
+    alerts.on_save(JobStatus(state="cancelled", error="killed (exit -15)"))
+    assert not run.path.exists() and kept() == []

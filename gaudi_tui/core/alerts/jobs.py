@@ -61,7 +61,7 @@ class JobAlerts:
 
     def on_save(self, status: JobStatus) -> None:
         """Called with every status written; the end of an attempt sends its alert once."""
-        if status.state not in TERMINAL:
+        if status.state not in TERMINAL or not self.run.path.is_dir():
             return
         severity, title = ENDED.get(status.state, ("warning", f"Job {status.state}"))
         words = [f"{self.spec.name} ({self.run.id})"]

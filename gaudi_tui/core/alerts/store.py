@@ -134,7 +134,7 @@ class Ledger:
 
     def claim(self, key: str) -> bool:
         """True for the first caller with this key (or the first after its claim expired)."""
-        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.folder.mkdir(mode=0o700, exist_ok=True)  # never its parent: a deleted run folder stays deleted
         claim = self._claim_path(key)
         with _locked(self.folder):
             now = time.time()
