@@ -20,11 +20,13 @@ from gaudi_tui.core.alerts import deliver
 from gaudi_tui.core.alerts.config import AlertConfig
 from gaudi_tui.core.alerts.jobs import JobAlerts
 from gaudi_tui.core.jobs import runfolder, supervisor
+from gaudi_tui.core.jobs.insight.report import InsightWatcher
 from gaudi_tui.core.jobs.kinds import command
 from gaudi_tui.core.jobs.spec import JobSpec
 from gaudi_tui.core.jobs.status import TERMINAL, JobStatus
 from tests.alerts.conftest import configure, kept, wait_for
 from tests.conftest import PYTHON
+from tests.insight.test_recorded_runs import replay as recorded
 from tests.jobs.conftest import events, wait_done
 
 pytestmark = pytest.mark.slow
@@ -164,3 +166,18 @@ def test_the_end_of_a_job_whose_folder_was_deleted_does_not_make_the_folder_agai
     shutil.rmtree(run.path)  # the supervisor kills a job whose folder is deleted, then saves its end
     alerts.on_save(JobStatus(state="cancelled", error="killed (exit -15)"))
     assert not run.path.exists() and kept() == []
+
+
+def test_a_recorded_run_still_compiling_after_warm_up_alerts_once_per_attempt() -> None:
+    """The fake-runtime recordings of tests/insight (README there): variable lengths compile on;
+    padded ones settle."""
+    variable, padded = recorded("variable"), recorded("padded")
+    for run in (variable, padded):
+        alerts = JobAlerts(run, run.spec(), AlertConfig())
+        watcher = InsightWatcher(run)
+        for _ in range(3):  # three checks of the supervisor: the finding holds each time
+            for alert in alerts.from_insight(watcher, 1):
+                alerts.send(alert)
+    (compiling,) = kept()
+    assert compiling.kind == "compiling" and compiling.subject == variable.id
+    assert "still compiling after warm-up" in compiling.text and "pad_to_multiple_of" in compiling.text

@@ -1,10 +1,11 @@
 """A job's alerts, from its supervisor: it ended (succeeded, failed with its error line,
-cancelled), and it stalled (no step for `stall_factor` × its usual step time, at least
-`stall_min_s`).
+cancelled), it stalled (no step for `stall_factor` × its usual step time, at least
+`stall_min_s`), and the Gaudi insight's findings (`core/jobs/insight/`): still compiling after
+warm-up, and HBM near full (its thresholds are the insight's), once per attempt each.
 
 `JobAlerts.on_save` sees every status the supervisor writes (whatever the target), so the end of an
-attempt is seen where it is recorded. The stall check is a daemon thread reading metrics.jsonl by
-offset (`summary.SummaryReader`). The ledger is in the run folder: a re-attached supervisor does
+attempt is seen where it is recorded. The stall and insight checks are a daemon thread reading
+metrics.jsonl (and the runtime's metrics files) by offset. The ledger is in the run folder: a re-attached supervisor does
 not repeat an alert the first one sent. A failure here is written to supervisor.log and never
 stops the supervisor.
 """
@@ -22,6 +23,7 @@ from gaudi_tui.core.alerts.config import AlertConfig
 from gaudi_tui.core.alerts.deliver import dispatch
 from gaudi_tui.core.alerts.model import Alert, Severity
 from gaudi_tui.core.alerts.store import Ledger
+from gaudi_tui.core.jobs.insight.report import InsightWatcher
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec
 from gaudi_tui.core.jobs.status import TERMINAL, JobStatus
@@ -72,13 +74,15 @@ class JobAlerts:
         key = f"{self.run.id}:ended:{status.attempt}"
         self.send(Alert("job_ended", severity, self.run.id, title, " ".join(words), key))
 
-    def watch_stalls(self, status: Callable[[], JobStatus]) -> threading.Thread:
-        thread = threading.Thread(target=self._stalls, args=(status,), name="stall-watch", daemon=True)
+    def watch(self, status: Callable[[], JobStatus]) -> threading.Thread:
+        """The stall and insight checks, in a daemon thread, while the attempt runs."""
+        thread = threading.Thread(target=self._watch, args=(status,), name="job-alerts", daemon=True)
         thread.start()
         return thread
 
-    def _stalls(self, status: Callable[[], JobStatus]) -> None:
+    def _watch(self, status: Callable[[], JobStatus]) -> None:
         reader = SummaryReader(self.run.metrics_path)
+        insight = InsightWatcher(self.run)
         poll_s = min(5.0, max(0.2, self.config.stall_min_s / 10))
         while not self.stop.wait(poll_s):
             try:
@@ -88,9 +92,28 @@ class JobAlerts:
                 reader.poll()
                 if now_status.state == "running" and (alert := self.stalled(reader, now_status.attempt)):
                     self.send(alert)
-            except Exception:  # noqa: BLE001 - the check stops; the job runs on
-                print(f"alerts: stall check ended:\n{traceback.format_exc()}", file=sys.stderr, flush=True)
+                for alert in self.from_insight(insight, now_status.attempt):
+                    self.send(alert)
+            except Exception:  # noqa: BLE001 - the checks stop; the job runs on
+                print(f"alerts: job checks ended:\n{traceback.format_exc()}", file=sys.stderr, flush=True)
                 return
+
+    def from_insight(self, insight: InsightWatcher, attempt: int) -> list[Alert]:
+        """The insight's findings that are alerts: still compiling after warm-up, HBM near full."""
+        insight.poll()
+        kinds = {
+            "recompiling": ("compiling", "Still compiling after warm-up"),
+            "hbm-full": ("hbm_full", "HBM near full"),
+        }
+        alerts = []
+        for finding in insight.insight().findings:
+            if finding.id in kinds:
+                kind, title = kinds[finding.id]
+                text = f"{self.spec.name} ({self.run.id}): {finding.text}. {finding.fix}"
+                alerts.append(
+                    Alert(kind, "warning", self.run.id, title, text, f"{self.run.id}:{kind}:{attempt}")
+                )
+        return alerts
 
     def stalled(self, reader: SummaryReader, attempt: int) -> Alert | None:
         summary = reader.summary

@@ -4,7 +4,8 @@ It runs in its own session (no controlling terminal, so SSH hang-ups never reach
 status.json, and hands the attempt to the spec's target (`targets/`): local processes on this host
 or a Ray cluster. SIGTERM to the supervisor means "kill the job". `--attach` re-attaches to an
 attempt that is still running elsewhere (a Ray job whose supervisor died). It sends the job's
-alerts (`core/alerts/jobs.py`): the attempt's end, seen in every status it saves, and a stall.
+alerts (`core/alerts/jobs.py`): the attempt's end, seen in every status it saves, a stall, and
+the Gaudi insight's (still compiling after warm-up, HBM near full).
 """
 
 from __future__ import annotations
@@ -113,7 +114,7 @@ class Supervisor:
                 exit_code=None,
                 error=None,
             )
-        self.alerts.watch_stalls(lambda: self.status)
+        self.alerts.watch(lambda: self.status)
         attempt = targets.Attempt(
             run=self.run,
             spec=self.spec,
