@@ -5,6 +5,7 @@ alert, a job's from its supervisor too, on this terminal: a line, the bell, OSC 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import threading
 
@@ -74,9 +75,11 @@ def run(args: argparse.Namespace) -> int:
     where = f"replay {args.replay}" if args.replay else "this host's cards"
     print(f"watching {where} and {store.notifications_path()} ({sinks or 'notifications file only'}); Ctrl-C stops",
           flush=True)  # fmt: skip
+    for sig in (signal.SIGTERM, signal.SIGHUP):  # a closed pane or a kill: end hl-smi with the watch
+        signal.signal(sig, lambda *_: cancel.set())
     thread.start()
     try:
-        while thread.is_alive():
+        while thread.is_alive() and not cancel.is_set():
             follower.poll()
             cancel.wait(POLL_S)
     except KeyboardInterrupt:

@@ -50,7 +50,8 @@ def stamp(alert: Alert) -> str:
 
 class TerminalFollower:
     """New alerts in the notifications file, as a line each on `stream` with the bell and the
-    desktop-notification escapes (unless `[alerts] terminal = false`)."""
+    desktop-notification escapes (unless `[alerts] terminal = false`, or `stream` is not a terminal:
+    a file or a pipe gets the lines only)."""
 
     def __init__(self, config: AlertConfig, stream: TextIO, environ: Mapping[str, str] | None = None) -> None:
         self.config, self.stream, self.environ = config, stream, environ
@@ -59,7 +60,7 @@ class TerminalFollower:
     def poll(self) -> list[Alert]:
         alerts = self.reader.poll()
         for alert in alerts:
-            if self.config.terminal:
+            if self.config.terminal and self.stream.isatty():
                 sinks.to_terminal(alert, self.stream, self.environ)
             self.stream.write(f"[{stamp(alert)}] {alert.severity.upper()} {sinks.clean(alert.line(), 400)}\n")
             self.stream.flush()
