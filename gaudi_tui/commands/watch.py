@@ -8,6 +8,13 @@ import argparse
 import signal
 import sys
 import threading
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gaudi_tui.core.alerts.config import AlertConfig
+    from gaudi_tui.core.alerts.watcher import CardWatcher
+    from gaudi_tui.core.devices.monitor import DeviceMonitor
+    from gaudi_tui.core.devices.sources.replay import ReplayFeed
 
 POLL_S = 0.5
 
@@ -33,18 +40,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def _feed(args: argparse.Namespace, watcher: object, cancel: threading.Event) -> object:
-    from gaudi_tui.core.alerts.watcher import CardWatcher
+def _feed(
+    args: argparse.Namespace, watcher: CardWatcher, cancel: threading.Event
+) -> ReplayFeed | DeviceMonitor:
     from gaudi_tui.core.devices.monitor import DeviceMonitor, MonitorConfig
     from gaudi_tui.core.devices.sources.replay import ReplayFeed, resolve, snapshots
 
-    assert isinstance(watcher, CardWatcher)
     if args.replay:
         replay = resolve(args.replay)
-        return ReplayFeed(
-            snapshots(replay), args.interval, watcher.on_update, cancel, hold_last=replay.hold_last
-        )
+        frames = snapshots(replay)
+        return ReplayFeed(frames, args.interval, watcher.on_update, cancel, hold_last=replay.hold_last)
     return DeviceMonitor(MonitorConfig(interval=args.interval), watcher.on_update, cancel)
+
+
+def _sinks(settings: AlertConfig) -> str:
+    """Where alerts go besides the notifications file, in words (the webhook by its host only)."""
+    words = ["terminal"] if settings.terminal else []
+    if settings.webhook:
+        words.append(f"webhook {settings.webhook_host}")
+    if settings.command:
+        words.append(f"command {settings.command[0]}")
+    return ", ".join(words) or "notifications file only"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -67,14 +83,9 @@ def run(args: argparse.Namespace) -> int:
     except ReplayError as error:
         print(f"gaudi-tui watch: {error}", file=sys.stderr)
         return 2
-    thread = threading.Thread(target=feed.run, name="card-feed", daemon=True)  # type: ignore[attr-defined]
-    sinks = ", ".join(
-        w for w in ("terminal" if settings.terminal else "", f"webhook {settings.webhook_host}" if settings.webhook
-                    else "", f"command {settings.command[0]}" if settings.command else "") if w
-    )  # fmt: skip
+    thread = threading.Thread(target=feed.run, name="card-feed", daemon=True)
     where = f"replay {args.replay}" if args.replay else "this host's cards"
-    print(f"watching {where} and {store.notifications_path()} ({sinks or 'notifications file only'}); Ctrl-C stops",
-          flush=True)  # fmt: skip
+    print(f"watching {where} and {store.notifications_path()} ({_sinks(settings)}); Ctrl-C stops", flush=True)
     for sig in (signal.SIGTERM, signal.SIGHUP):  # a closed pane or a kill: end hl-smi with the watch
         signal.signal(sig, lambda *_: cancel.set())
     thread.start()

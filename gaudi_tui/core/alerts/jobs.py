@@ -53,7 +53,6 @@ class JobAlerts:
                 print(f"alerts: {problem}", file=sys.stderr, flush=True)
         self.config = config
         self.ledger = Ledger(run.path / "alerts")
-        self.stop = threading.Event()
 
     def send(self, alert: Alert) -> None:
         try:
@@ -84,7 +83,8 @@ class JobAlerts:
         reader = SummaryReader(self.run.metrics_path)
         insight = InsightWatcher(self.run)
         poll_s = min(5.0, max(0.2, self.config.stall_min_s / 10))
-        while not self.stop.wait(poll_s):
+        while True:
+            time.sleep(poll_s)
             try:
                 now_status = status()
                 if now_status.state in TERMINAL:
