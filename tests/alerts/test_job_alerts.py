@@ -127,7 +127,7 @@ def free_port() -> int:
 def test_a_webhook_down_then_slow_then_up_gets_the_end_once_and_never_holds_the_job(tmp_path: Path) -> None:
     port = free_port()
     secret = "T0KEN-SECRET-9f3a"
-    configure(webhook=f"http://127.0.0.1:{port}/hooks/{secret}", timeout_s=1.0, retries=3, retry_s=1.0)
+    configure(webhook=f"http://127.0.0.1:{port}/hooks/{secret}", timeout_s=1.0, retries=3, retry_s=2.0)
     run = start_command(tmp_path, [PYTHON, "-c", "print('done')"])
     log = deliver.log_path()
 
