@@ -11,7 +11,6 @@ import threading
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from gaudi_tui.core.alerts.config import AlertConfig
     from gaudi_tui.core.alerts.watcher import CardWatcher
     from gaudi_tui.core.devices.monitor import DeviceMonitor
     from gaudi_tui.core.devices.sources.replay import ReplayFeed
@@ -53,16 +52,6 @@ def _feed(
     return DeviceMonitor(MonitorConfig(interval=args.interval), watcher.on_update, cancel)
 
 
-def _sinks(settings: AlertConfig) -> str:
-    """Where alerts go besides the notifications file, in words (the webhook by its host only)."""
-    words = ["terminal"] if settings.terminal else []
-    if settings.webhook:
-        words.append(f"webhook {settings.webhook_host}")
-    if settings.command:
-        words.append(f"command {settings.command[0]}")
-    return ", ".join(words) or "notifications file only"
-
-
 def run(args: argparse.Namespace) -> int:
     from gaudi_tui.core.alerts import config, store
     from gaudi_tui.core.alerts.watcher import CardWatcher, TerminalFollower
@@ -85,7 +74,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     thread = threading.Thread(target=feed.run, name="card-feed", daemon=True)
     where = f"replay {args.replay}" if args.replay else "this host's cards"
-    print(f"watching {where} and {store.notifications_path()} ({_sinks(settings)}); Ctrl-C stops", flush=True)
+    print(
+        f"watching {where} and {store.notifications_path()} ({settings.destinations()}); Ctrl-C stops",
+        flush=True,
+    )
     for sig in (signal.SIGTERM, signal.SIGHUP):  # a closed pane or a kill: end hl-smi with the watch
         signal.signal(sig, lambda *_: cancel.set())
     thread.start()

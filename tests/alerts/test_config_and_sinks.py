@@ -58,11 +58,30 @@ def test_the_webhook_from_the_environment_outranks_the_file_and_is_never_printed
     secret = "https://hooks.slack.com/services/T000/B000/XXXXSECRET"
     loaded, _ = config.load(environ={config.WEBHOOK_ENV: secret})
     assert loaded.webhook == secret and loaded.webhook_host == "hooks.slack.com"
+    env = child_env(**{config.WEBHOOK_ENV: secret})
+    for args in (["config", "--json"], ["config"], ["watch", "--replay", "nope"]):
+        shown = subprocess.run([PYTHON, "-m", "gaudi_tui", *args], capture_output=True, text=True, env=env)
+        assert (
+            "XXXXSECRET" not in shown.stdout + shown.stderr and "file-hook" not in shown.stdout + shown.stderr
+        )
+    data = json.loads(subprocess.run([PYTHON, "-m", "gaudi_tui", "config", "--json"], capture_output=True,
+                                     text=True, env=env, check=True).stdout)  # fmt: skip
+    assert data["alerts"] == {
+        "to": "terminal, webhook hooks.slack.com",
+        "changed": {"webhook": "hooks.slack.com"},
+    }
+
+
+def test_the_config_command_lists_the_alerts_and_their_problems() -> None:
+    configure(idle_held_s=60, off=["ecc_rising"], loud=True)
     shown = subprocess.run(
-        [PYTHON, "-m", "gaudi_tui", "config", "--json"], capture_output=True, text=True,
-        env=child_env(**{config.WEBHOOK_ENV: secret}), check=True,
-    )  # fmt: skip
-    assert "XXXXSECRET" not in shown.stdout + shown.stderr and "file-hook" not in shown.stdout
+        [PYTHON, "-m", "gaudi_tui", "config"], capture_output=True, text=True, env=child_env()
+    )
+    assert shown.returncode == 1
+    (line,) = [line for line in shown.stdout.splitlines() if line.startswith("  alerts ")]
+    assert line.split() == ["alerts", "to", "terminal;", "2", "value(s)", "changed", "in", "[alerts]"]
+    assert "    off = ['ecc_rising']" in shown.stdout and "    idle_held_s = 60.0" in shown.stdout
+    assert "problem: config.toml line 4: unknown key 'loud' in [alerts] (ignored)" in shown.stdout
 
 
 def test_the_command_gets_the_alert_in_its_environment_never_through_a_shell(tmp_path: Path) -> None:

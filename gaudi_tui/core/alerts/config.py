@@ -59,6 +59,31 @@ class AlertConfig:
             return ""
         return urlsplit(self.webhook).hostname or "?"
 
+    def destinations(self) -> str:
+        """Where alerts go besides the notifications file, in words (the webhook by its host only)."""
+        words = ["terminal"] if self.terminal else []
+        if self.webhook:
+            words.append(f"webhook {self.webhook_host}")
+        if self.command:
+            words.append(f"command {self.command[0]}")
+        return ", ".join(words) or "notifications file only"
+
+    def changed(self) -> dict[str, object]:
+        """The values that differ from the defaults, as they may be printed (the webhook by its host)."""
+        default = AlertConfig()
+        out: dict[str, object] = {}
+        for name in (f.name for f in fields(self)):
+            value = getattr(self, name)
+            if value != getattr(default, name):
+                out[name] = (
+                    self.webhook_host
+                    if name == "webhook"
+                    else list(value)
+                    if isinstance(value, tuple)
+                    else value
+                )
+        return out
+
     @property
     def delivers(self) -> bool:
         """Something beyond the notifications file and the terminal: a webhook or a command."""
