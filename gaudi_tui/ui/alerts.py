@@ -55,11 +55,12 @@ class PanelAlerts:
         from gaudi_tui.core.alerts.watcher import CardWatcher
 
         self.config, problems = config.load()
-        for problem in problems:
-            log.warning("alerts: %s", problem)
         self.watcher = CardWatcher(self.config)
         reader = NotificationReader()
         try:
+            for problem in problems:  # as the panel's other settings: a toast naming the line
+                self.app.call_from_thread(self.app.notify, problem, title="Settings: using the default",
+                                          severity="warning", timeout=30, markup=False)  # fmt: skip
             self.app.call_from_thread(self._add, reader.history(), False)
             while not self.cancel.wait(POLL_S):
                 if found := reader.poll():

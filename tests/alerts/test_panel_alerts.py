@@ -24,7 +24,7 @@ from tests.conftest import CPU
 
 
 async def test_the_panel_sends_card_alerts_toasts_each_and_lists_them() -> None:
-    configure(off=["hbm_full"])
+    configure(off=["hbm_full"], retries=99)
     app = GaudiApp(accelerator=CPU, hostname="h", settings=settings.load(environ={}),
                    replay=resolve("gaudi2-port-down"), alerts=True)  # fmt: skip
 
@@ -42,6 +42,10 @@ async def test_the_panel_sends_card_alerts_toasts_each_and_lists_them() -> None:
             return card is not None and 8 in card.down
 
         await until("the watcher", lambda: app.panel_alerts.watcher is not None)
+        await until(
+            "the settings' toast",
+            lambda: any("alerts.retries must be" in n.message for n in app._notifications),
+        )
         await until("the replay's port going down on the Devices screen", port_down_shown)
         assert kept() == []  # a replay's cards are not this host's: the panel sent nothing
         live = [replace(frame, source="hl-smi") for frame in snapshots(resolve("gaudi2-port-down"))]
