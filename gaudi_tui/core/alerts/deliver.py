@@ -4,11 +4,12 @@ so a slow or unreachable webhook never holds up a job or its supervisor, which m
 
 The child tries each sink `1 + retries` times, each try bounded by `timeout_s`, waiting `retry_s`
 (doubled each time) between them, and says every try in `<state>/alerts/deliveries.log` (the
-webhook by its host only).
+webhook by its host only; past 1 MiB the log becomes `deliveries.log.1`).
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -40,7 +41,13 @@ def dispatch(alert: Alert, ledger: Ledger, config: AlertConfig) -> bool:
 
 
 def start_child(alert: Alert) -> None:
-    with open(log_path(), "ab") as log:
+    path = log_path()
+    try:
+        if path.stat().st_size > store.MAX_BYTES:  # bounded like the notifications file: one old copy kept
+            os.replace(path, path.with_name(path.name + ".1"))
+    except FileNotFoundError:
+        pass
+    with open(path, "ab") as log:
         child = subprocess.Popen(
             [sys.executable, "-m", "gaudi_tui.core.alerts.deliver", alert.to_json()],
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
