@@ -62,3 +62,25 @@ def test_outside_tmux_the_escapes_are_not_wrapped_and_the_text_cannot_break_out(
         "\x1b]9;gaudi-tui: HBM; near full: bad ]0;title  text\a"
         "\x1b]777;notify;HBM, near full;bad ]0,title  text\a"
     )
+
+
+def test_the_panel_in_tmux_toasts_a_jobs_alert_and_rings_its_own_terminal(tmux: Tmux, tmp_path: Path) -> None:
+    configure(retries=99)  # a bad value: its toast says the panel's alerts have started
+    raw, go = tmp_path / "pane.raw", tmp_path / "go"
+    panel = f"{shlex.quote(PYTHON)} -m gaudi_tui"
+    command = f"while [ ! -e {shlex.quote(str(go))} ]; do sleep 0.05; done; exec {panel}"
+    tmux.run("new-session", "-d", "-s", "panel", "-x", "120", "-y", "30", command)
+    tmux.run("set-option", "-g", "allow-passthrough", "on")
+    tmux.run("pipe-pane", "-O", "-t", "panel", f"cat >> {shlex.quote(str(raw))}")
+    go.touch()
+    tmux.wait_for("alerts.retries must be")
+    job = Alert("job_ended", "critical", "run-2", "Job failed", "tiny (run-2) — exit code 3", "run-2:ended:1")
+    store.append(job)  # as a supervisor does, from another process
+    tmux.wait_for("tiny (run-2) — exit code 3")  # the toast
+    wanted = sinks.escapes(job, in_tmux=True).encode()
+    wait_for(lambda: wanted in raw.read_bytes(), 10, "the escapes in the panel's raw output")
+    assert tmux.run("display-message", "-p", "-t", "panel", "#{window_bell_flag}").strip() == "1"
+    tmux.run("send-keys", "-t", "panel", "!")
+    tmux.wait_for("Alerts — 1")
+    tmux.run("send-keys", "-t", "panel", "Escape")
+    tmux.run("send-keys", "-t", "panel", "q")
