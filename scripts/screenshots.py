@@ -189,6 +189,43 @@ async def insight_run(pilot, label: str, pane: str) -> None:
     await pilot.pause(2.5)
 
 
+async def alerts_list(pilot) -> None:
+    """`!`: alerts made by the real rules from recorded data: the gaudi2-port-down replay's cards
+    (a port down, HBM near full), the recorded command job's end (tests/commands/data/runs) and the
+    recorded variable-length run still compiling (tests/insight/data/runs). Their times are fixed so
+    the picture changes only when the dialog does."""
+    time.tzset()  # Shot.env sets TZ=UTC
+    from dataclasses import replace
+
+    from gaudi_tui.core.alerts import store
+    from gaudi_tui.core.alerts.cards import CardRules
+    from gaudi_tui.core.alerts.config import AlertConfig
+    from gaudi_tui.core.alerts.jobs import JobAlerts
+    from gaudi_tui.core.devices.sources.replay import resolve, snapshots
+    from gaudi_tui.core.jobs import runfolder
+    from gaudi_tui.core.jobs.insight.report import InsightWatcher
+
+    made = CardRules(AlertConfig(), "gaudi-host").update(snapshots(resolve("gaudi2-port-down"))[-1], (), 0.0)
+    for recorded, tests in (("runs", "commands"), ("runs", "insight")):
+        source = [
+            p
+            for p in sorted((ROOT / "tests" / tests / "data" / recorded).iterdir())
+            if "padded" not in p.name
+        ][0]
+        run = runfolder.RunFolder(runfolder.runs_dir() / replay_run(recorded, tests, source))
+        job = JobAlerts(run, run.spec(), AlertConfig())
+        job.send = made.append  # type: ignore[method-assign]  # kept here, with a fixed time, not sent
+        job.on_save(run.status())  # type: ignore[arg-type]
+        made += job.from_insight(InsightWatcher(run), 1)
+    start = 1796220000.0  # 2026-12-02 14:00 UTC
+    for number, alert in enumerate(made):
+        store.append(replace(alert, time=start + 97.0 * number))
+    await until(pilot, lambda: len(pilot.app.panel_alerts.alerts) == len(made), "the alerts in the panel")
+    pilot.app.clear_notifications()
+    await pilot.press("exclamation_mark")
+    await pilot.pause(0.5)
+
+
 @dataclass(frozen=True)
 class Shot:
     name: str
@@ -200,6 +237,8 @@ class Shot:
     """The header's host name; a shot of a replayed host says so there."""
     replay: str | None = None
     """A `--replay` name: the Devices screen is fed from it (its header says REPLAY)."""
+    alerts: bool = False
+    """The panel follows the notifications file (`ui/alerts.py`)."""
 
 
 SHOTS = [
@@ -228,14 +267,15 @@ SHOTS = [
         setup=lambda pilot: insight_run(pilot, "lengths-padded", "c"),
     ),
     Shot("help.svg", ["question_mark"]),
+    Shot("alerts.svg", ["4"], env={"TZ": "UTC"}, setup=alerts_list, alerts=True),
 ]
 
 
-def replay_run(recorded: str = "runs", tests: str = "jobs") -> str:
-    """Copy a recorded real run (tests/TESTS/data/RECORDED) into the runs folder."""
+def replay_run(recorded: str = "runs", tests: str = "jobs", source: Path | None = None) -> str:
+    """Copy a recorded real run (tests/TESTS/data/RECORDED; the newest, or `source`) into the runs folder."""
     from gaudi_tui.core.jobs import runfolder
 
-    source = sorted((ROOT / "tests" / tests / "data" / recorded).iterdir())[-1]
+    source = source or sorted((ROOT / "tests" / tests / "data" / recorded).iterdir())[-1]
     target = runfolder.runs_dir() / source.name
     if not target.exists():
         shutil.copytree(source, target)
@@ -251,7 +291,7 @@ async def shoot(shot: Shot) -> None:
 
     cpu = Accelerator("cpu", "no CUDA device; no Gaudi software (habana_frameworks is not installed)")
     replay = resolve(shot.replay) if shot.replay else None
-    app = GaudiApp(accelerator=cpu, hostname=shot.hostname, replay=replay)
+    app = GaudiApp(accelerator=cpu, hostname=shot.hostname, replay=replay, alerts=shot.alerts)
     saved_env = dict(os.environ)
     os.environ.update(shot.env)
     try:

@@ -26,9 +26,10 @@ CPU = Accelerator(
 )
 
 
-USER_SETTINGS = tuple(spec.env for spec in SPECS if spec.env)
+USER_SETTINGS = (*(spec.env for spec in SPECS if spec.env), "GAUDI_TUI_ALERT_WEBHOOK")
 """Every environment variable a user may export to point gaudi-tui at their own things (runs folder,
-cluster, Prometheus, theme...): unset in every test, so a test touches only what it made."""
+cluster, Prometheus, theme, the alerts' webhook...): unset in every test, so a test touches only
+what it made (and no job a test runs posts its end to the user's chat)."""
 
 
 @pytest.fixture(autouse=True)

@@ -31,10 +31,13 @@ def _shown(value: object) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from gaudi_tui.core import paths
+    from gaudi_tui.core.alerts import config as alerts_config
     from gaudi_tui.core.settings import SPECS, load
 
     loaded = load()
     values = loaded.values()
+    alerts, alert_problems = alerts_config.load(loaded.path)
+    failed = bool(loaded.problems or alert_problems)
     if args.json:
         out = {
             "path": str(loaded.path),
@@ -47,10 +50,12 @@ def run(args: argparse.Namespace) -> int:
                 }
                 for name in values
             },
-            "problems": [{"line": p.line, "message": str(p)} for p in loaded.problems],
+            "alerts": {"to": alerts.destinations(), "changed": alerts.changed()},
+            "problems": [{"line": p.line, "message": str(p)} for p in loaded.problems]
+            + [{"line": None, "message": p} for p in alert_problems],
         }
         print(json.dumps(out, indent=2))
-        return 1 if loaded.problems else 0
+        return 1 if failed else 0
     state = (
         "" if loaded.path.exists() else " (does not exist: every value is a default or from the environment)"
     )
@@ -67,6 +72,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"  {'keys':<{width}}  {len(keys)} override(s)" + ("" if keys else " (the built-in keys)"))
     for binding_id, key in sorted(keys.items()):
         print(f"    {binding_id} = {key}")
-    for problem in loaded.problems:
+    changed = alerts.changed()
+    print(f"  {'alerts':<{width}}  to {alerts.destinations()}; {len(changed)} value(s) changed in [alerts]")
+    for name, value in changed.items():
+        print(f"    {name} = {_shown(value)}")
+    for problem in [*map(str, loaded.problems), *alert_problems]:
         print(f"problem: {problem}")
-    return 1 if loaded.problems else 0
+    return 1 if failed else 0

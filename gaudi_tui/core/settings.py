@@ -175,7 +175,9 @@ SPECS: tuple[Spec, ...] = (
     Spec("cluster.ray_address", "RAY_ADDRESS", _text),
     Spec("cluster.prometheus_url", "GAUDI_TUI_PROMETHEUS", _text),
 )
-TABLES = ("chat", "cluster", "keys")
+TABLES = ("chat", "cluster", "keys", "alerts")
+OWN_READERS = ("keys", "alerts")
+"""Tables read elsewhere: `_keys` below, `core/alerts/config.py`."""
 
 
 # -- reading -------------------------------------------------------------------------------------
@@ -233,7 +235,7 @@ def _file_values(data: dict[str, Any], text: str, problems: list[Problem]) -> di
             if not isinstance(value, dict):
                 problems.append(Problem(f"[{key}] must be a table", _line_of(text, None, key)))
                 continue
-            if key == "keys":
+            if key in OWN_READERS:
                 continue
             for sub, subvalue in value.items():
                 name = f"{key}.{sub}"

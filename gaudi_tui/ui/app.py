@@ -20,11 +20,13 @@ from textual.worker import get_current_worker
 
 from gaudi_tui.core.appearance import Appearance
 from gaudi_tui.core.devices.feed import MonitorConfig
+from gaudi_tui.ui.alerts import PanelAlerts
 from gaudi_tui.ui.panel_app import PanelApp
 from gaudi_tui.ui.screens.devices import DevicesScreen
 
 if TYPE_CHECKING:  # these load on use, after the first frame: the probe, the replay, the settings
     from gaudi_tui.core.accelerator import Accelerator
+    from gaudi_tui.core.devices.feed import MonitorUpdate
     from gaudi_tui.core.devices.sources.replay import Replay
     from gaudi_tui.core.settings import Loaded, Settings
 
@@ -78,6 +80,7 @@ class GaudiApp(PanelApp):
             for key, mode, title in SCREENS_BY_KEY
         ),
         Binding("question_mark", "help", "Help", id="app.help", key_display="?"),
+        Binding("exclamation_mark", "notifications", "Alerts", id="app.alerts", key_display="!", show=False),
         Binding("q", "quit", "Quit", id="app.quit"),
         Binding("ctrl+q", "quit", "Quit", id="app.quit_ctrl", show=False, priority=True),
     ]
@@ -91,6 +94,7 @@ class GaudiApp(PanelApp):
         replay: Replay | None = None,
         prometheus: str | None = None,
         appearance: Appearance | None = None,
+        alerts: bool | None = None,
     ) -> None:
         """`settings`: what `core.settings.load()` read; None = the built-in defaults, and a theme
         picked in the palette is not saved (tests). `appearance`: the theme and keymap read before
@@ -99,7 +103,8 @@ class GaudiApp(PanelApp):
         its checks when first opened; by default the `checklist_on_open` setting when the user's
         settings are read, else off (so what tests see does not depend on the host). `replay`: feed
         the Devices screen from recorded hl-smi outputs. `prometheus`: the URL the Fleet screen reads
-        (`--prometheus`; None: the `cluster.prometheus_url` setting)."""
+        (`--prometheus`; None: the `cluster.prometheus_url` setting). `alerts`: send card alerts and
+        follow the notifications file (`ui/alerts.py`); by default when the CLI started the panel."""
         super().__init__()
         self.hostname = hostname or socket.gethostname()
         self.prometheus = prometheus
@@ -111,6 +116,8 @@ class GaudiApp(PanelApp):
         self._read_later = appearance is not None and settings is None
         self._problems = [str(p) for p in settings.problems] if settings else []
         self.first_frame_shown = False
+        self.panel_alerts = PanelAlerts(self)
+        self._alerts_on = appearance is not None if alerts is None else alerts
         self._waiting_for_first_frame: list[Callable[[], object]] = []
         # The Devices mode is built from the settings (refresh, replay). Textual keeps the modes in
         # `_modes` (copied from MODES per app); subclasses (tests) that give their own screen keep it.
@@ -231,6 +238,12 @@ class GaudiApp(PanelApp):
             self.notify(problem, title="Settings: using the default", severity="warning", timeout=30)
         if self._keys:
             self._check_keymap()
+        if self._alerts_on:
+            self.panel_alerts.start()
+
+    def card_update(self, update: MonitorUpdate) -> None:
+        """The Devices feed's updates (in its thread): the card alerts."""
+        self.panel_alerts.card_update(update)
 
     def _check_keymap(self) -> None:
         from gaudi_tui.ui.bindings import binding_ids, clashes
@@ -292,6 +305,12 @@ class GaudiApp(PanelApp):
             return
         self.push_screen(HelpScreen(self.screen))
 
+    def action_notifications(self) -> None:
+        from gaudi_tui.ui.screens.notifications import NotificationsScreen
+
+        if not isinstance(self.screen, NotificationsScreen):
+            self.push_screen(NotificationsScreen(self.panel_alerts.alerts))
+
     async def action_quit(self) -> None:
         """Cancel workers and end children (screens end theirs on unmount), then exit 0."""
         self.workers.cancel_all()
@@ -306,3 +325,4 @@ class GaudiApp(PanelApp):
                 lambda m=mode: self.switch_mode(m),
             )
         yield SystemCommand("Help", "List every key binding of this screen (key ?)", self.action_help)
+        yield SystemCommand("Alerts", "Every alert with its time (key !)", self.action_notifications)

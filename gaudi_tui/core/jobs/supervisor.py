@@ -3,7 +3,9 @@
 It runs in its own session (no controlling terminal, so SSH hang-ups never reach it), writes
 status.json, and hands the attempt to the spec's target (`targets/`): local processes on this host
 or a Ray cluster. SIGTERM to the supervisor means "kill the job". `--attach` re-attaches to an
-attempt that is still running elsewhere (a Ray job whose supervisor died).
+attempt that is still running elsewhere (a Ray job whose supervisor died). It sends the job's
+alerts (`core/alerts/jobs.py`): the attempt's end, seen in every status it saves, a stall, and
+the Gaudi insight's (still compiling after warm-up, HBM near full).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+from gaudi_tui.core.alerts.jobs import JobAlerts
 from gaudi_tui.core.jobs import targets
 from gaudi_tui.core.jobs.outcome import ERROR_PREFIX, error_from_log
 from gaudi_tui.core.jobs.runfolder import RunFolder
@@ -77,6 +80,7 @@ class Supervisor:
         self.status = run.status() or JobStatus(created=time.time())
         self.spec = run.spec()
         self.kill_requested = threading.Event()
+        self.alerts = JobAlerts(run, self.spec)
 
     def save(self, **changes: object) -> None:
         self.status = self.status.with_(**changes)
@@ -84,6 +88,7 @@ class Supervisor:
             self.run.write_status(self.status)
         except OSError as exc:  # the folder is gone or the disk is full: keep supervising regardless
             print(f"cannot write {self.run.status_path}: {exc}", file=sys.stderr, flush=True)
+        self.alerts.on_save(self.status)  # the end of the attempt: its alert, once
 
     def main(self) -> int:
         os.umask(0o077)  # everything the job writes stays private, like the run folder
@@ -109,6 +114,7 @@ class Supervisor:
                 exit_code=None,
                 error=None,
             )
+        self.alerts.watch(lambda: self.status)
         attempt = targets.Attempt(
             run=self.run,
             spec=self.spec,

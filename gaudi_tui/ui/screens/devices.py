@@ -327,13 +327,21 @@ class DevicesScreen(PanelScreen):
         screen's whole life, and workers are for jobs that finish (the app waits for those)."""
         self._stop_feed()
         cancel = threading.Event()
-        thread = threading.Thread(target=self._run_feed, args=(cancel,), name="device feed", daemon=True)
+        alerts = getattr(self.app, "card_update", None)  # the panel's card alerts (ui/alerts.py)
+        thread = threading.Thread(
+            target=self._run_feed, args=(cancel, alerts), name="device feed", daemon=True
+        )
         self._feed_cancel, self._feed_thread = cancel, thread
         thread.start()
 
-    def _run_feed(self, cancel: threading.Event) -> None:
+    def _run_feed(self, cancel: threading.Event, alerts: Callable[[MonitorUpdate], None] | None) -> None:
+        def on_update(update: MonitorUpdate) -> None:
+            self.post_message(DevicesUpdated(update))
+            if alerts is not None:
+                alerts(update)
+
         try:
-            feed = self.make_feed(lambda update: self.post_message(DevicesUpdated(update)), cancel)
+            feed = self.make_feed(on_update, cancel)
             if not cancel.is_set():
                 self._feed = feed
                 feed.run()

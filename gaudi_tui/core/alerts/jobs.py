@@ -1,0 +1,132 @@
+"""A job's alerts, from its supervisor: it ended (succeeded, failed with its error line,
+cancelled), it stalled (no step for `stall_factor` × its usual step time, at least
+`stall_min_s`), and the Gaudi insight's findings (`core/jobs/insight/`): still compiling after
+warm-up, and HBM near full (its thresholds are the insight's), once per attempt each.
+
+`JobAlerts.on_save` sees every status the supervisor writes (whatever the target), so the end of an
+attempt is seen where it is recorded. The stall and insight checks are a daemon thread reading
+metrics.jsonl (and the runtime's metrics files) by offset. The ledger is in the run folder: a re-attached supervisor does
+not repeat an alert the first one sent. A failure here is written to supervisor.log and never
+stops the supervisor.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
+
+from gaudi_tui.core.alerts import config as alert_config
+from gaudi_tui.core.alerts.config import AlertConfig
+from gaudi_tui.core.alerts.deliver import dispatch
+from gaudi_tui.core.alerts.model import Alert, Severity
+from gaudi_tui.core.alerts.store import Ledger
+from gaudi_tui.core.jobs.insight.report import InsightWatcher
+from gaudi_tui.core.jobs.runfolder import RunFolder
+from gaudi_tui.core.jobs.spec import JobSpec
+from gaudi_tui.core.jobs.status import TERMINAL, JobStatus
+from gaudi_tui.core.jobs.summary import SummaryReader
+
+ENDED: dict[str, tuple[Severity, str]] = {
+    "succeeded": ("info", "Job succeeded"),
+    "failed": ("critical", "Job failed"),
+    "cancelled": ("warning", "Job cancelled"),
+    "stopped": ("info", "Job stopped"),
+    "lost": ("critical", "Job lost"),
+}
+
+
+def duration(seconds: float) -> str:
+    seconds = int(max(0.0, seconds))
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
+
+
+class JobAlerts:
+    def __init__(self, run: RunFolder, spec: JobSpec, config: AlertConfig | None = None) -> None:
+        self.run, self.spec = run, spec
+        if config is None:
+            config, problems = alert_config.load()
+            for problem in problems:
+                print(f"alerts: {problem}", file=sys.stderr, flush=True)
+        self.config = config
+        self.ledger = Ledger(run.path / "alerts")
+
+    def send(self, alert: Alert) -> None:
+        try:
+            dispatch(alert, self.ledger, self.config)
+        except Exception:  # noqa: BLE001 - an alert must never end the supervisor
+            print(f"alerts: cannot send {alert.key}:\n{traceback.format_exc()}", file=sys.stderr, flush=True)
+
+    def on_save(self, status: JobStatus) -> None:
+        """Called with every status written; the end of an attempt sends its alert once."""
+        if status.state not in TERMINAL or not self.run.path.is_dir():
+            return
+        severity, title = ENDED.get(status.state, ("warning", f"Job {status.state}"))
+        words = [f"{self.spec.name} ({self.run.id})"]
+        if status.started is not None:
+            words.append(f"after {duration(status.elapsed(time.time()))}")
+        if status.error:
+            words.append(f"— {status.error}")
+        key = f"{self.run.id}:ended:{status.attempt}"
+        self.send(Alert("job_ended", severity, self.run.id, title, " ".join(words), key))
+
+    def watch(self, status: Callable[[], JobStatus]) -> threading.Thread:
+        """The stall and insight checks, in a daemon thread, while the attempt runs."""
+        thread = threading.Thread(target=self._watch, args=(status,), name="job-alerts", daemon=True)
+        thread.start()
+        return thread
+
+    def _watch(self, status: Callable[[], JobStatus]) -> None:
+        reader = SummaryReader(self.run.metrics_path)
+        insight = InsightWatcher(self.run)
+        poll_s = min(5.0, max(0.2, self.config.stall_min_s / 10))
+        while True:
+            time.sleep(poll_s)
+            try:
+                now_status = status()
+                if now_status.state in TERMINAL:
+                    return
+                reader.poll()
+                if now_status.state == "running" and (alert := self.stalled(reader, now_status.attempt)):
+                    self.send(alert)
+                for alert in self.from_insight(insight, now_status.attempt):
+                    self.send(alert)
+            except Exception:  # noqa: BLE001 - the checks stop; the job runs on
+                print(f"alerts: job checks ended:\n{traceback.format_exc()}", file=sys.stderr, flush=True)
+                return
+
+    def from_insight(self, insight: InsightWatcher, attempt: int) -> list[Alert]:
+        """The insight's findings that are alerts: still compiling after warm-up, HBM near full."""
+        insight.poll()
+        kinds = {
+            "recompiling": ("compiling", "Still compiling after warm-up"),
+            "hbm-full": ("hbm_full", "HBM near full"),
+        }
+        alerts = []
+        for finding in insight.insight().findings:
+            if finding.id in kinds:
+                kind, title = kinds[finding.id]
+                text = f"{self.spec.name} ({self.run.id}): {finding.text}. {finding.fix}"
+                alerts.append(
+                    Alert(kind, "warning", self.run.id, title, text, f"{self.run.id}:{kind}:{attempt}")
+                )
+        return alerts
+
+    def stalled(self, reader: SummaryReader, attempt: int) -> Alert | None:
+        summary = reader.summary
+        per_step = summary.seconds_per_step()
+        if summary.last_step is None or summary.ended_step is not None or per_step is None:
+            return None
+        bound = max(self.config.stall_min_s, self.config.stall_factor * per_step)
+        quiet = time.time() - summary.recent[-1][1]
+        if quiet <= bound:
+            return None
+        text = (
+            f"{self.spec.name} ({self.run.id}): no step since step {summary.last_step} for "
+            f"{duration(quiet)} (a step usually takes {per_step:.2g} s)"
+        )
+        key = f"{self.run.id}:stalled:{attempt}:{summary.last_step}"
+        return Alert("job_stalled", "warning", self.run.id, "Job stalled", text, key)

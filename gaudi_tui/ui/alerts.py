@@ -1,0 +1,86 @@
+"""The panel's part in alerts, while it runs: it sends card alerts from the live Devices feed (the same
+`CardWatcher` as `gaudi-tui watch`, through the same ledger, so the two never send one twice),
+follows the notifications file (every alert, a job's from its supervisor too), toasts each new one,
+rings its own terminal (the bell, OSC 9, OSC 777: written through Textual's driver, in order with
+the frames) and keeps the list the `!` dialog shows. Alerts never depend on it: supervisors and
+`gaudi-tui watch` send theirs whether the panel is open or not."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from textual.app import App
+    from textual.notifications import SeverityLevel
+
+    from gaudi_tui.core.alerts.config import AlertConfig
+    from gaudi_tui.core.alerts.model import Alert
+    from gaudi_tui.core.alerts.watcher import CardWatcher
+    from gaudi_tui.core.devices.feed import MonitorUpdate
+
+log = logging.getLogger(__name__)
+POLL_S = 1.0
+KEEP = 500
+"""The list keeps the newest this many alerts."""
+SEVERITY: dict[str, SeverityLevel] = {"info": "information", "warning": "warning", "critical": "error"}
+
+
+class PanelAlerts:
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self.alerts: list[Alert] = []
+        self.config: AlertConfig | None = None
+        self.watcher: CardWatcher | None = None
+        self.cancel = threading.Event()
+
+    def start(self) -> None:
+        threading.Thread(target=self._follow, name="alerts", daemon=True).start()
+
+    def card_update(self, update: MonitorUpdate) -> None:
+        """In the device feed's thread: send the card alerts of this update. A replay's cards are
+        not this host's: the panel sends nothing for them (`gaudi-tui watch --replay` does, asked)."""
+        if self.watcher is None or update.snapshot.source == "replay":
+            return
+        try:
+            self.watcher.on_update(update)
+        except Exception:  # an alert bug must not stop the Devices feed
+            log.exception("card alerts failed")
+
+    def _follow(self) -> None:
+        from gaudi_tui.core.alerts import config
+        from gaudi_tui.core.alerts.store import NotificationReader
+        from gaudi_tui.core.alerts.watcher import CardWatcher
+
+        self.config, problems = config.load()
+        self.watcher = CardWatcher(self.config)
+        reader = NotificationReader()
+        try:
+            for problem in problems:  # as the panel's other settings: a toast naming the line
+                self.app.call_from_thread(self.app.notify, problem, title="Settings: using the default",
+                                          severity="warning", timeout=30, markup=False)  # fmt: skip
+            self.app.call_from_thread(self._add, reader.history(), False)
+            while not self.cancel.wait(POLL_S):
+                if found := reader.poll():
+                    self.app.call_from_thread(self._add, found, True)
+        except RuntimeError:  # the app has exited
+            return
+
+    def _add(self, alerts: list[Alert], announce: bool) -> None:
+        self.alerts = (self.alerts + alerts)[-KEEP:]
+        if not announce:
+            return
+        for alert in alerts:
+            severity = SEVERITY.get(alert.severity, "information")
+            self.app.notify(alert.text, title=alert.title, severity=severity, timeout=15, markup=False)
+            if self.config is not None and self.config.terminal:
+                self._ring(alert)
+
+    def _ring(self, alert: Alert) -> None:
+        from gaudi_tui.core.alerts.sinks import escapes
+
+        driver = self.app._driver  # the terminal's writer: escapes go out in order with the frames
+        if driver is not None:
+            driver.write(escapes(alert, bool(os.environ.get("TMUX"))))
