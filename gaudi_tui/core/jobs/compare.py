@@ -173,7 +173,7 @@ def _run_fields(run: RunFolder, spec: spec_mod.JobSpec | None, world: str) -> di
     names = spec_mod.field_names()
     for name in names:
         if name != "env":
-            out[name] = spec_mod.display(name, getattr(spec, name)) if spec is not None else MISSING
+            out[name] = (spec_mod.display(name, getattr(spec, name)) or '""') if spec is not None else MISSING
     for key, value in sorted(spec_mod.masked_env(spec.env).items() if spec is not None else ()):
         out[f"env.{key}"] = value
     command = (
