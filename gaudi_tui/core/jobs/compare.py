@@ -168,17 +168,22 @@ def _compiles_from_files(run: RunFolder, spec: spec_mod.JobSpec | None) -> Line:
 
 
 def _run_fields(run: RunFolder, spec: spec_mod.JobSpec | None, world: str) -> dict[str, str]:
+    """Every field to compare, as text. The run's own folder and id are written `{run}` and `{id}`
+    (each run has its own, so they would differ in every comparison)."""
+
+    def own(text: str) -> str:
+        return text.replace(str(run.path), "{run}").replace(run.id, "{id}")
+
     status = run.status()
     out: dict[str, str] = {}
-    names = spec_mod.field_names()
-    for name in names:
+    for name in spec_mod.field_names():
         if name != "env":
-            out[name] = (spec_mod.display(name, getattr(spec, name)) or '""') if spec is not None else MISSING
+            out[name] = (
+                own(spec_mod.display(name, getattr(spec, name)) or '""') if spec is not None else MISSING
+            )
     for key, value in sorted(spec_mod.masked_env(spec.env).items() if spec is not None else ()):
-        out[f"env.{key}"] = value
-    command = (
-        [a.replace(str(run.path), "{run}").replace(run.id, "{id}") for a in status.command] if status else []
-    )
+        out[f"env.{key}"] = own(value)
+    command = [own(arg) for arg in status.command] if status is not None else []
     out["run.interpreter"] = command[0] if command else MISSING
     out["run.arguments"] = shlex.join(command[1:]) if command else MISSING
     out["run.accelerator"] = status.accelerator if status is not None else MISSING
