@@ -179,7 +179,7 @@ class ChartSeries:
 
     def _apply(self, event: dict, batch: Batch) -> None:
         kind = event.get("event")
-        step = float(event.get("step") or 0)
+        step = number(event.get("step")) or 0.0  # a step that is not a number (a hand-written file) is 0
         if kind == "log":
             points = batch.points
             for name in self.metrics:
