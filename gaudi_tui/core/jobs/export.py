@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from array import array
 from collections.abc import Iterator
 from pathlib import Path
@@ -135,13 +136,18 @@ def write(runs: list[RunFolder], path: Path, fmt: str) -> int:
         frame = table(runs)
     except ImportError as exc:
         raise ExportError(f"the export needs pandas ({exc.name} is not installed)") from None
+    target = path.expanduser()
+    partial = target.with_name(f".{target.name}.partial")  # a file already there stays whole on an error
     try:
         if fmt == "csv":
-            frame.to_csv(path.expanduser(), index=False)
+            frame.to_csv(partial, index=False)
         else:
-            frame.to_parquet(path.expanduser(), index=False)
+            frame.to_parquet(partial, index=False)
+        os.replace(partial, target)
     except ImportError as exc:
         raise ExportError(f"parquet needs pyarrow: {exc}") from None
     except OSError as exc:
         raise ExportError(f"cannot write {path}: {exc.strerror or exc}") from None
+    finally:
+        partial.unlink(missing_ok=True)
     return len(frame)
