@@ -13,7 +13,7 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Grid, Horizontal
+from textual.containers import Grid
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
@@ -32,6 +32,10 @@ TITLES = {
     "compiles": "graph compiles",
     "memory": "memory (MiB)",
 }
+"""Each chart's title; their x axis is the step."""
+NONE = {"compiles": "none (the Gaudi runtime counts them: Gaudi runs only)"}
+NAME_WIDTH = 24
+MIN_VALUE_WIDTH = 16
 EXTRA_COLOURS: tuple[RGB, ...] = ((230, 140, 40), (120, 170, 255), (200, 120, 200), (140, 200, 120))
 """After the theme's five: for a sixth run and more."""
 
@@ -49,15 +53,9 @@ def run_colours(colours: Palette, count: int) -> list[RGB]:
     return [every[i % len(every)] for i in range(count)]
 
 
-def legend(runs: list[RunSide], colours: list[RGB]) -> Text:
-    text = Text()
-    for i, (run, rgb) in enumerate(zip(runs, colours, strict=True)):
-        if i:
-            text.append("   ")
-        text.append("━━ ", style="rgb({},{},{})".format(*rgb))
-        text.append(f"{run.label}", style="bold")
-        text.append(f" ({run.final.state})", style="dim")
-    return text
+def legend(run: RunSide, rgb: RGB) -> Text:
+    """A run's name in its colour, as the charts draw it."""
+    return Text.assemble(("━━ ", "rgb({},{},{})".format(*rgb)), (run.label, "bold"))
 
 
 class JobCompareScreen(PanelScreen):
@@ -74,12 +72,12 @@ class JobCompareScreen(PanelScreen):
         Binding("a", "toggle_all", "All fields", id="job_compare.all"),
     ]
     DEFAULT_CSS = """
-    JobCompareScreen #compare-legend { height: auto; padding: 0 1; }
+    JobCompareScreen #compare-status { height: auto; padding: 0 1; color: $text-muted; }
+    JobCompareScreen #compare-final { height: auto; max-height: 8; }
     JobCompareScreen #compare-charts { grid-size: 3 2; grid-gutter: 0 1; height: 1fr; min-height: 10; }
     JobCompareScreen #compare-charts > Chart { height: 1fr; min-height: 5; }
-    JobCompareScreen #compare-tables { height: 1fr; min-height: 6; }
-    JobCompareScreen #compare-diff { width: 1fr; }
-    JobCompareScreen #compare-final { width: 1fr; }
+    JobCompareScreen #compare-memory { column-span: 2; }
+    JobCompareScreen #compare-diff { height: 1fr; min-height: 4; }
     """
 
     def __init__(self, run_ids: list[str]) -> None:
@@ -89,13 +87,12 @@ class JobCompareScreen(PanelScreen):
         self.comparison: Comparison | None = None
 
     def compose_body(self) -> ComposeResult:
-        yield Static(f"Reading {len(self.run_ids)} runs…", id="compare-legend", markup=False)
+        yield Static(f"Reading {len(self.run_ids)} runs…", id="compare-status", markup=False)
+        yield DataTable[str | Text](id="compare-final", cursor_type="none")  # the legend too
         with Grid(id="compare-charts"):
             for name in compare_mod.CHARTS:
                 yield Chart(id=f"compare-{name}")
-        with Horizontal(id="compare-tables"):
-            yield DataTable[str](id="compare-diff", zebra_stripes=True, cursor_type="row")
-            yield DataTable[str](id="compare-final", zebra_stripes=True, cursor_type="row")
+        yield DataTable[str](id="compare-diff", zebra_stripes=True, cursor_type="row")
 
     def on_mount(self) -> None:
         for name in compare_mod.CHARTS:
@@ -113,17 +110,18 @@ class JobCompareScreen(PanelScreen):
         self.post_message(Compared(found))
 
     def on_compared(self, message: Compared) -> None:
+        status = self.query_one("#compare-status", Static)
         if message.comparison is None:
-            self.query_one("#compare-legend", Static).update(message.error or "cannot compare")
+            status.update(message.error or "cannot compare")
             return
+        status.display = False
         self.comparison = message.comparison
         runs = message.comparison.runs
         colours = run_colours(palette(self.app), len(runs))
-        self.query_one("#compare-legend", Static).update(legend(runs, colours))
         for name in compare_mod.CHARTS:
             self._chart(name, runs, colours)
         self._show_diff()
-        self._show_final()
+        self._show_final(colours)
 
     def _chart(self, name: str, runs: list[RunSide], colours: list[RGB]) -> None:
         plot = self.query_one(f"#compare-{name}", Chart)
@@ -132,11 +130,10 @@ class JobCompareScreen(PanelScreen):
         plt.clear_figure()
         drawn = [(run.lines[name], rgb) for run, rgb in zip(runs, colours, strict=True) if run.lines[name][0]]
         title = TITLES[name]
-        if name == "throughput":
-            units = sorted({r.throughput_unit for r in runs if r.lines[name][0]})
-            title = f"throughput ({', '.join(units)})" if units else title
-        plot.placeholder = None if drawn else f"{title}: none of these runs has it"
-        plt.title(f"{title} by step")
+        if name == "throughput":  # tokens/s where a run logs it, else samples/s
+            title = " · ".join(sorted({r.throughput_unit for r in runs if r.lines[name][0]})) or title
+        plot.placeholder = None if drawn else f"{title}: {NONE.get(name, 'none of these runs logs it')}"
+        plt.title(title)
         for (xs, ys), rgb in drawn:
             plt.plot(list(xs), list(ys), color=rgb, marker="braille")
         plot.refresh()
@@ -147,26 +144,28 @@ class JobCompareScreen(PanelScreen):
         table = self.query_one("#compare-diff", DataTable)
         table.clear(columns=True)
         runs = self.comparison.runs
-        table.add_column("differs" if not self.everything else "field", key="field")
-        for i, run in enumerate(runs):
-            table.add_column(run.label, key=f"run-{i}")
         rows = compare_mod.differences(runs, self.everything)
+        names = min(NAME_WIDTH, max((len(name) for name, _ in rows), default=8))
+        # each run's column gets a share of the width; a longer value (the arguments) wraps
+        share = max(MIN_VALUE_WIDTH, (self.size.width - names - 2 * (len(runs) + 1) - 2) // len(runs))
+        table.add_column("differs" if not self.everything else "field", key="field", width=names)
+        for i, run in enumerate(runs):
+            table.add_column(run.label, key=f"run-{i}", width=share)
         if not rows:
             table.add_row("(no field differs: a shows all)", *([""] * len(runs)))
         for name, values in rows:
-            table.add_row(name, *values, key=name)
+            table.add_row(name, *values, key=name, height=None)
 
-    def _show_final(self) -> None:
+    def _show_final(self, colours: list[RGB]) -> None:
+        """One row a run, named in its colour: the charts' legend and the final figures."""
         if self.comparison is None:
             return
         table = self.query_one("#compare-final", DataTable)
-        table.clear(columns=True)
         figures = compare_mod.final_table(self.comparison.runs)
-        table.add_column("final", key="final")
-        for i, run in enumerate(self.comparison.runs):
-            table.add_column(run.label, key=f"run-{i}")
-        for column, title in enumerate(figures.header[1:], start=1):
-            table.add_row(title, *(row[column] for row in figures.rows), key=title)
+        for title in figures.header:
+            table.add_column(title, key=title)
+        for i, (run, row) in enumerate(zip(self.comparison.runs, figures.rows, strict=True)):
+            table.add_row(legend(run, colours[i]), *row[1:], key=run.id)
 
     def action_toggle_all(self) -> None:
         self.everything = not self.everything
