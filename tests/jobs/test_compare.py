@@ -76,8 +76,8 @@ async def test_two_fine_tunes_of_different_learning_rates(capsys: pytest.Capture
         screen = app.screen
         assert isinstance(screen, JobCompareScreen)
         await settle(pilot, lambda: screen.comparison is not None, timeout=30)
-        legend = str(screen.query_one("#compare-legend").render())
-        assert f"lr 1e-3 · {slow.id[-4:]}" in legend and f"lr 5e-3 · {fast.id[-4:]}" in legend
+        legend = [row[0] for row in table_text(screen, "#compare-final")]
+        assert sorted(legend) == [f"━━ lr 1e-3 · {slow.id[-4:]}", f"━━ lr 5e-3 · {fast.id[-4:]}"]
         diff = table_text(screen, "#compare-diff")
         assert [row[0] for row in diff] == ["name", "learning_rate"]
         loss = screen.query_one("#compare-loss").plt._active  # noqa: SLF001 - plotext state
