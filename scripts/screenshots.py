@@ -189,6 +189,25 @@ async def insight_run(pilot, label: str, pane: str) -> None:
     await pilot.pause(2.5)
 
 
+async def compare_runs(pilot) -> None:
+    """Two real fine-tunes of the demo model that differ only in their learning rate
+    (tests/jobs/data/lr-runs), marked on Training and opened side by side."""
+    for source in sorted((ROOT / "tests" / "jobs" / "data" / "lr-runs").iterdir()):
+        replay_run("lr-runs", name=source.name)
+    screen = pilot.app.screen
+    await until(pilot, lambda: len(screen.views) >= 3, "the recorded runs to show up", timeout=10)
+    table = screen.query_one("#jobs")
+    for run_id in sorted(screen.views)[-2:]:  # the two newest: the lr runs
+        table.move_cursor(row=table.get_row_index(run_id))
+        await pilot.pause(0.2)
+        await pilot.press("m")
+    await pilot.press("C")
+    await until(
+        pilot, lambda: getattr(pilot.app.screen, "comparison", None) is not None, "the comparison", 30
+    )
+    await pilot.pause(1.0)
+
+
 @dataclass(frozen=True)
 class Shot:
     name: str
@@ -215,6 +234,7 @@ SHOTS = [
     Shot("ray.svg", ["4"], setup=ray_job_details),
     Shot("slurm.svg", [], setup=slurm_recorded, hostname="login-1"),
     Shot("command.svg", ["4"], setup=command_job),
+    Shot("compare.svg", ["4"], setup=compare_runs),
     Shot(
         "insight-recompiling.svg",
         ["4"],
@@ -231,11 +251,12 @@ SHOTS = [
 ]
 
 
-def replay_run(recorded: str = "runs", tests: str = "jobs") -> str:
-    """Copy a recorded real run (tests/TESTS/data/RECORDED) into the runs folder."""
+def replay_run(recorded: str = "runs", tests: str = "jobs", name: str | None = None) -> str:
+    """Copy a recorded real run (tests/TESTS/data/RECORDED, the newest or NAME) into the runs folder."""
     from gaudi_tui.core.jobs import runfolder
 
-    source = sorted((ROOT / "tests" / tests / "data" / recorded).iterdir())[-1]
+    folder = ROOT / "tests" / tests / "data" / recorded
+    source = folder / name if name is not None else sorted(folder.iterdir())[-1]
     target = runfolder.runs_dir() / source.name
     if not target.exists():
         shutil.copytree(source, target)

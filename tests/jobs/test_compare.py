@@ -163,3 +163,14 @@ def test_clear_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert "give two runs or more" in capsys.readouterr().err
     with pytest.raises(ValueError, match="two runs or more"):
         compare.compare([run])
+
+
+def test_recorded_fine_tunes_differ_only_in_learning_rate(capsys: pytest.CaptureFixture[str]) -> None:
+    """The screenshot's two runs (tests/jobs/data/lr-runs): the same, fast, without training."""
+    ids = [replay(p.name, recorded="lr-runs").id for p in sorted((DATA / "lr-runs").iterdir())]
+    data = compared(capsys, *ids)
+    assert diff_of(data) == {
+        "name": ["demo lr 0.0005", "demo lr 0.002"],
+        "learning_rate": ["0.0005", "0.002"],
+    }
+    assert [r["final"]["best_loss_step"] for r in data["runs"]] == [80, 74]
