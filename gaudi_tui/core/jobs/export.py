@@ -108,7 +108,7 @@ class Columns:
             "time": pd.to_datetime(np.frombuffer(self.time, dtype=np.float64), unit="s", utc=True),
         }
         data.update((key, np.frombuffer(column, dtype=np.float64)) for key, column in self.figures.items())
-        return pd.DataFrame(data)
+        return pd.DataFrame(data, copy=False)  # the columns as they are: no second copy of the table
 
 
 def _float(value: object) -> float:
