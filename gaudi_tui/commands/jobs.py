@@ -22,7 +22,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "jobs",
         help="list, follow, stop, resume and compare training jobs",
-        description="List training jobs, or act on one: logs, stop, resume. ID may be a unique part of the id.",
+        description="List training jobs, or act on one: logs, stop, resume, insight; compare or export some. "
+        "ID may be a unique part of the id.",
     )
     parser.add_argument("--json", action="store_true", help="print the job list as JSON")
     actions = parser.add_subparsers(dest="action", metavar="ACTION")
