@@ -8,7 +8,9 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from gaudi_tui.commands import jobs_compare
+from gaudi_tui.commands.jobs_compare import ACTIONS as COMPARE_ACTIONS
+from gaudi_tui.commands.jobs_compare import register as register_compare
+from gaudi_tui.commands.jobs_compare import run as run_compare
 
 if TYPE_CHECKING:
     from gaudi_tui.core.jobs.monitor import JobView
@@ -61,7 +63,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="List the nodes of the Ray cluster at ADDRESS (default: $RAY_ADDRESS) or of job ID.",
     )
     nodes.add_argument("where", nargs="?", default="", metavar="ADDRESS|ID")
-    jobs_compare.register(actions)
+    register_compare(actions)
     parser.set_defaults(func=run)
 
 
@@ -72,8 +74,8 @@ def run(args: argparse.Namespace) -> int:
         return list_jobs(as_json=args.json)
     if args.action == "nodes":
         return print_nodes(args.where)
-    if args.action in jobs_compare.ACTIONS:
-        return jobs_compare.run(args)
+    if args.action in COMPARE_ACTIONS:
+        return run_compare(args)
     try:
         job = runfolder.find(args.id)
         if args.action == "logs":
