@@ -3,6 +3,8 @@ two kinds (tests/jobs/data and tests/commands/data: real runs, fixed times)."""
 
 from __future__ import annotations
 
+import shutil
+
 from textual.widgets import DataTable
 
 from gaudi_tui.ui.app import GaudiApp
@@ -79,6 +81,24 @@ async def test_compare_needs_two_marked_runs_and_m_unmarks() -> None:
         await settle(pilot, lambda: any("1 marked" in n.message for n in app._notifications))  # noqa: SLF001
         await pilot.press("m")
         assert training.marked == [] and not rows(app)[0][0].startswith("●")
+
+
+async def test_a_marked_run_removed_before_the_comparison_is_named() -> None:
+    local, ray = replay(), replay(recorded="ray-runs")
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("4")
+        await settle(pilot, lambda: len(rows(app)) == 2)
+        await pilot.press("m", "down", "m")
+        shutil.rmtree(local.path)
+        await pilot.press("C")
+        screen = app.screen
+        assert isinstance(screen, JobCompareScreen)
+        status = screen.query_one("#compare-status")
+        await settle(pilot, lambda: "cannot compare" in str(status.render()))
+        assert f"no job {local.id!r}" in str(status.render()) and ray.id in screen.run_ids
+        await pilot.press("escape")
+        assert isinstance(app.screen, TrainingScreen)
 
 
 def test_snapshot_of_two_runs_side_by_side(snap_compare) -> None:  # noqa: ANN001 - pytest-textual-snapshot fixture
