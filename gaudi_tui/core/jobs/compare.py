@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gaudi_tui.core.jobs import spec as spec_mod
+from gaudi_tui.core.jobs.insight.report import InsightWatcher, metrics_file
+from gaudi_tui.core.jobs.insight.runtime import find_files
 from gaudi_tui.core.jobs.monitor import format_duration
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.series import Batch, ChartSeries, Downsampled
@@ -112,9 +114,13 @@ class _RunSeries(ChartSeries):
         self.ended_step: int | None = None
 
     def read_all(self) -> None:
+        """To the file's end, a slice at a time (stops where a read makes no progress)."""
         self.poll()
         while self.behind:
+            offset = self.offset
             self.poll()
+            if self.offset == offset:
+                break
 
     def _apply(self, event: dict, batch: Batch) -> None:
         super()._apply(event, batch)
@@ -151,9 +157,6 @@ class _RunSeries(ChartSeries):
 
 def _compiles_from_files(run: RunFolder, spec: spec_mod.JobSpec | None) -> Line:
     """Compiles by step from the runtime's metrics files, where the folder has them (Gaudi)."""
-    from gaudi_tui.core.jobs.insight.report import InsightWatcher, metrics_file
-    from gaudi_tui.core.jobs.insight.runtime import find_files
-
     if not find_files(metrics_file(run, spec)):
         return ((), ())
     watcher = InsightWatcher(run)
