@@ -371,7 +371,10 @@ class TrainingScreen(PanelScreen):
             self.notify("No job selected: press n to launch one.", severity="warning")
             return
         run_id = self.selected
-        self.marked.remove(run_id) if run_id in self.marked else self.marked.append(run_id)
+        if run_id in self.marked:
+            self.marked.remove(run_id)
+        else:
+            self.marked.append(run_id)
         table = self.query_one("#jobs", DataTable)
         if run_id in table.rows:
             table.update_cell(run_id, COLUMNS[0], self._cells(self.views[run_id])[0], update_width=True)
