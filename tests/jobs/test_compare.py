@@ -105,7 +105,12 @@ def test_runs_of_other_targets_and_kinds(
     assert "learning_rate" not in diff
     by_id = {r["id"]: r for r in data["runs"]}
     assert by_id[command.id]["final"]["state"] == "cancelled" and by_id[command.id]["final"]["steps"] == 90
-    assert by_id[ray.id]["throughput_unit"] == "tokens/s"
+    # the command's wrapper counts samples only: every run's throughput is in samples/s
+    assert {r["throughput_unit"] for r in data["runs"]} == {"samples/s"}
+    assert by_id[ray.id]["lines"]["throughput"] == by_id[ray.id]["lines"]["samples_per_s"]
+    assert by_id[ray.id]["lines"]["tokens_per_s"]["value"]  # kept in the JSON
+    two = compared(capsys, local.id, ray.id)
+    assert {r["throughput_unit"] for r in two["runs"]} == {"tokens/s"}
     compiles = by_id[gaudi.id]["lines"]["compiles"]
     assert compiles["value"][-1] == 20.0 and compiles["step"][-1] == 20.0  # one graph a batch length
     assert by_id[local.id]["lines"]["compiles"]["step"] == []

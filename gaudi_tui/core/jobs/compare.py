@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import shlex
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gaudi_tui.core.jobs import spec as spec_mod
@@ -40,6 +40,7 @@ LINES = (
 )
 """The `log` figures each run keeps a line of (`memory` below is max_memory_mib, else memory_mib)."""
 CHARTS = ("loss", "learning_rate", "throughput", "compiles", "memory")
+"""The lines each run draws (`lines` also holds samples_per_s and tokens_per_s)."""
 Line = tuple[tuple[float, ...], tuple[float, ...]]
 
 
@@ -240,6 +241,8 @@ def side(run: RunFolder, now: float | None = None) -> RunSide:
             "loss": raw["loss"],
             "learning_rate": raw["learning_rate"],
             "throughput": raw["tokens_per_s"] if tokens else raw["samples_per_s"],
+            "samples_per_s": raw["samples_per_s"],
+            "tokens_per_s": raw["tokens_per_s"],
             "compiles": compiles,
             "memory": memory,
         },
@@ -263,8 +266,19 @@ def differences(runs: list[RunSide], everything: bool = False) -> list[tuple[str
 def compare(runs: list[RunFolder], everything: bool = False, now: float | None = None) -> Comparison:
     if len(runs) < 2:
         raise ValueError("compare needs two runs or more")
-    sides = [side(run, now) for run in runs]
+    sides = in_one_unit([side(run, now) for run in runs])
     return Comparison(runs=sides, diff=differences(sides, everything), everything=everything)
+
+
+def in_one_unit(runs: list[RunSide]) -> list[RunSide]:
+    """Throughput in tokens/s when every run that logs one has it, else samples/s for all (a
+    command's wrapper counts samples only): one chart, one unit."""
+    if all(r.throughput_unit == "tokens/s" for r in runs if r.lines["throughput"][0]):
+        return runs
+    return [
+        replace(r, lines={**r.lines, "throughput": r.lines["samples_per_s"]}, throughput_unit="samples/s")
+        for r in runs
+    ]
 
 
 @dataclass

@@ -130,8 +130,8 @@ class JobCompareScreen(PanelScreen):
         plt.clear_figure()
         drawn = [(run.lines[name], rgb) for run, rgb in zip(runs, colours, strict=True) if run.lines[name][0]]
         title = TITLES[name]
-        if name == "throughput":  # tokens/s where a run logs it, else samples/s
-            title = " · ".join(sorted({r.throughput_unit for r in runs if r.lines[name][0]})) or title
+        if name == "throughput":  # one unit for all (compare.in_one_unit)
+            title = runs[0].throughput_unit
         plot.placeholder = None if drawn else f"{title}: {NONE.get(name, 'none of these runs logs it')}"
         plt.title(title)
         for (xs, ys), rgb in drawn:
