@@ -179,3 +179,25 @@ def test_recorded_fine_tunes_differ_only_in_learning_rate(capsys: pytest.Capture
         "learning_rate": ["0.0005", "0.002"],
     }
     assert [r["final"]["best_loss_step"] for r in data["runs"]] == [80, 74]
+
+
+def test_a_slurm_run_names_its_nodes(capsys: pytest.CaptureFixture[str]) -> None:
+    """A Slurm job's nodes as its supervisor records them (`slurm.json`, written here by the
+    target's own writer; no recorded Slurm run folder is kept)."""
+    from gaudi_tui.core.jobs.targets.slurm import record
+
+    local, ray = replay(), replay(recorded="ray-runs")
+    slurm = RunFolder(runfolder.runs_dir() / "20261201-000000-demo-fine-tune-51a0")
+    slurm.path.mkdir()
+    for name in ("status.json", "metrics.jsonl"):
+        (slurm.path / name).write_bytes((local.path / name).read_bytes())
+    slurm.spec_path.write_text(
+        local.spec_path.read_text().replace('device = "cpu"', 'device = "cpu"\ntarget = "slurm"')
+    )
+    record.write(
+        slurm,
+        record.SlurmRecord(attempt=1, job_name="gaudi-tui-x", script="", job_id=42, nodes=["gn-01", "gn-02"]),
+    )
+    diff = diff_of(compared(capsys, local.id, ray.id, slurm.id))
+    assert diff["target"] == ["local", "ray", "slurm"]
+    assert diff["run.nodes"] == ["—", "192.0.2.2", "gn-01,gn-02"]
