@@ -2,7 +2,7 @@
 
 One row per `log`, `eval` or `summary` event of each run's metrics.jsonl, in file order:
 `run`, `attempt` (1, then one more at each `begin` after the first: a resume repeats steps),
-`step`, `event`, `time`, then one column per figure (`loss`, `learning_rate`, `eval_loss`, …;
+`step` (-1 for an event without one), `event`, `time`, then one column per figure (`loss`, `learning_rate`, `eval_loss`, …;
 empty where that event has none) — the wide shape pandas users pivot least. Each file is read
 once, a slice at a time; the table is kept in typed columns (8 bytes a cell), not one dict a row,
 and written by pandas (parquet through pyarrow).
