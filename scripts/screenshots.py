@@ -226,6 +226,25 @@ async def alerts_list(pilot) -> None:
     await pilot.pause(0.5)
 
 
+async def compare_runs(pilot) -> None:
+    """Two real fine-tunes of the demo model that differ only in their learning rate
+    (tests/jobs/data/lr-runs), marked on Training and opened side by side."""
+    for source in sorted((ROOT / "tests" / "jobs" / "data" / "lr-runs").iterdir()):
+        replay_run("lr-runs", source=source)
+    screen = pilot.app.screen
+    await until(pilot, lambda: len(screen.views) >= 3, "the recorded runs to show up", timeout=10)
+    table = screen.query_one("#jobs")
+    for run_id in sorted(screen.views)[-2:]:  # the two newest: the lr runs
+        table.move_cursor(row=table.get_row_index(run_id))
+        await pilot.pause(0.2)
+        await pilot.press("m")
+    await pilot.press("C")
+    await until(
+        pilot, lambda: getattr(pilot.app.screen, "comparison", None) is not None, "the comparison", 30
+    )
+    await pilot.pause(1.0)
+
+
 @dataclass(frozen=True)
 class Shot:
     name: str
@@ -254,6 +273,7 @@ SHOTS = [
     Shot("ray.svg", ["4"], setup=ray_job_details),
     Shot("slurm.svg", [], setup=slurm_recorded, hostname="login-1"),
     Shot("command.svg", ["4"], setup=command_job),
+    Shot("compare.svg", ["4"], setup=compare_runs),
     Shot(
         "insight-recompiling.svg",
         ["4"],

@@ -1,4 +1,4 @@
-"""`gaudi-tui jobs`: list, follow, stop and resume training jobs (the Training screen, headless)."""
+"""`gaudi-tui jobs`: list, follow, stop, resume and compare training jobs (the Training screen, headless)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,10 @@ import json
 import sys
 import time
 from typing import TYPE_CHECKING
+
+from gaudi_tui.commands.jobs_compare import ACTIONS as COMPARE_ACTIONS
+from gaudi_tui.commands.jobs_compare import register as register_compare
+from gaudi_tui.commands.jobs_compare import run as run_compare
 
 if TYPE_CHECKING:
     from gaudi_tui.core.jobs.monitor import JobView
@@ -19,8 +23,9 @@ NO_METRICS = "no metrics found in its output (see its log; --metrics json/patter
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "jobs",
-        help="list, follow, stop and resume training jobs",
-        description="List training jobs, or act on one: logs, stop, resume. ID may be a unique part of the id.",
+        help="list, follow, stop, resume and compare training jobs",
+        description="List training jobs, or act on one: logs, stop, resume, insight; compare or export some. "
+        "ID may be a unique part of the id.",
     )
     parser.add_argument("--json", action="store_true", help="print the job list as JSON")
     actions = parser.add_subparsers(dest="action", metavar="ACTION")
@@ -58,6 +63,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="List the nodes of the Ray cluster at ADDRESS (default: $RAY_ADDRESS) or of job ID.",
     )
     nodes.add_argument("where", nargs="?", default="", metavar="ADDRESS|ID")
+    register_compare(actions)
     parser.set_defaults(func=run)
 
 
@@ -68,6 +74,8 @@ def run(args: argparse.Namespace) -> int:
         return list_jobs(as_json=args.json)
     if args.action == "nodes":
         return print_nodes(args.where)
+    if args.action in COMPARE_ACTIONS:
+        return run_compare(args)
     try:
         job = runfolder.find(args.id)
         if args.action == "logs":

@@ -95,11 +95,11 @@ class Downsampled:
         return tuple(p[0] for p in picked), tuple(p[1] for p in picked)
 
 
-class _Batch:
+class Batch:
     """The points of one slice, per line, before they go to their Downsampled lines."""
 
-    def __init__(self) -> None:
-        self.points: dict[str, tuple[list[float], list[float]]] = {n: ([], []) for n in (*METRICS, "eval")}
+    def __init__(self, metrics: tuple[str, ...]) -> None:
+        self.points: dict[str, tuple[list[float], list[float]]] = {n: ([], []) for n in (*metrics, "eval")}
         self.changed = False
 
 
@@ -114,17 +114,19 @@ class ChartData:
 
 
 class ChartSeries:
-    """Every chart line of one metrics.jsonl: `poll` reads what was appended, `data` is what to draw."""
+    """Every chart line of one metrics.jsonl: `poll` reads what was appended, `data` is what to draw.
+    `metrics`: the `log` figures to keep a line of (the Training charts' by default)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, metrics: tuple[str, ...] = METRICS) -> None:
         self.path = path
+        self.metrics = metrics
         self.behind = 0
         """Bytes written that no poll has read yet (a long history loading in slices)."""
         self._reset()
 
     def _reset(self) -> None:
         self.offset = 0
-        self.lines = {name: Downsampled() for name in (*METRICS, "smoothed", "eval")}
+        self.lines = {name: Downsampled() for name in (*self.metrics, "smoothed", "eval")}
         self._ema = (0.0, 0)
 
     def poll(self, max_bytes: int = SLICE_BYTES) -> bool:
@@ -149,7 +151,7 @@ class ChartSeries:
             complete = len(data)  # one line longer than a slice: skip it
         self.offset += complete
         self.behind = size - self.offset
-        batch = _Batch()
+        batch = Batch(self.metrics)
         decode = json.loads
         for line in data[: complete - 1].split(b"\n") if complete else ():
             try:
@@ -161,7 +163,7 @@ class ChartSeries:
         self._flush(batch)
         return batch.changed
 
-    def _flush(self, batch: _Batch) -> None:
+    def _flush(self, batch: Batch) -> None:
         """Hand the points gathered since the last `begin` (or the slice's start) to their lines."""
         for name, (xs, ys) in batch.points.items():
             if name == "loss":
@@ -173,14 +175,14 @@ class ChartSeries:
                 self._ema = (ema, count)
                 self.lines["smoothed"].extend(xs, smoothed)
             self.lines[name].extend(xs, ys)
-        batch.points = {name: ([], []) for name in (*METRICS, "eval")}
+        batch.points = {name: ([], []) for name in (*self.metrics, "eval")}
 
-    def _apply(self, event: dict, batch: _Batch) -> None:
+    def _apply(self, event: dict, batch: Batch) -> None:
         kind = event.get("event")
-        step = float(event.get("step") or 0)
+        step = number(event.get("step")) or 0.0  # a step that is not a number (a hand-written file) is 0
         if kind == "log":
             points = batch.points
-            for name in METRICS:
+            for name in self.metrics:
                 value = event.get(name)
                 if value.__class__ in FINITE and math.isfinite(value):
                     xs, ys = points[name]

@@ -2,7 +2,8 @@
 
 The screen only reads run folders (a worker polls them), so quitting never touches a job, and a
 new panel finds every job again. `s` asks for a graceful stop (STOP file), `k` kills (SIGTERM to
-the launcher, SIGKILL to its workers after a grace), `r` resumes from the newest checkpoint.
+the launcher, SIGKILL to its workers after a grace), `r` resumes from the newest checkpoint. `m`
+marks runs and `C` opens the marked ones side by side (job_compare.py).
 """
 
 from __future__ import annotations
@@ -103,6 +104,7 @@ class TrainingScreen(PanelScreen):
         "stop (one checkpoint at the same step on every rank), k kill (press twice), r resume from "
         "the newest complete checkpoint. Jobs run here or on a Ray cluster (target=ray in the form; "
         "Details shows the cluster's nodes; r re-attaches a Ray job whose supervisor died). "
+        "m marks runs (●), C compares the marked runs side by side. "
         "Headless: gaudi-tui train / gaudi-tui jobs."
     )
     DEFAULT_CSS = """
@@ -122,12 +124,15 @@ class TrainingScreen(PanelScreen):
         Binding("l", "pane('log')", "Log", id="training.log"),
         Binding("d", "pane('details')", "Details", id="training.details"),
         Binding("t", "try_in_chat", "Try in Chat", id="training.try"),
+        Binding("m", "mark_job", "Mark", id="training.mark"),
+        Binding("C", "compare_jobs", "Compare", id="training.compare", key_display="C"),
     ]
 
     def __init__(self) -> None:
         super().__init__()
         self.views: dict[str, JobView] = {}
         self.selected: str | None = None
+        self.marked: list[str] = []
         self._kill_armed: tuple[str, float] | None = None
         self._rows_shown = 0
         self._last_action = threading.Event()
@@ -235,15 +240,14 @@ class TrainingScreen(PanelScreen):
         if self.selected in run_ids:
             table.move_cursor(row=table.get_row_index(self.selected))
 
-    @staticmethod
-    def _cells(view: JobView) -> tuple[str, ...]:
+    def _cells(self, view: JobView) -> tuple[str, ...]:
         step = f"{view.step}/{view.max_steps}" if view.max_steps else str(view.step)
         state = "stopping" if view.stop_requested and view.state == "running" else view.state
         loss = f"{view.loss:.4f}" if view.loss is not None else "—"
         if view.metrics_found is False:
             loss = "no metrics"
         return (
-            job_label(view),
+            ("● " if view.id in self.marked else "") + job_label(view),
             state,
             format_duration(view.elapsed_s),
             step,
@@ -360,6 +364,28 @@ class TrainingScreen(PanelScreen):
         chat = self.app.screen
         if isinstance(chat, ChatScreen):
             chat.try_trained(run.id)
+
+    def action_mark_job(self) -> None:
+        """Mark the highlighted run for a comparison, or unmark it."""
+        if self.selected is None or self.selected not in self.views:
+            self.notify("No job selected: press n to launch one.", severity="warning")
+            return
+        run_id = self.selected
+        if run_id in self.marked:
+            self.marked.remove(run_id)
+        else:
+            self.marked.append(run_id)
+        table = self.query_one("#jobs", DataTable)
+        if run_id in table.rows:
+            table.update_cell(run_id, COLUMNS[0], self._cells(self.views[run_id])[0], update_width=True)
+
+    def action_compare_jobs(self) -> None:
+        from gaudi_tui.ui.screens.job_compare import JobCompareScreen
+
+        if len(self.marked) < 2:
+            self.notify(f"Mark two runs or more with m to compare them ({len(self.marked)} marked).")
+        else:
+            self.app.push_screen(JobCompareScreen(list(self.marked)))
 
     def action_pane(self, pane: str) -> None:
         self.query_one(TabbedContent).active = pane

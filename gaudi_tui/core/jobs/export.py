@@ -1,0 +1,153 @@
+"""Every metric of some runs as one table, for a notebook: `gaudi-tui jobs export ID … --csv|--parquet`.
+
+One row per `log`, `eval` or `summary` event of each run's metrics.jsonl, in file order:
+`run`, `attempt` (1, then one more at each `begin` after the first: a resume repeats steps),
+`step` (-1 for an event without one), `event`, `time`, then one column per figure (`loss`, `learning_rate`, `eval_loss`, …;
+empty where that event has none) — the wide shape pandas users pivot least. Each file is read
+once, a slice at a time; the table is kept in typed columns (8 bytes a cell), not one dict a row,
+and written by pandas (parquet through pyarrow).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from array import array
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gaudi_tui.core.jobs.runfolder import RunFolder
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+ROWS = ("log", "eval", "summary")
+SLICE_BYTES = 4 << 20
+KEPT = ("event", "step", "time")
+"""Keys that are columns of their own, not figures."""
+
+
+class ExportError(Exception):
+    """The table cannot be written (a path that cannot be written, pandas or pyarrow missing)."""
+
+
+def lines_of(path: Path) -> Iterator[bytes]:
+    """The complete lines of a file, read a slice at a time (a missing file has none)."""
+    try:
+        fh = path.open("rb")
+    except OSError:
+        return
+    with fh:
+        rest = b""
+        while chunk := fh.read(SLICE_BYTES):
+            *lines, rest = (rest + chunk).split(b"\n")
+            yield from lines
+        if rest:
+            yield rest
+
+
+class Columns:
+    """The table being built: fixed columns and one float column per figure, NaN where missing."""
+
+    def __init__(self) -> None:
+        self.runs: list[str] = []
+        self.run = array("i")
+        self.attempt = array("i")
+        self.step = array("q")
+        self.event = array("b")
+        self.time = array("d")
+        self.figures: dict[str, array[float]] = {}
+        self.rows = 0
+
+    def add_run(self, run: RunFolder) -> None:
+        code, attempt = len(self.runs), 0
+        self.runs.append(run.id)
+        for line in lines_of(run.metrics_path):
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(event, dict):
+                continue
+            kind = event.get("event")
+            if kind == "begin" or (kind in ROWS and attempt == 0):
+                attempt += 1
+            if kind in ROWS:
+                self._row(code, attempt, ROWS.index(kind), event)
+
+    def _row(self, run: int, attempt: int, kind: int, event: dict) -> None:
+        step = event.get("step")
+        self.run.append(run)
+        self.attempt.append(attempt)
+        self.step.append(step if isinstance(step, int) and not isinstance(step, bool) else -1)
+        self.event.append(kind)
+        self.time.append(_float(event.get("time")))
+        for key, value in event.items():
+            if key in KEPT or key == "max_steps" or math.isnan(_float(value)):
+                continue
+            column = self.figures.get(key)
+            if column is None:
+                column = self.figures[key] = array("d", [math.nan]) * self.rows
+            column.append(_float(value))
+        self.rows += 1
+        for column in self.figures.values():
+            if len(column) < self.rows:
+                column.append(math.nan)
+
+    def frame(self) -> pd.DataFrame:
+        import numpy as np
+        import pandas as pd
+
+        data: dict[str, object] = {
+            "run": pd.Categorical.from_codes(np.frombuffer(self.run, dtype=np.int32), categories=self.runs),
+            "attempt": np.frombuffer(self.attempt, dtype=np.int32),
+            "step": np.frombuffer(self.step, dtype=np.int64),
+            "event": pd.Categorical.from_codes(np.frombuffer(self.event, dtype=np.int8), categories=ROWS),
+            "time": pd.to_datetime(np.frombuffer(self.time, dtype=np.float64), unit="s", utc=True),
+        }
+        data.update((key, np.frombuffer(column, dtype=np.float64)) for key, column in self.figures.items())
+        return pd.DataFrame(data, copy=False)  # the columns as they are: no second copy of the table
+
+
+def _float(value: object) -> float:
+    """A figure as a float (NaN for what is not a finite number: a string, a bool, None)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return math.nan
+
+
+def table(runs: list[RunFolder]) -> pd.DataFrame:
+    columns = Columns()
+    for run in runs:
+        columns.add_run(run)
+    return columns.frame()
+
+
+def write(runs: list[RunFolder], path: Path, fmt: str) -> int:
+    """Write the table of `runs` to `path` as `csv` or `parquet`; the number of rows written."""
+    if fmt not in ("csv", "parquet"):
+        raise ExportError(f"unknown format {fmt!r}: csv or parquet")
+    parent = path.expanduser().parent
+    if not parent.is_dir():
+        raise ExportError(f"cannot write {path}: {parent} is not a folder")
+    try:
+        frame = table(runs)
+    except ImportError as exc:
+        raise ExportError(f"the export needs pandas ({exc.name} is not installed)") from None
+    target = path.expanduser()
+    partial = target.with_name(f".{target.name}.partial")  # a file already there stays whole on an error
+    try:
+        if fmt == "csv":
+            frame.to_csv(partial, index=False)
+        else:
+            frame.to_parquet(partial, index=False)
+        os.replace(partial, target)
+    except ImportError as exc:
+        raise ExportError(f"parquet needs pyarrow: {exc}") from None
+    except OSError as exc:
+        raise ExportError(f"cannot write {path}: {exc.strerror or exc}") from None
+    finally:
+        partial.unlink(missing_ok=True)
+    return len(frame)
