@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 import psutil
-from textual.widgets import Checkbox, DataTable, Input, Log, Select, Static
+from textual.widgets import Checkbox, DataTable, Input, Log, Select, Static, TabbedContent
 
 from gaudi_tui.core.jobs import control, runfolder, supervisor
 from gaudi_tui.core.jobs.status import ProcRef
@@ -116,9 +116,12 @@ async def test_keys_on_a_finished_job_explain_why_nothing_happens() -> None:
 
 async def test_r_waits_for_a_jobs_exiting_processes_off_the_ui_thread() -> None:
     """r on a job that just ended waits for its processes to exit (up to 10 s): the panel answers
-    keys meanwhile, and r's answer comes before that of a key pressed after it."""
+    keys meanwhile, and r's answer comes before that of a key pressed after it. The exiting
+    process is held until the test lets it go (its stdin closed), so no moment is guessed."""
     run = replay()
-    exiting = subprocess.Popen([PYTHON, "-c", "import time; time.sleep(3)"])  # noqa: ASYNC220 - its supervisor
+    exiting = subprocess.Popen(  # noqa: ASYNC220 - its supervisor
+        [PYTHON, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
+    )
     try:
         status = run.status()
         ref = ProcRef.of(exiting.pid)
@@ -130,9 +133,12 @@ async def test_r_waits_for_a_jobs_exiting_processes_off_the_ui_thread() -> None:
             app.notify = lambda message, **kw: notes.append(str(message))  # type: ignore[method-assign]
             await pilot.press("4")
             await settle(pilot, lambda: rows(app))
-            start = time.monotonic()
-            await pilot.press("r", "s")
-            assert time.monotonic() - start < 1.5 and notes == []  # the keys returned at once
+            await pilot.press("r", "s", "l")  # l while r waits: the screen still answers keys
+            panes = app.screen.query_one(TabbedContent)
+            await settle(pilot, lambda: panes.active == "log")
+            assert exiting.poll() is None and notes == []  # r is still waiting, s behind it
+            assert exiting.stdin is not None
+            exiting.stdin.close()  # the job's last process exits now
             await settle(pilot, lambda: len(notes) > 1)
             assert "no complete checkpoint" in notes[0] and notes[1].endswith("nothing to stop.")
             assert exiting.poll() is not None  # r waited for it
