@@ -32,7 +32,8 @@ Launcher = Literal["auto", "single", "torchrun", "accelerate"]
 Device = Literal["auto", "hpu", "cuda", "cpu"]
 Target = Literal["local", "ray", "slurm"]
 SlurmGres = Literal["gpu", "hpu", "none"]
-Kind = Literal["trainer", "command"]
+Kind = Literal["trainer", "command", "serve"]
+ServeEngine = Literal["auto", "vllm", "transformers"]
 CommandLauncher = Literal["direct", "torchrun", "accelerate", "deepspeed"]
 MetricsSource = Literal["auto", "trainer", "json", "pattern"]
 
@@ -143,7 +144,10 @@ class JobSpec:
     )
     trust_remote_code: bool = field(default=False, metadata={"help": "run the model repo's own code"})
     kind: Kind = field(
-        default="trainer", metadata={"help": "trainer (the panel's fine-tune) or command (your own command)"}
+        default="trainer",
+        metadata={
+            "help": "trainer (the panel's fine-tune), command (your own command) or serve (a model server)"
+        },
     )
     command: tuple[str, ...] = field(
         default=(),
@@ -194,6 +198,22 @@ class JobSpec:
         default=0.0, metadata={"help": "attach: that process's start time (filled in when attaching)"}
     )
     env: Mapping[str, str] = field(default_factory=dict, metadata={"help": "extra environment variables"})
+    serve_engine: ServeEngine = field(
+        default="auto",
+        metadata={"help": "serve: auto (vllm on hpu when installed, else transformers), vllm, transformers"},
+    )
+    serve_model: str = field(
+        default="demo", metadata={"help": "serve: 'demo', a model or adapter folder, a Hub id, or a job id"}
+    )
+    serve_host: str = field(default="127.0.0.1", metadata={"help": "serve: the address it listens on"})
+    serve_port: int = field(default=0, metadata={"help": "serve: its port (0 = a free one)"})
+    serve_args: tuple[str, ...] = field(
+        default=(),
+        metadata={"help": "serve: extra engine arguments, typed as in a shell, e.g. --max-model-len 4096"},
+    )
+    serve_api_key_env: str = field(
+        default="", metadata={"help": "serve: the environment variable holding its API key ('' = none)"}
+    )
 
     @property
     def uses_lora(self) -> bool:
@@ -207,6 +227,7 @@ PRESETS: dict[str, JobSpec] = {
         name="QLoRA", lora=True, quantization="nf4", learning_rate=5e-3, max_steps=30, batch_size=8
     ),
     "your command": JobSpec(name="my command", kind="command", max_steps=0),
+    "serve a model": JobSpec(name="serve", kind="serve", max_steps=0),
 }
 
 
@@ -224,10 +245,22 @@ TRAINER_FIELDS = (
 """Settings of the built-in Trainer job only."""
 
 
+SERVE_FIELDS = (
+    "serve_engine", "serve_model", "serve_host", "serve_port", "serve_args", "serve_api_key_env",
+)  # fmt: skip
+"""Settings of a model server (`kind = "serve"`) only; it also takes `trust_remote_code`."""
+ARGV_FIELDS = ("command", "serve_args")
+"""Typed as in a shell (split by `shlex`; nothing runs a shell)."""
+
+
 def applies(name: str, kind: str) -> bool:
     """Whether a setting means something for a job of this kind (the form shows only those)."""
+    if name in SERVE_FIELDS:
+        return kind == "serve"
     if name in COMMAND_FIELDS:
         return kind == "command"
+    if kind == "serve":
+        return name not in TRAINER_FIELDS or name == "trust_remote_code"
     return kind != "command" or name not in TRAINER_FIELDS
 
 
@@ -283,11 +316,11 @@ def coerce(name: str, value: object) -> object:
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise SpecError(f"unknown setting {name!r}{hint}")
     hint = field_type(name)
-    if name == "command" and isinstance(value, str):
+    if name in ARGV_FIELDS and isinstance(value, str):
         try:
             return tuple(shlex.split(value))  # words as a shell splits them; nothing runs a shell
         except ValueError as exc:
-            raise SpecError(f"command: {exc} (close the quote)") from None
+            raise SpecError(f"{name}: {exc} (close the quote)") from None
     try:
         return _coerce_to(hint, value)
     except (TypeError, ValueError) as exc:
@@ -384,7 +417,7 @@ def display(name: str, value: object) -> str:
     """A value as typed in the form or after `--set` (the inverse of `coerce` for strings)."""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if name == "command" and isinstance(value, tuple):
+    if name in ARGV_FIELDS and isinstance(value, tuple):
         return shlex.join(value)
     if isinstance(value, tuple):
         return ",".join(str(v) for v in value)
