@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import argparse
 
-from gaudi_tui.commands import chat, check, config, devices, exporter, fleet, jobs, run, slurm, train
+from gaudi_tui.commands import chat, check, config, devices, exporter, fleet, jobs, run, serve, slurm, train
 
-MODULES = (devices, check, chat, train, run, jobs, fleet, slurm, exporter, config)
+MODULES = (devices, check, chat, train, run, serve, jobs, fleet, slurm, exporter, config)
 
 
 def register_all(subparsers: argparse._SubParsersAction) -> None:
