@@ -24,7 +24,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from gaudi_tui.core.jobs.spec import JobSpec
+from gaudi_tui.core.jobs.spec import JobSpec, ServeEngine
 from gaudi_tui.core.jobs.validate import Problem
 
 ENGINES = ("vllm", "transformers")
@@ -46,7 +46,7 @@ MANAGED_FLAGS = {
 """Engine flags the panel sets from the spec: typed into serve_args they are refused, naming the setting."""
 
 
-def choose(spec: JobSpec, env: Mapping[str, str]) -> str:
+def choose(spec: JobSpec, env: Mapping[str, str]) -> ServeEngine:
     """The engine `auto` means: vllm on Gaudi when its `vllm` command is installed, else transformers."""
     if spec.serve_engine != "auto":
         return spec.serve_engine

@@ -2,7 +2,8 @@
 
 serve.json = {"url": "http://HOST:PORT", "model": the id the server answers to, "engine": "vllm" or
 "transformers", "api_key_env": the variable's name or "", "ready": bool, "ready_at": epoch or null}
-(written atomically; Chat lists served jobs from it). It never holds the key itself. Ready: GET
+(written atomically; Chat lists served jobs from it), plus "warmup": vLLM's warm-up in words while it
+warms up (`warmup.py`, read from the log as it grows). It never holds the key itself. Ready: GET
 /health answers 200, then GET /v1/models lists the model (each request bounded by REQUEST_S).
 """
 
@@ -12,15 +13,20 @@ import http.client
 import json
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from gaudi_tui.core.jobs.status import write_atomic
+from gaudi_tui.core.serve.warmup import WarmupReader
 
 SERVE_FILE = "serve.json"
 REQUEST_S = 2.0
 POLL_S = 0.5
+MAX_READ = 1 << 20
+"""Log bytes read per poll."""
+MAX_LINE = 64 * 1024
+"""A longer line without its end is dropped (warm-up lines are short)."""
 KEYS = ("url", "model", "engine", "api_key_env", "ready", "ready_at")
 
 
@@ -71,30 +77,70 @@ def probe(url: str, model: str, api_key: str | None = None) -> bool:
 
 
 class ReadyWatch:
-    """A thread that probes the server until it is ready (then writes serve.json once more) or
-    `close` is called."""
+    """A thread that follows the server's log for its warm-up and probes it until it is ready (then
+    writes serve.json once more) or `close` is called."""
 
-    def __init__(self, run_path: Path, info: dict[str, Any], api_key: str | None, alive: Callable[[], bool]):
+    def __init__(self, run_path: Path, log: Path, info: dict[str, Any], api_key: str | None) -> None:
         self.run_path = run_path
-        self.info = dict(info, ready=False, ready_at=None)
+        self.log = log
+        self.info = dict(info, ready=False, ready_at=None, warmup="")
+        self.warmup = WarmupReader()
         self._api_key = api_key
-        self._alive = alive
+        self._offset = 0
+        self._partial = b""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="serve-ready", daemon=True)
 
     def start(self) -> None:
+        try:
+            self._offset = self.log.stat().st_size  # this attempt's output only
+        except OSError:
+            self._offset = 0
         write(self.run_path, self.info)
         self._thread.start()
 
     def _loop(self) -> None:
         while not self._stop.wait(POLL_S):
-            if self._alive() and probe(self.info["url"], self.info["model"], self._api_key):
+            if self.follow(time.time()):
+                write(self.run_path, self.info)
+            if probe(self.info["url"], self.info["model"], self._api_key):
                 self.info.update(ready=True, ready_at=time.time())
                 write(self.run_path, self.info)
                 return
 
+    def follow(self, now: float) -> bool:
+        """Read what the log gained (bounded); True when the warm-up words changed."""
+        try:
+            with self.log.open("rb") as fh:
+                fh.seek(self._offset)
+                chunk = fh.read(MAX_READ)
+        except OSError:
+            return False
+        self._offset += len(chunk)
+        *lines, rest = (self._partial + chunk).split(b"\n")
+        self._partial = rest if len(rest) <= MAX_LINE else b""
+        changed = False
+        for line in lines:
+            changed |= self.warmup.feed(line.decode("utf-8", "replace"), now)
+        words = self.warmup.state.words()
+        if changed and words != self.info["warmup"]:
+            self.info["warmup"] = words
+            return True
+        return False
+
     def close(self) -> None:
         """The server ended: not ready any more."""
         self._stop.set()
-        self._thread.join(timeout=REQUEST_S * 3)
+        if self._thread.is_alive():
+            self._thread.join(timeout=REQUEST_S * 3)
         write(self.run_path, dict(self.info, ready=False))
+
+
+def note(run_path: Path) -> str:
+    """The job list's words for a serve job: ready at its address, warming up, or starting."""
+    info = read(run_path)
+    if info is None:
+        return ""
+    if info.get("ready"):
+        return f"ready: {info['url']} ({info['engine']})"
+    return str(info.get("warmup") or "") or f"starting {info['engine']} serve on {info['url']}"

@@ -146,6 +146,11 @@ class Kind(Protocol):
         """How its processes start, for the job summary: 'single', 'torchrun', 'direct'."""
         ...
 
+    def note(self, run: RunFolder) -> str:
+        """What the job list says of it while it runs, beside where ('' for nothing): a server's
+        warm-up or address."""
+        ...
+
 
 def get(name: str) -> Kind:
     kind: Kind = importlib.import_module(KINDS[name]).KIND

@@ -17,7 +17,7 @@ from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec
 from gaudi_tui.core.jobs.targets import Attempt
 from gaudi_tui.core.jobs.validate import Problem
-from gaudi_tui.core.serve import engines, model
+from gaudi_tui.core.serve import engines, model, ready
 
 
 class ServeKind(CommandKind):
@@ -86,6 +86,9 @@ class ServeKind(CommandKind):
 
     def launcher_words(self, spec: JobSpec) -> str:
         return f"{spec.serve_engine} serve"
+
+    def note(self, run: RunFolder) -> str:
+        return ready.note(run.path)
 
 
 def recipe_cache() -> Path:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from gaudi_tui.core.jobs.kinds.command_supervise import CommandSupervision
 from gaudi_tui.core.jobs.targets import Attempt
-from gaudi_tui.core.serve import engines, model, ready
+from gaudi_tui.core.serve import engines, model, ready, warmup
 
 MERGED_DIR = "merged"
 
@@ -27,6 +27,16 @@ class ServeSupervision(CommandSupervision):
             return super().supervise(attempt)
         finally:
             self.ready_watch.close()
+
+    def finish(self, attempt: Attempt, code: int) -> None:
+        """The outcome, and for a server that failed, what its output says and the fix."""
+        super().finish(attempt, code)
+        status = attempt.status()
+        if status.state != "failed":
+            return
+        found = warmup.explain(_tail(attempt.run.log_path))
+        if found is not None:
+            attempt.save(error=f"{status.error} — fix: {found[1]}" if status.error else f"fix: {found[1]}")
 
 
 def supervise(attempt: Attempt) -> int:
@@ -58,10 +68,23 @@ def supervise(attempt: Attempt) -> int:
         "engine": spec.serve_engine,
         "api_key_env": spec.serve_api_key_env,
     }
-    watch = ready.ReadyWatch(run.path, info, api_key, alive=lambda: True)
+    watch = ready.ReadyWatch(run.path, run.log_path, info, api_key)
     return ServeSupervision(watch).supervise(replace(attempt, spec=runnable))
 
 
 def _say(log: Path, text: str) -> None:
     with open(log, "ab") as out:
         out.write(f"[gaudi-tui] {text}\n".encode())
+
+
+TAIL_BYTES = 64 * 1024
+
+
+def _tail(log: Path) -> str:
+    """The end of the log, where a failure is told."""
+    try:
+        with log.open("rb") as fh:
+            fh.seek(max(0, log.stat().st_size - TAIL_BYTES))
+            return fh.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
