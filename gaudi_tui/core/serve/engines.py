@@ -28,6 +28,8 @@ from gaudi_tui.core.jobs.spec import JobSpec, ServeEngine
 from gaudi_tui.core.jobs.validate import Problem
 
 ENGINES = ("vllm", "transformers")
+TRANSFORMERS_SERVE = ("transformers.cli.serve", "fastapi", "uvicorn")
+"""What `transformers serve` imports: Transformers 5's CLI and its `serving` extra."""
 API_KEY_VAR = "VLLM_API_KEY"
 RECIPE_CACHE_MB = 8192
 BUCKETING = ("exp", "lin", "pad")
@@ -111,6 +113,14 @@ def problems(spec: JobSpec, env_now: Mapping[str, str]) -> list[Problem]:
     out += _key_problems(spec, env_now)
     if spec.serve_engine == "vllm":
         out += _vllm_problems(spec, env_now)
+    elif missing := _missing(TRANSFORMERS_SERVE):
+        out.append(
+            Problem(
+                "serve_engine",
+                f"transformers serve needs {', '.join(missing)}: pip install 'transformers[serving]>=5' "
+                "(or `pip install -e .[serve]`)",
+            )
+        )
     elif len(spec.cards) > 1:
         out.append(
             Problem(
@@ -188,6 +198,20 @@ def _vllm_problems(spec: JobSpec, env_now: Mapping[str, str]) -> list[Problem]:
         out.append(
             Problem("env", f"VLLM_BUCKETING_STRATEGY={bucketing!r} is not one of {', '.join(BUCKETING)}")
         )
+    return out
+
+
+def _missing(modules: Sequence[str]) -> list[str]:
+    import importlib.util
+
+    out = []
+    for name in modules:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except ImportError:
+            found = False
+        if not found:
+            out.append(name)
     return out
 
 

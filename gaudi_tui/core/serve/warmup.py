@@ -17,6 +17,8 @@ from dataclasses import dataclass, replace
 BUCKET = re.compile(r"\[Warmup\]\[(?P<phase>[A-Za-z/]+)\]\[(?P<done>\d+)/(?P<total>\d+)\]")
 FREE_MEM = re.compile(r"free_mem:\s*(?P<mem>[0-9.]+\s*[KMGTP]?i?B)")
 FINISHED = re.compile(r"Warmup finished in (?P<secs>[0-9.]+) secs")
+LOG_TIME = re.compile(r"\b(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)\b")
+"""vLLM's logger stamp, `INFO 08-02 17:37:54`: the pace is read from it where a line has one."""
 
 FAILURES = (
     (
@@ -75,7 +77,8 @@ class WarmupReader:
         """(phase, first bucket seen, when): the pace of this phase."""
 
     def feed(self, line: str, now: float) -> bool:
-        """Read one line; True when the warm-up state changed."""
+        """Read one line (seen at `now`, unless it carries vLLM's own time); True when the warm-up
+        state changed."""
         if (match := FINISHED.search(line)) is not None:
             self.state = replace(self.state, finished_s=float(match.group("secs")), eta_s=0.0)
             return True
@@ -83,6 +86,7 @@ class WarmupReader:
         if match is None:
             return False
         phase, done, total = match.group("phase"), int(match.group("done")), int(match.group("total"))
+        now = _stamp(line, now)
         if self._phase_began is None or self._phase_began[0] != phase or done < self._phase_began[1]:
             self._phase_began = (phase, done, now)
         _, first, began = self._phase_began
@@ -94,9 +98,31 @@ class WarmupReader:
         return True
 
 
-def explain(text: str) -> tuple[str, str] | None:
-    """(kind, fix) for the last failure `text` (a log tail) shows, or None."""
+def _stamp(line: str, seen: float) -> float:
+    """The line's own time in seconds (month and day count, the year does not), else `seen`."""
+    match = LOG_TIME.search(line)
+    if match is None:
+        return seen
+    month, day, hours, minutes, seconds = (int(g) for g in match.groups())
+    return ((month * 31 + day) * 24 + hours) * 3600.0 + minutes * 60 + seconds
+
+
+@dataclass(frozen=True)
+class Failure:
+    kind: str
+    line: str
+    """The output's line that tells it."""
+    fix: str
+
+    def words(self) -> str:
+        return f"{self.line} — fix: {self.fix}"
+
+
+def explain(text: str) -> Failure | None:
+    """The failure `text` (a log tail) shows, the last line telling it, and the fix; or None."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
     for pattern, kind, fix in FAILURES:
-        if pattern.search(text):
-            return kind, fix
+        told = [line for line in lines if pattern.search(line)]
+        if told:
+            return Failure(kind, told[-1][:300], fix)
     return None

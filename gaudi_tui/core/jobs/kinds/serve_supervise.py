@@ -26,17 +26,23 @@ class ServeSupervision(CommandSupervision):
         try:
             return super().supervise(attempt)
         finally:
-            self.ready_watch.close()
+            self.ready_watch.close()  # again where it did not finish (it could not start, or is stuck)
+
+    def finish_stuck(self, attempt: Attempt, launcher: int) -> None:
+        self.ready_watch.close()
+        super().finish_stuck(attempt, launcher)
 
     def finish(self, attempt: Attempt, code: int) -> None:
-        """The outcome, and for a server that failed, what its output says and the fix."""
+        """The outcome (serve.json says not ready first: once the job is seen ended, it is), and for
+        a server that failed, what its output says and the fix."""
+        self.ready_watch.close()
         super().finish(attempt, code)
         status = attempt.status()
         if status.state != "failed":
             return
         found = warmup.explain(_tail(attempt.run.log_path))
         if found is not None:
-            attempt.save(error=f"{status.error} — fix: {found[1]}" if status.error else f"fix: {found[1]}")
+            attempt.save(error=found.words())
 
 
 def supervise(attempt: Attempt) -> int:
