@@ -79,6 +79,8 @@ def test_gaudi_tui_serve_demo_becomes_ready_answers_and_drains_on_stop() -> None
     after = ready.read(run.path)
     assert after is not None and after["ready"] is False
     assert not ready.probe(info["url"], info["model"])  # nothing answers there any more
+    with pytest.raises(control.JobControlError, match="start it again with `gaudi-tui train .*spec.toml`"):
+        control.resume(run)
 
 
 @pytest.mark.slow

@@ -70,7 +70,9 @@ class ServeKind(CommandKind):
         return None
 
     def resume_refusal(self, run: RunFolder, spec: JobSpec) -> str | None:
-        return None
+        return (
+            f"a server has no checkpoint to go on from: start it again with `gaudi-tui train {run.spec_path}`"
+        )
 
     def stops_by_file(self, run: RunFolder, spec: JobSpec) -> bool:
         return False
