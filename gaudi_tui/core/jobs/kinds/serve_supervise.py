@@ -17,6 +17,8 @@ MERGED_DIR = "merged"
 
 
 class ServeSupervision(CommandSupervision):
+    stop_reason = "the server finishes the requests in flight, then exits"
+
     def __init__(self, watch: ready.ReadyWatch) -> None:
         super().__init__()
         self.ready_watch = watch
