@@ -67,6 +67,7 @@ def test_the_gaudi_knobs_are_set_and_the_users_own_win(gaudi_home: Path) -> None
         ({"env": "VLLM_BUCKETING_STRATEGY=linear"}, "env", "is not one of exp, lin, pad"),
         ({"serve_api_key_env": "MY KEY"}, "serve_api_key_env", "is not an environment variable name"),
         ({"serve_api_key_env": "NOT_SET_HERE"}, "serve_api_key_env", "is not set: export it"),
+        ({"env": {"VLLM_API_KEY": "s3cret"}}, "env", "VLLM_API_KEY looks like a secret"),
     ],
 )
 def test_bad_serve_settings_are_refused_naming_the_setting(values: dict, field: str, says: str) -> None:

@@ -24,7 +24,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from gaudi_tui.core.jobs.spec import JobSpec, ServeEngine
+from gaudi_tui.core.jobs.spec import JobSpec, ServeEngine, is_secret
 from gaudi_tui.core.jobs.validate import Problem
 
 ENGINES = ("vllm", "transformers")
@@ -82,9 +82,8 @@ def argv(
 
 
 def device_arg(spec: JobSpec) -> str:
-    """transformers serve's --device: the job's device, on its one card when one is chosen."""
-    if spec.device == "cuda" and spec.cards:
-        return "cuda:0"  # CUDA_VISIBLE_DEVICES holds the chosen card
+    """transformers serve's --device: the job's (the target resolved `auto`; on CUDA the one chosen
+    card is device 0 of CUDA_VISIBLE_DEVICES)."""
     return spec.device if spec.device in ("cpu", "cuda", "hpu") else "auto"
 
 
@@ -111,6 +110,15 @@ def problems(spec: JobSpec, env_now: Mapping[str, str]) -> list[Problem]:
         )
     out += _args_problems(spec.serve_args)
     out += _key_problems(spec, env_now)
+    out += [
+        Problem(
+            "env",
+            f"{name} looks like a secret, and env is written to the run folder's spec.toml: export it and "
+            "name it in serve_api_key_env (vLLM's key), or leave it in your environment",
+        )
+        for name in spec.env
+        if is_secret(name)
+    ]
     if spec.serve_engine == "vllm":
         out += _vllm_problems(spec, env_now)
     elif missing := _missing(TRANSFORMERS_SERVE):
