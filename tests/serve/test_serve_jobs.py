@@ -119,7 +119,7 @@ def test_a_lora_job_is_served_merged_once_and_answers_what_it_was_taught(
     lora_run: TrainedRun,  # noqa: F811 - the fixture
 ) -> None:
     """The LoRA job's run folder (its own runs folder is the chat tests' session one: a serve job is
-    not added there; serving by id is tests/serve/test_model.py's)."""
+    not added there; serving by id is tests/serve/test_served_model.py's)."""
     spec = from_mapping({"device": "cpu", "serve_model": str(lora_run.path)}, base=preset("serve a model"))
     run = control.submit(spec, CPU, env=child_env(HF_HUB_OFFLINE="1"))
     try:
