@@ -43,6 +43,15 @@ def test_vllm_serves_an_adapter_with_its_lora_flags() -> None:
     ]  # fmt: skip
 
 
+def test_the_id_requests_name_is_the_adapter_the_served_name_or_the_model() -> None:
+    spec = gaudi_spec()
+    assert engines.served_id(spec, "/m") == "/m"
+    assert engines.served_id(spec, "/m", ("tuned", Path("/a"))) == "tuned"
+    assert engines.served_id(gaudi_spec(serve_args="--served-model-name llama --seed 1"), "/m") == "llama"
+    assert engines.served_id(gaudi_spec(serve_args="--served-model-name=llama"), "/m") == "llama"
+    assert engines.served_id(gaudi_spec(serve_engine="transformers"), "/m") == "/m"
+
+
 def test_the_gaudi_knobs_are_set_and_the_users_own_win(gaudi_home: Path) -> None:
     spec = gaudi_spec(serve_model="meta-llama/Llama-3.1-8B")
     assert spec.env["PT_HPU_LAZY_MODE"] == "0"  # vllm-gaudi's default: eager / torch.compile

@@ -9,6 +9,7 @@ import json
 import os
 from pathlib import Path
 
+from gaudi_tui.core import demo
 from gaudi_tui.core.jobs import control
 from gaudi_tui.core.jobs.monitor import Monitor
 from gaudi_tui.core.jobs.spec import from_mapping, preset
@@ -33,7 +34,7 @@ def test_a_vllm_job_warms_up_in_the_list_becomes_ready_and_stops(tmp_path: Path)
             "serve_engine": "vllm",
             "cards": "0,1",
             "serve_api_key_env": "MY_VLLM_KEY",
-            "serve_args": "--max-num-seqs 4",
+            "serve_args": "--max-num-seqs 4 --served-model-name llama",
         },
         base=preset("serve a model"),
     )
@@ -46,13 +47,14 @@ def test_a_vllm_job_warms_up_in_the_list_becomes_ready_and_stops(tmp_path: Path)
         hold.write_text("")
         info = wait_ready(run, timeout=60)
         assert info["url"] == url and info["engine"] == "vllm" and info["api_key_env"] == "MY_VLLM_KEY"
+        assert info["model"] == "llama"  # what /v1/models lists: --served-model-name
         assert info["warmup"] == "warmed up in 32 s"
         assert note_of(run.id) == f"ready: {url} (vllm)"
 
         seen = json.loads(record.read_text())
         assert seen["argv"] == [
-            "serve", info["model"], "--host", "127.0.0.1", "--port", str(run.spec().serve_port),
-            "--tensor-parallel-size", "2", "--max-num-seqs", "4",
+            "serve", str(demo.model_dir()), "--host", "127.0.0.1", "--port", str(run.spec().serve_port),
+            "--tensor-parallel-size", "2", "--max-num-seqs", "4", "--served-model-name", "llama",
         ]  # fmt: skip
         assert seen["env"]["HABANA_VISIBLE_MODULES"] == "0,1" and seen["env"]["PT_HPU_LAZY_MODE"] == "0"
         assert seen["env"]["PT_HPU_RECIPE_CACHE_CONFIG"].endswith(",false,8192")

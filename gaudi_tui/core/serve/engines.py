@@ -81,6 +81,21 @@ def argv(
     return [*words, *spec.serve_args]
 
 
+def served_id(spec: JobSpec, model: str, adapter: tuple[str, Path] | None = None) -> str:
+    """The model id requests name (and /v1/models lists): the adapter's name under vLLM's LoRA, else
+    the first of vLLM's `--served-model-name` in serve_args, else the model as given."""
+    if adapter is not None:
+        return adapter[0]
+    args = list(spec.serve_args)
+    if spec.serve_engine == "vllm":
+        for i, word in enumerate(args):
+            if word.startswith("--served-model-name="):
+                return word.split("=", 1)[1]
+            if word == "--served-model-name" and i + 1 < len(args) and not args[i + 1].startswith("-"):
+                return args[i + 1]
+    return model
+
+
 def device_arg(spec: JobSpec) -> str:
     """transformers serve's --device: the job's (the target resolved `auto`; on CUDA the one chosen
     card is device 0 of CUDA_VISIBLE_DEVICES)."""

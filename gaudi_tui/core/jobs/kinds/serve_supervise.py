@@ -72,7 +72,7 @@ def supervise(attempt: Attempt) -> int:
     )  # fmt: skip
     info = {
         "url": ready.url_of(spec.serve_host, spec.serve_port),
-        "model": adapter[0] if adapter is not None else load,
+        "model": engines.served_id(spec, load, adapter),
         "engine": spec.serve_engine,
         "api_key_env": spec.serve_api_key_env,
     }
