@@ -164,6 +164,32 @@ async def command_job(pilot) -> None:
     await pilot.pause(1.5)
 
 
+async def serve_warming_up(pilot) -> None:
+    """Training with a vLLM serve job warming up on two cards, on its Details pane: the stand-in `vllm`
+    (tests/fakes/vllm) replays vllm-gaudi's published warm-up and holds it at Decode 3/48."""
+    from gaudi_tui.core.accelerator import Accelerator
+    from gaudi_tui.core.jobs import control, spec
+
+    hold = Path(tempfile.mkdtemp(prefix="gaudi-tui-shots-vllm-")) / "go"
+    env = dict(os.environ, FAKE_VLLM_HOLD=str(hold), PYTHONPATH=str(ROOT))
+    env["PATH"] = os.pathsep.join([str(ROOT / "tests" / "fakes" / "vllm"), env.get("PATH", "")])
+    gaudi = Accelerator("hpu", "screenshot", device_count=8, device_name="GAUDI2", dtype="bfloat16")
+    values = {"name": "serve llama", "serve_engine": "vllm", "cards": "0,1", "serve_port": 48123}
+    run = control.submit(spec.from_mapping(values, base=spec.preset("serve a model")), gaudi, env=env)
+    screen = pilot.app.screen
+    await until(
+        pilot, lambda: "Decode 3/48" in getattr(screen.views.get(run.id), "where", ""), "the warm-up", 60
+    )
+    screen.selected = run.id
+    await pilot.press("d")
+    await pilot.pause(1.5)
+    STARTED.append(lambda: (hold.write_text(""), control.kill(run)))
+
+
+STARTED: list[Callable[[], object]] = []
+"""How to end what a shot started (after its picture)."""
+
+
 async def insight_run(pilot, label: str, pane: str) -> None:
     """Training with a recorded fake-runtime run selected (tests/insight/data/runs: the demo model on
     CPU under the fake Gaudi runtime made from Intel's saver), on its Details or Charts pane."""
@@ -274,6 +300,7 @@ SHOTS = [
     Shot("slurm.svg", [], setup=slurm_recorded, hostname="login-1"),
     Shot("command.svg", ["4"], setup=command_job),
     Shot("compare.svg", ["4"], setup=compare_runs),
+    Shot("serve.svg", ["4"], setup=serve_warming_up),
     Shot(
         "insight-recompiling.svg",
         ["4"],
@@ -323,6 +350,8 @@ async def shoot(shot: Shot) -> None:
             await pilot.pause(0.5)
             app.save_screenshot(filename=shot.name, path=str(OUT))
     finally:
+        while STARTED:
+            STARTED.pop()()
         os.environ.clear()
         os.environ.update(saved_env)
     print(f"wrote screenshots/{shot.name}")

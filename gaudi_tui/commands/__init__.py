@@ -5,9 +5,22 @@ from __future__ import annotations
 
 import argparse
 
-from gaudi_tui.commands import chat, check, config, devices, exporter, fleet, jobs, run, slurm, train, watch
+from gaudi_tui.commands import (
+    chat,
+    check,
+    config,
+    devices,
+    exporter,
+    fleet,
+    jobs,
+    run,
+    serve,
+    slurm,
+    train,
+    watch,
+)
 
-MODULES = (devices, check, chat, train, run, jobs, fleet, slurm, exporter, config, watch)
+MODULES = (devices, check, chat, train, run, serve, jobs, fleet, slurm, exporter, config, watch)
 
 
 def register_all(subparsers: argparse._SubParsersAction) -> None:

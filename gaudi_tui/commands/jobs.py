@@ -87,9 +87,7 @@ def run(args: argparse.Namespace) -> int:
                 print(f"{job.id}: {control.kill(job)}")
             else:
                 control.stop(job)
-                print(
-                    f"{job.id}: stop requested; it saves a checkpoint and exits (resume with `jobs resume`)"
-                )
+                print(f"{job.id}: stop requested; {_stop_words(job)}")
             return 0
         print(f"{job.id}: {control.resume(job)}")
         return 0
@@ -110,6 +108,18 @@ def list_jobs(as_json: bool) -> int:
         return 0
     print(format_table(views))
     return 0
+
+
+def _stop_words(job: RunFolder) -> str:
+    """What the stop does: a checkpoint where the STOP file is read, else the kind's own words (a
+    command is sent signals; a server drains)."""
+    from gaudi_tui.core.jobs import kinds
+
+    spec = job.spec()
+    kind = kinds.for_spec(spec)
+    if kind.stops_by_file(job, spec):
+        return "it saves a checkpoint and exits (resume with `jobs resume`)"
+    return kind.stop_words(job, spec).removeprefix("s ")
 
 
 def format_table(views: list[JobView]) -> str:

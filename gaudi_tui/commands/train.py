@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     return start_job(spec, dry_run=args.dry_run, follow=args.follow)
 
 
-def start_job(spec, *, dry_run: bool, follow: bool) -> int:  # noqa: ANN001 - JobSpec, imported lazily
+def start_job(spec, *, dry_run: bool, follow: bool, prog: str = "train") -> int:  # noqa: ANN001 - JobSpec, imported lazily
     from gaudi_tui.core import accelerator
     from gaudi_tui.core.jobs import control, targets, validate
     from gaudi_tui.core.jobs import spec as spec_mod
@@ -72,11 +72,11 @@ def start_job(spec, *, dry_run: bool, follow: bool) -> int:  # noqa: ANN001 - Jo
     if dry_run:
         prepared, problems = control.check(spec, accel)
         print(spec_mod.to_toml(prepared), end="")
-        return _report(problems)
+        return _report(problems, prog)
     try:
         run = control.submit(spec, accel)
     except validate.InvalidSpec as exc:
-        return _report(exc.problems)
+        return _report(exc.problems, prog)
     print(f"started job {run.id} on {target.summary(run.spec())}")
     print(f"run folder: {run.path}")
     print(f"follow it:  gaudi-tui jobs logs {run.id} -f")
@@ -87,10 +87,10 @@ def start_job(spec, *, dry_run: bool, follow: bool) -> int:  # noqa: ANN001 - Jo
     return 0
 
 
-def _report(problems: list) -> int:
+def _report(problems: list, prog: str = "train") -> int:
     if not problems:
         return 0
-    print("gaudi-tui train: the spec is not valid:", file=sys.stderr)
+    print(f"gaudi-tui {prog}: the spec is not valid:", file=sys.stderr)
     for problem in problems:
         print(f"  {problem}", file=sys.stderr)
     return 2

@@ -13,9 +13,13 @@ from gaudi_tui.core.jobs import spec_fields
 from gaudi_tui.core.jobs.spec import PRESETS, JobSpec, SpecError
 
 
-def test_presets_are_demo_lora_qlora_and_your_command() -> None:
-    assert list(PRESETS) == ["demo fine-tune", "LoRA", "QLoRA", "your command"]
+def test_presets_are_demo_lora_qlora_your_command_and_serve() -> None:
+    assert list(PRESETS) == ["demo fine-tune", "LoRA", "QLoRA", "your command", "serve a model"]
     assert PRESETS["your command"].kind == "command" and PRESETS["demo fine-tune"].kind == "trainer"
+    assert (
+        PRESETS["serve a model"].kind == "serve"
+        and spec_mod.preset("Serve a model") == PRESETS["serve a model"]
+    )
     assert not PRESETS["demo fine-tune"].uses_lora
     assert PRESETS["LoRA"].lora and PRESETS["LoRA"].quantization == "none"
     assert PRESETS["QLoRA"].lora and PRESETS["QLoRA"].quantization == "nf4"

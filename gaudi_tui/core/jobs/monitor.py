@@ -148,7 +148,7 @@ class RunWatcher:
             stop_requested=status.stop_requested or self.run.stop_requested(),
             checkpoint=metrics.checkpoint,
             target=spec.target,
-            where=where(self.run, spec),
+            where=where(self.run, spec, active=state in ACTIVE),
             kind=spec.kind,
             metrics_found=self._metrics_found(status, state, now) if _reads_output(spec) else None,
         )
@@ -166,11 +166,14 @@ def _reads_output(spec: JobSpec) -> bool:
     return kinds.for_spec(spec).metrics_from_output
 
 
-def where(run: RunFolder, spec: JobSpec) -> str:
-    """Where the job runs, as its target tells it ('' for this host)."""
-    from gaudi_tui.core.jobs import targets
+def where(run: RunFolder, spec: JobSpec, active: bool = False) -> str:
+    """Where the job runs, as its target tells it ('' for this host), and while it is `active` what
+    its kind adds (a server's warm-up or address)."""
+    from gaudi_tui.core.jobs import kinds, targets
 
-    return targets.for_spec(spec).where(run)
+    said = targets.for_spec(spec).where(run)
+    note = kinds.for_spec(spec).note(run) if active else ""
+    return " · ".join(p for p in (said, note) if p)
 
 
 @dataclass

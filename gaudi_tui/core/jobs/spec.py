@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from gaudi_tui.core.jobs.spec_coerce import coerce_to
+from gaudi_tui.core.jobs.spec_fields import ARGV_FIELDS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -34,7 +35,8 @@ Launcher = Literal["auto", "single", "torchrun", "accelerate"]
 Device = Literal["auto", "hpu", "cuda", "cpu"]
 Target = Literal["local", "ray", "slurm"]
 SlurmGres = Literal["gpu", "hpu", "none"]
-Kind = Literal["trainer", "command"]
+Kind = Literal["trainer", "command", "serve"]
+ServeEngine = Literal["auto", "vllm", "transformers"]
 CommandLauncher = Literal["direct", "torchrun", "accelerate", "deepspeed"]
 MetricsSource = Literal["auto", "trainer", "json", "pattern"]
 
@@ -145,7 +147,10 @@ class JobSpec:
     )
     trust_remote_code: bool = field(default=False, metadata={"help": "run the model repo's own code"})
     kind: Kind = field(
-        default="trainer", metadata={"help": "trainer (the panel's fine-tune) or command (your own command)"}
+        default="trainer",
+        metadata={
+            "help": "trainer (the panel's fine-tune), command (your own command) or serve (a model server)"
+        },
     )
     command: tuple[str, ...] = field(
         default=(),
@@ -196,6 +201,22 @@ class JobSpec:
         default=0.0, metadata={"help": "attach: that process's start time (filled in when attaching)"}
     )
     env: Mapping[str, str] = field(default_factory=dict, metadata={"help": "extra environment variables"})
+    serve_engine: ServeEngine = field(
+        default="auto",
+        metadata={"help": "serve: auto (vllm on hpu when installed, else transformers), vllm, transformers"},
+    )
+    serve_model: str = field(
+        default="demo", metadata={"help": "serve: 'demo', a model or adapter folder, a Hub id, or a job id"}
+    )
+    serve_host: str = field(default="127.0.0.1", metadata={"help": "serve: the address it listens on"})
+    serve_port: int = field(default=0, metadata={"help": "serve: its port (0 = a free one)"})
+    serve_args: tuple[str, ...] = field(
+        default=(),
+        metadata={"help": "serve: extra engine arguments, typed as in a shell, e.g. --max-model-len 4096"},
+    )
+    serve_api_key_env: str = field(
+        default="", metadata={"help": "serve: the environment variable holding its API key ('' = none)"}
+    )
 
     @property
     def uses_lora(self) -> bool:
@@ -209,6 +230,7 @@ PRESETS: dict[str, JobSpec] = {
         name="QLoRA", lora=True, quantization="nf4", learning_rate=5e-3, max_steps=30, batch_size=8
     ),
     "your command": JobSpec(name="my command", kind="command", max_steps=0),
+    "serve a model": JobSpec(name="serve", kind="serve", max_steps=0),
 }
 
 
@@ -264,11 +286,11 @@ def coerce(name: str, value: object) -> object:
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise SpecError(f"unknown setting {name!r}{hint}")
     hint = field_type(name)
-    if name == "command" and isinstance(value, str):
+    if name in ARGV_FIELDS and isinstance(value, str):
         try:
             return tuple(shlex.split(value))  # words as a shell splits them; nothing runs a shell
         except ValueError as exc:
-            raise SpecError(f"command: {exc} (close the quote)") from None
+            raise SpecError(f"{name}: {exc} (close the quote)") from None
     try:
         return coerce_to(hint, value)
     except (TypeError, ValueError) as exc:
@@ -309,7 +331,7 @@ def display(name: str, value: object) -> str:
     """A value as typed in the form or after `--set` (the inverse of `coerce` for strings)."""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if name == "command" and isinstance(value, tuple):
+    if name in ARGV_FIELDS and isinstance(value, tuple):
         return shlex.join(value)
     if isinstance(value, tuple):
         return ",".join(str(v) for v in value)

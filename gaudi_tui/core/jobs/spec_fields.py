@@ -1,6 +1,6 @@
 """Which settings of a job spec mean something for which job, and the order the form shows them in.
 
-A setting belongs to at most one kind (`COMMAND_FIELDS`, `TRAINER_FIELDS`) and at most one target
+A setting belongs to at most one kind (`COMMAND_FIELDS`, `TRAINER_FIELDS`, `SERVE_FIELDS`) and at most one target
 (`RAY_FIELDS`, `SLURM_FIELDS`); the rest mean something for every job. The form shows a job's own
 settings only: first what a user of that kind must fill (`FIRST`), then the name, kind and target,
 then the target's settings and the rest, and the `ADVANCED` ones last, folded away.
@@ -22,6 +22,12 @@ TRAINER_FIELDS = (
     "save_steps", "logging_steps", "seed", "launcher", "trust_remote_code",
 )  # fmt: skip
 """Settings of the built-in Trainer job only."""
+SERVE_FIELDS = (
+    "serve_engine", "serve_model", "serve_host", "serve_port", "serve_args", "serve_api_key_env",
+)  # fmt: skip
+"""Settings of a model server (`kind = "serve"`) only; it also takes `trust_remote_code`."""
+ARGV_FIELDS = ("command", "serve_args")
+"""Typed as in a shell (split by `shlex`; nothing runs a shell)."""
 RAY_FIELDS = (
     "ray_address", "workers", "hpus_per_worker", "storage_path", "max_failures", "ray_python", "ray_workdir",
 )  # fmt: skip
@@ -32,16 +38,20 @@ SLURM_FIELDS = (
 )  # fmt: skip
 """Settings of a job sent to Slurm (`target = "slurm"`) only."""
 
-FIRST: dict[str, tuple[str, ...]] = {"command": ("command", "workdir"), "trainer": ("model", "dataset")}
+FIRST: dict[str, tuple[str, ...]] = {
+    "command": ("command", "workdir"),
+    "trainer": ("model", "dataset"),
+    "serve": ("serve_model", "serve_engine"),
+}
 """What a new user of each kind fills first."""
-LEADING = (*FIRST["command"], *FIRST["trainer"], "name", "kind", "target")
+LEADING = (*FIRST["command"], *FIRST["trainer"], *FIRST["serve"], "name", "kind", "target")
 """The top of the form (each kind sees its own `FIRST` there; the other kind's are hidden)."""
 ADVANCED = (
     "text_field", "grad_accum", "lr_scheduler", "warmup_steps", "torch_compile", "lora_r", "lora_alpha",
     "lora_dropout", "lora_target_modules", "eval_split", "eval_steps", "save_steps", "logging_steps",
     "seed", "launcher", "trust_remote_code", "storage_path", "max_failures", "ray_python", "ray_workdir",
     "slurm_account", "slurm_qos", "slurm_gres", "slurm_gres_type", "slurm_options", "wrap_trainer",
-    "resume_flag", "log_file", "pid", "pid_started", "kill_grace_s",
+    "resume_flag", "log_file", "pid", "pid_started", "kill_grace_s", "serve_api_key_env",
 )  # fmt: skip
 """Settings whose defaults suit a first job: the form folds them under "Advanced"."""
 
@@ -50,7 +60,9 @@ def applies(name: str, kind: str, target: str | None = None) -> bool:
     """Whether a setting means something for a job of this kind (and, given one, on this target)."""
     if name in COMMAND_FIELDS and kind != "command":
         return False
-    if name in TRAINER_FIELDS and kind == "command":
+    if name in SERVE_FIELDS and kind != "serve":
+        return False
+    if name in TRAINER_FIELDS and (kind == "command" or kind == "serve" and name != "trust_remote_code"):
         return False
     if target is not None and name in RAY_FIELDS and target != "ray":
         return False

@@ -3,7 +3,8 @@
 A job is a kind × a target (`targets/`): the target decides where it runs and how it is watched;
 the kind decides what runs there, how it is checked, how metrics are read, how it stops and how it
 resumes. `trainer` is the panel's own fine-tune (`worker/train.py`); `command` is the user's own
-command (`command.py`, registered by `command_kind.py`). Nothing outside this package names a kind; each module has `KIND`, an
+command (`command.py`, registered by `command_kind.py`); `serve` is a model server (`serve_kind.py`:
+the command machinery running `vllm serve` or `transformers serve`). Nothing outside this package names a kind; each module has `KIND`, an
 object implementing `Kind`.
 """
 
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 KINDS: dict[str, str] = {
     "trainer": "gaudi_tui.core.jobs.kinds.trainer",
     "command": "gaudi_tui.core.jobs.kinds.command_kind",
+    "serve": "gaudi_tui.core.jobs.kinds.serve_kind",
 }
 
 
@@ -142,6 +144,11 @@ class Kind(Protocol):
 
     def launcher_words(self, spec: JobSpec) -> str:
         """How its processes start, for the job summary: 'single', 'torchrun', 'direct'."""
+        ...
+
+    def note(self, run: RunFolder) -> str:
+        """What the job list says of it while it runs, beside where ('' for nothing): a server's
+        warm-up or address."""
         ...
 
 

@@ -103,5 +103,8 @@ class CommandKind:
     def launcher_words(self, spec: JobSpec) -> str:
         return "started by hand" if command.is_attach(spec) else spec.command_launcher
 
+    def note(self, run: RunFolder) -> str:
+        return ""
+
 
 KIND = CommandKind()

@@ -33,6 +33,9 @@ def _default_signals() -> None:
 
 
 class CommandSupervision(Supervision):
+    stop_reason = "no Trainer callback runs"
+    """Why a stop is by signals, in the log's stop line."""
+
     def __init__(self) -> None:
         super().__init__()
         self.stop_signal: signal.Signals | None = None
@@ -84,7 +87,7 @@ class CommandSupervision(Supervision):
         self.stop_signal = SIGNALS[index]
         self._next_signal_at = now + attempt.spec.kill_grace_s
         with open(attempt.run.log_path, "ab") as log:
-            log.write(f"[gaudi-tui] stop: {self.stop_signal.name} (no Trainer callback runs)\n".encode())
+            log.write(f"[gaudi-tui] stop: {self.stop_signal.name} ({self.stop_reason})\n".encode())
         send(self.stop_signal)
 
     def signal_launcher(self, child: subprocess.Popen[bytes], sig: signal.Signals) -> None:

@@ -76,5 +76,8 @@ class TrainerKind:
     def launcher_words(self, spec: JobSpec) -> str:
         return spec.launcher
 
+    def note(self, run: RunFolder) -> str:
+        return ""
+
 
 KIND = TrainerKind()

@@ -1,0 +1,115 @@
+"""A model server as a job (`kind = "serve"`): `vllm serve` or `transformers serve` on the chosen
+cards, under the command kind's life cycle. The serve settings become an argument list
+(`core/serve/engines.py`) and the command machinery supervises it (`serve_supervise.py`): its own
+session, every process recorded, `s` = SIGINT (the server finishes the requests in flight and exits),
+then SIGTERM, then SIGKILL `kill_grace_s` apart; `k k` kills. Runs on this host (target local)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+
+from gaudi_tui.core import paths
+from gaudi_tui.core.jobs.kinds.command_kind import CommandKind
+from gaudi_tui.core.jobs.runfolder import RunFolder
+from gaudi_tui.core.jobs.spec import JobSpec
+from gaudi_tui.core.jobs.targets import Attempt
+from gaudi_tui.core.jobs.validate import Problem
+from gaudi_tui.core.serve import engines, model, ready
+
+
+class ServeKind(CommandKind):
+    name = "serve"
+    metrics_from_output = False
+
+    def prepare(self, spec: JobSpec) -> JobSpec:
+        """The engine and port resolved (0: a free port now), the engine's knobs under the spec's env."""
+        from gaudi_tui.core.jobs.launch import free_port
+
+        engine = engines.choose(spec, {**os.environ, **spec.env})
+        spec = replace(spec, serve_engine=engine, serve_port=spec.serve_port or free_port())
+        return replace(spec, env=engines.env(spec, recipe_cache(), spec.serve_model))
+
+    def validate(
+        self,
+        spec: JobSpec,
+        own: list[Problem],
+        env: Mapping[str, str],
+        device_name: str | None,
+        here: bool,
+        starts_ranks: bool = False,
+    ) -> list[Problem]:
+        if not here or starts_ranks:
+            return [*own, Problem("target", "a model server runs on this host for now: choose target local")]
+        out = [*own, *engines.problems(spec, env)]
+        try:
+            model.resolve(spec.serve_model)
+        except model.ServeRefused as exc:
+            out.append(Problem("serve_model", str(exc)))
+        if not any(p.field in ("serve_host", "serve_port") for p in out) and port_taken(spec):
+            out.append(
+                Problem(
+                    "serve_port",
+                    f"port {spec.serve_port} on {spec.serve_host} is in use (another server?): choose "
+                    "another, or 0 for a free one",
+                )
+            )
+        return out
+
+    def supervise_here(self, attempt: Attempt) -> int:
+        from gaudi_tui.core.jobs.kinds.serve_supervise import supervise
+
+        return supervise(attempt)
+
+    def newest_checkpoint(self, run: RunFolder, spec: JobSpec, target_says: Path | None) -> Path | None:
+        return None  # a server starts again from its model
+
+    def requeue_checkpoint(self, run: RunFolder, spec: JobSpec) -> Path | None:
+        return None
+
+    def resume_refusal(self, run: RunFolder, spec: JobSpec) -> str | None:
+        return (
+            f"a server has no checkpoint to go on from: start it again with `gaudi-tui train {run.spec_path}`"
+        )
+
+    def stops_by_file(self, run: RunFolder, spec: JobSpec) -> bool:
+        return False
+
+    def stop_words(self, run: RunFolder, spec: JobSpec) -> str:
+        return (
+            f"s drains and stops the server: SIGINT (it finishes the requests in flight), then SIGTERM after "
+            f"{spec.kill_grace_s:g} s, then SIGKILL"
+        )
+
+    def finished_words(self, run: RunFolder) -> str:
+        return ""
+
+    def launcher_words(self, spec: JobSpec) -> str:
+        return f"{spec.serve_engine} serve"
+
+    def note(self, run: RunFolder) -> str:
+        return ready.note(run.path)
+
+
+def recipe_cache() -> Path:
+    """Where vLLM keeps compiled HPU graph recipes between starts (PT_HPU_RECIPE_CACHE_CONFIG)."""
+    return paths.data_dir() / "hpu-recipes"
+
+
+def port_taken(spec: JobSpec) -> bool:
+    """Something listens on the spec's port already (a bind there fails)."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in spec.serve_host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as servers bind: only a listener counts
+        try:
+            sock.bind((spec.serve_host, spec.serve_port))
+        except OSError:
+            return True
+    return False
+
+
+KIND = ServeKind()

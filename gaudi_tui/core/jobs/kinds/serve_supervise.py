@@ -1,0 +1,98 @@
+"""A serve job's attempt in the supervisor: the model resolved (an adapter merged once for
+`transformers serve`), the server's argv built, then the command's supervision runs it, with a
+readiness watch writing `serve.json` (`core/serve/ready.py`)."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from gaudi_tui.core.jobs.kinds.command_supervise import CommandSupervision
+from gaudi_tui.core.jobs.targets import Attempt
+from gaudi_tui.core.serve import engines, model, ready, warmup
+
+MERGED_DIR = "merged"
+
+
+class ServeSupervision(CommandSupervision):
+    stop_reason = "the server finishes the requests in flight, then exits"
+
+    def __init__(self, watch: ready.ReadyWatch) -> None:
+        super().__init__()
+        self.ready_watch = watch
+
+    def supervise(self, attempt: Attempt) -> int:
+        self.ready_watch.start()
+        try:
+            return super().supervise(attempt)
+        finally:
+            self.ready_watch.close()  # again where it did not finish (it could not start, or is stuck)
+
+    def finish_stuck(self, attempt: Attempt, launcher: int) -> None:
+        self.ready_watch.close()
+        super().finish_stuck(attempt, launcher)
+
+    def finish(self, attempt: Attempt, code: int) -> None:
+        """The outcome (serve.json says not ready first: once the job is seen ended, it is), and for
+        a server that failed, what its output says and the fix."""
+        self.ready_watch.close()
+        super().finish(attempt, code)
+        status = attempt.status()
+        if status.state != "failed":
+            return
+        found = warmup.explain(_tail(attempt.run.log_path))
+        if found is not None:
+            attempt.save(error=found.words())
+
+
+def supervise(attempt: Attempt) -> int:
+    run, spec = attempt.run, attempt.spec
+    try:
+        served = model.resolve(spec.serve_model)
+        load, adapter = served.load, None
+        if served.adapter is not None and spec.serve_engine == "vllm":
+            adapter = (served.adapter_name, served.adapter)
+        elif served.adapter is not None:
+            _say(run.log_path, f"merging the adapter {served.adapter} into {run.path / MERGED_DIR} (once)")
+            from gaudi_tui.core.serve.merge import merged
+
+            load = str(merged(served.load, served.adapter, run.path / MERGED_DIR, spec.trust_remote_code))
+    except (model.ServeRefused, OSError, ValueError, ImportError, RuntimeError) as exc:
+        attempt.save(state="failed", ended=time.time(), error=f"cannot serve {spec.serve_model}: {exc}")
+        return 1
+    api_key = os.environ.get(spec.serve_api_key_env) if spec.serve_api_key_env else None
+    if api_key:
+        os.environ[engines.API_KEY_VAR] = api_key  # this supervisor's own environment: the server inherits it
+    argv = engines.argv(spec, load, adapter)
+    runnable = replace(
+        spec, command=tuple(argv), command_launcher="direct", wrap_trainer=False, metrics_source="json",
+        workdir=str(run.path),
+    )  # fmt: skip
+    info = {
+        "url": ready.url_of(spec.serve_host, spec.serve_port),
+        "model": engines.served_id(spec, load, adapter),
+        "engine": spec.serve_engine,
+        "api_key_env": spec.serve_api_key_env,
+    }
+    watch = ready.ReadyWatch(run.path, run.log_path, info, api_key)
+    return ServeSupervision(watch).supervise(replace(attempt, spec=runnable))
+
+
+def _say(log: Path, text: str) -> None:
+    with open(log, "ab") as out:
+        out.write(f"[gaudi-tui] {text}\n".encode())
+
+
+TAIL_BYTES = 64 * 1024
+
+
+def _tail(log: Path) -> str:
+    """The end of the log, where a failure is told."""
+    try:
+        with log.open("rb") as fh:
+            fh.seek(max(0, log.stat().st_size - TAIL_BYTES))
+            return fh.read().decode("utf-8", "replace")
+    except OSError:
+        return ""

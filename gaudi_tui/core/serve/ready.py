@@ -1,0 +1,146 @@
+"""`<run>/serve.json`, what a serve job says about its server, and the readiness watch that fills it.
+
+serve.json = {"url": "http://HOST:PORT", "model": the id the server answers to, "engine": "vllm" or
+"transformers", "api_key_env": the variable's name or "", "ready": bool, "ready_at": epoch or null}
+(written atomically; Chat lists served jobs from it), plus "warmup": vLLM's warm-up in words while it
+warms up (`warmup.py`, read from the log as it grows). It never holds the key itself. Ready: GET
+/health answers 200, then GET /v1/models lists the model (each request bounded by REQUEST_S).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from gaudi_tui.core.jobs.status import write_atomic
+from gaudi_tui.core.serve.warmup import WarmupReader
+
+SERVE_FILE = "serve.json"
+REQUEST_S = 2.0
+POLL_S = 0.5
+MAX_READ = 1 << 20
+"""Log bytes read per poll."""
+MAX_LINE = 64 * 1024
+"""A longer line without its end is dropped (warm-up lines are short)."""
+KEYS = ("url", "model", "engine", "api_key_env", "ready", "ready_at")
+
+
+def url_of(host: str, port: int) -> str:
+    """The address a client uses: a server on every network (0.0.0.0, ::) is reached on loopback here."""
+    shown = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
+    return f"http://[{shown}]:{port}" if ":" in shown else f"http://{shown}:{port}"
+
+
+def write(run_path: Path, info: Mapping[str, Any]) -> None:
+    write_atomic(run_path / SERVE_FILE, json.dumps(dict(info), indent=1) + "\n")
+
+
+def read(run_path: Path) -> dict[str, Any] | None:
+    """serve.json, or None when there is none or it cannot be read."""
+    try:
+        data = json.loads((run_path / SERVE_FILE).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    return data if isinstance(data, dict) and all(k in data for k in KEYS) else None
+
+
+def _get(url: str, path: str, api_key: str | None) -> tuple[int, bytes]:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port or 80, timeout=REQUEST_S)
+    try:
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        conn.request("GET", path, headers=headers)
+        response = conn.getresponse()
+        return response.status, response.read(1 << 20)
+    finally:
+        conn.close()
+
+
+def probe(url: str, model: str, api_key: str | None = None) -> bool:
+    """The server answers /health and lists `model` on /v1/models."""
+    try:
+        status, _ = _get(url, "/health", api_key)
+        if status != 200:
+            return False
+        status, body = _get(url, "/v1/models", api_key)
+        listed = json.loads(body).get("data", []) if status == 200 else []
+    except (OSError, http.client.HTTPException, ValueError, AttributeError):
+        return False
+    return any(isinstance(m, dict) and m.get("id") == model for m in listed)
+
+
+class ReadyWatch:
+    """A thread that follows the server's log for its warm-up and probes it until it is ready (then
+    writes serve.json once more) or `close` is called."""
+
+    def __init__(self, run_path: Path, log: Path, info: dict[str, Any], api_key: str | None) -> None:
+        self.run_path = run_path
+        self.log = log
+        self.info = dict(info, ready=False, ready_at=None, warmup="")
+        self.warmup = WarmupReader()
+        self._api_key = api_key
+        self._offset = 0
+        self._partial = b""
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="serve-ready", daemon=True)
+
+    def start(self) -> None:
+        try:
+            self._offset = self.log.stat().st_size  # this attempt's output only
+        except OSError:
+            self._offset = 0
+        write(self.run_path, self.info)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(POLL_S):
+            if self.follow(time.time()):
+                write(self.run_path, self.info)
+            if probe(self.info["url"], self.info["model"], self._api_key):
+                self.info.update(ready=True, ready_at=time.time())
+                write(self.run_path, self.info)
+                return
+
+    def follow(self, now: float) -> bool:
+        """Read what the log gained (bounded); True when the warm-up words changed."""
+        try:
+            with self.log.open("rb") as fh:
+                fh.seek(self._offset)
+                chunk = fh.read(MAX_READ)
+        except OSError:
+            return False
+        self._offset += len(chunk)
+        *lines, rest = (self._partial + chunk).split(b"\n")
+        self._partial = rest if len(rest) <= MAX_LINE else b""
+        changed = False
+        for line in lines:
+            changed |= self.warmup.feed(line.decode("utf-8", "replace"), now)
+        words = self.warmup.state.words()
+        if changed and words != self.info["warmup"]:
+            self.info["warmup"] = words
+            return True
+        return False
+
+    def close(self) -> None:
+        """The server ended: not ready any more."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=REQUEST_S * 3)
+        write(self.run_path, dict(self.info, ready=False))
+
+
+def note(run_path: Path) -> str:
+    """The job list's words for a serve job: ready at its address, warming up, or starting."""
+    info = read(run_path)
+    if info is None:
+        return ""
+    if info.get("ready"):
+        return f"ready: {info['url']} ({info['engine']})"
+    return str(info.get("warmup") or "") or f"starting {info['engine']} serve on {info['url']}"
