@@ -17,7 +17,7 @@ from typing import NoReturn
 
 import pytest
 
-COMPONENTS = ("tmux", "prometheus", "slurm", "ray", "freezer")
+COMPONENTS = ("tmux", "prometheus", "slurm", "ray", "freezer", "serving")
 
 
 def required() -> frozenset[str]:

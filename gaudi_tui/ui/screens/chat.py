@@ -16,7 +16,8 @@ from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
 from gaudi_tui.core.chat import export
-from gaudi_tui.core.chat.client import Answer, EngineClient
+from gaudi_tui.core.chat.backend import ChatClient
+from gaudi_tui.core.chat.client import Answer
 from gaudi_tui.core.chat.errors import ChatError
 from gaudi_tui.core.chat.metrics import LoadReport
 from gaudi_tui.core.chat.options import LoadOptions
@@ -45,13 +46,13 @@ DEMO_HINT = (
 # ---- the session's events, as messages to the screen ---------------------------------------
 @dataclass
 class LoadProgress(Message):
-    client: EngineClient
+    client: ChatClient
     stage: str
 
 
 @dataclass
 class LoadDone(Message):
-    client: EngineClient
+    client: ChatClient
     report: LoadReport | None
     error: ChatError | None
 
@@ -74,7 +75,7 @@ class AnswerDone(Message):
 
 @dataclass
 class EngineExited(Message):
-    client: EngineClient
+    client: ChatClient
     reason: str
 
 
@@ -84,10 +85,10 @@ class PostedEvents:
     def __init__(self, screen: ChatScreen) -> None:
         self.post = screen.post_message
 
-    def load_progress(self, client: EngineClient, stage: str) -> None:
+    def load_progress(self, client: ChatClient, stage: str) -> None:
         self.post(LoadProgress(client, stage))
 
-    def load_done(self, client: EngineClient, report: LoadReport | None, error: ChatError | None) -> None:
+    def load_done(self, client: ChatClient, report: LoadReport | None, error: ChatError | None) -> None:
         self.post(LoadDone(client, report, error))
 
     def answer_text(self, text: str) -> None:
@@ -99,7 +100,7 @@ class PostedEvents:
     def answer_done(self, answer: Answer | None, error: ChatError | None) -> None:
         self.post(AnswerDone(answer, error))
 
-    def engine_exited(self, client: EngineClient, reason: str) -> None:
+    def engine_exited(self, client: ChatClient, reason: str) -> None:
         self.post(EngineExited(client, reason))
 
 
@@ -169,7 +170,7 @@ class ChatScreen(PanelScreen):
         return self.session.live if self.session else None
 
     @property
-    def client(self) -> EngineClient | None:
+    def client(self) -> ChatClient | None:
         return self.session.client if self.session else None
 
     def _session(self) -> ChatSession:

@@ -21,12 +21,12 @@ from textual.message import Message
 from textual.widgets import Input, Static
 from textual.worker import get_current_worker
 
+from gaudi_tui.core.chat.batcher import ChunkBatcher
 from gaudi_tui.core.chat.client import Answer
 from gaudi_tui.core.chat.compare import SIDES, Comparison
 from gaudi_tui.core.chat.errors import ChatError
 from gaudi_tui.core.chat.metrics import LoadReport
 from gaudi_tui.core.chat.options import GenerationParams, LoadOptions
-from gaudi_tui.core.chat.session import ChunkBatcher
 from gaudi_tui.core.chat.store import ChatStore, Status
 from gaudi_tui.ui.screens.base import PanelScreen
 from gaudi_tui.ui.screens.dialog import Dialog
