@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,24 +13,11 @@ from gaudi_tui.core.chat.errors import ChatError
 from gaudi_tui.core.chat.options import GenerationParams, LoadOptions
 from gaudi_tui.core.chat.session import AnswerEnd, EngineState, LiveAnswer
 from gaudi_tui.core.chat.store import ChatStore
-from tests.chat.serving import Server, free_port, long_answer_model, serving_installed, start_server
+from tests.chat.serving import Server, free_port, serving_installed, start_server
 from tests.chat.test_session import deliver, make_session
 
 LONG = GenerationParams(max_new_tokens=120)
 QUESTION = [{"role": "user", "content": "What is hl-smi?"}]
-
-
-@pytest.fixture(scope="module")
-def long_model(demo_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return long_answer_model(demo_path, tmp_path_factory.mktemp("model"))
-
-
-@pytest.fixture(scope="module")
-def server(long_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    serving_installed()
-    served = start_server(long_model, tmp_path_factory.mktemp("serve") / "serve.log")
-    yield served
-    served.stop()
 
 
 def connected(server: Server) -> EndpointClient:

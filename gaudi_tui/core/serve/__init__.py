@@ -1,0 +1,1 @@
+"""Serving models: the server's own figures (figures.py)."""
