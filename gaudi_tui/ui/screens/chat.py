@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from textual import on
@@ -10,16 +10,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
-from textual.message import Message
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
 from gaudi_tui.core.chat import export
 from gaudi_tui.core.chat.backend import ChatClient
-from gaudi_tui.core.chat.client import Answer
 from gaudi_tui.core.chat.errors import ChatError
-from gaudi_tui.core.chat.metrics import LoadReport
 from gaudi_tui.core.chat.options import LoadOptions
 from gaudi_tui.core.chat.session import ChatSession, EngineState, Job, LiveAnswer
 from gaudi_tui.core.chat.store import ChatStore, Conversation
@@ -27,6 +24,15 @@ from gaudi_tui.core.demo import starter_questions
 from gaudi_tui.ui.screens.base import PanelScreen
 from gaudi_tui.ui.screens.chat_compare import CompareDialog, CompareScreen
 from gaudi_tui.ui.screens.chat_dialogs import LoadDialog, RenameDialog
+from gaudi_tui.ui.screens.chat_events import (
+    AnswerChunk,
+    AnswerDone,
+    AnswerWarning,
+    EngineExited,
+    LoadDone,
+    LoadProgress,
+    PostedEvents,
+)
 from gaudi_tui.ui.widgets.chat_message import STATUS_WORDS, MessageView
 from gaudi_tui.ui.widgets.chat_params import ParamsPanel
 from gaudi_tui.ui.widgets.confirm import ConfirmScreen
@@ -41,67 +47,6 @@ DEMO_HINT = (
     "it was trained on, like these (s, then ↑↓ and Enter sends one). Asked anything else, it answers "
     "with one of its answers that does not fit. m chooses a real model."
 )
-
-
-# ---- the session's events, as messages to the screen ---------------------------------------
-@dataclass
-class LoadProgress(Message):
-    client: ChatClient
-    stage: str
-
-
-@dataclass
-class LoadDone(Message):
-    client: ChatClient
-    report: LoadReport | None
-    error: ChatError | None
-
-
-@dataclass
-class AnswerChunk(Message):
-    text: str
-
-
-@dataclass
-class AnswerWarning(Message):
-    text: str
-
-
-@dataclass
-class AnswerDone(Message):
-    answer: Answer | None
-    error: ChatError | None
-
-
-@dataclass
-class EngineExited(Message):
-    client: ChatClient
-    reason: str
-
-
-class PostedEvents:
-    """The session's callbacks (from its worker threads) posted to the screen as messages."""
-
-    def __init__(self, screen: ChatScreen) -> None:
-        self.post = screen.post_message
-
-    def load_progress(self, client: ChatClient, stage: str) -> None:
-        self.post(LoadProgress(client, stage))
-
-    def load_done(self, client: ChatClient, report: LoadReport | None, error: ChatError | None) -> None:
-        self.post(LoadDone(client, report, error))
-
-    def answer_text(self, text: str) -> None:
-        self.post(AnswerChunk(text))
-
-    def answer_warning(self, text: str) -> None:
-        self.post(AnswerWarning(text))
-
-    def answer_done(self, answer: Answer | None, error: ChatError | None) -> None:
-        self.post(AnswerDone(answer, error))
-
-    def engine_exited(self, client: ChatClient, reason: str) -> None:
-        self.post(EngineExited(client, reason))
 
 
 class ChatScreen(PanelScreen):
@@ -193,7 +138,9 @@ class ChatScreen(PanelScreen):
 
     async def on_mount(self) -> None:
         self.store = ChatStore(self.store_path)
-        self.session = ChatSession(self.store, PostedEvents(self), self._run_job, self._engine_env)
+        self.session = ChatSession(
+            self.store, PostedEvents(self.post_message), self._run_job, self._engine_env
+        )
         self.session.options = self.app.settings.chat.load_options()
         if self.wanted_model:
             self.session.options = replace(self.session.options, model=self.wanted_model)
