@@ -56,6 +56,16 @@ def is_url(text: str) -> bool:
     return text.strip().startswith(("http://", "https://"))
 
 
+def first_options(text: str, current: LoadOptions) -> LoadOptions:
+    """The first side as typed in the dialog: a server's URL (the model chosen for it if it is the
+    current server, else its only one) or a model of the panel's, loaded as `current` says."""
+    if is_url(text):
+        url = text.strip()
+        model = current.model if current.endpoint == url else ""
+        return LoadOptions(endpoint=url, api_key_env=current.api_key_env, model=model)
+    return replace(current, model=text, endpoint="", api_key_env="")
+
+
 def second_options(first: LoadOptions, second: str) -> LoadOptions:
     """The other side beside a server: a second server's only model (the same key), or a model of
     the panel's loaded as `first` says (an endpoint has no base model to compare with)."""

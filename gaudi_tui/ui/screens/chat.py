@@ -16,6 +16,7 @@ from textual.worker import get_current_worker
 
 from gaudi_tui.core.chat import export
 from gaudi_tui.core.chat.backend import ChatClient
+from gaudi_tui.core.chat.compare import first_options
 from gaudi_tui.core.chat.errors import ChatError
 from gaudi_tui.core.chat.options import LoadOptions
 from gaudi_tui.core.chat.session import ChatSession, EngineState, Job, LiveAnswer
@@ -445,13 +446,14 @@ class ChatScreen(PanelScreen):
 
         def chosen(pair: tuple[str, str] | None) -> None:
             if pair is not None:
-                options = replace(self._session().options, model=pair[0])
+                options = first_options(pair[0], self._session().options)
                 params = self.current().params
                 self.app.push_screen(
                     CompareScreen(options, pair[1], params, self.store_path, self._engine_env())
                 )
 
-        self.app.push_screen(CompareDialog(first or self._session().options.model), chosen)
+        current = self._session().options
+        self.app.push_screen(CompareDialog(first or current.endpoint or current.model), chosen)
 
     def try_trained(self, model: str) -> None:
         """Training's "try in Chat": chat with `model` from now on, and show it beside its base."""

@@ -47,9 +47,14 @@ class CompareDialog(Dialog[tuple[str, str] | None]):
             yield Static(
                 "Side by side: the same question to two models", classes="dialog-title", markup=False
             )
-            yield Static("Model: demo, a folder, an adapter or checkpoint folder, a job id", markup=False)
+            yield Static(
+                "Model: demo, a folder, an adapter or checkpoint folder, a job id, a server's URL",
+                markup=False,
+            )
             yield Input(self.first, id="compare-first", compact=True)
-            yield Static("Beside it: base (its base model), or another model or checkpoint", markup=False)
+            yield Static(
+                "Beside it: base (its base model), another model or checkpoint, a server's URL", markup=False
+            )
             yield Input(self.second, id="compare-second", compact=True)
             yield Static("Enter compares · Esc cancels", classes="dialog-hint", markup=False)
 
