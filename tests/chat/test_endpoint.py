@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import socket
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -138,3 +140,27 @@ def test_a_chat_session_on_the_endpoint_answers_stops_and_answers_again(
     assert isinstance(end, AnswerEnd) and end.status == "complete" and end.metrics is not None
     assert end.metrics.tokens_out == 20 and store.messages(conversation.id)[-1].model == label
     threads.join()
+
+
+def test_stop_ends_an_answer_at_once_while_the_server_is_silent() -> None:
+    """A server that accepted the request but sends nothing yet (a long prefill, a queue): the stop
+    shuts the socket down instead of waiting for the next chunk (up to READ_TIMEOUT_S)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    accepted: list[socket.socket] = []
+    threading.Thread(target=lambda: accepted.append(listener.accept()[0]), daemon=True).start()
+    client = EndpointClient(f"http://127.0.0.1:{listener.getsockname()[1]}")
+    client.model = "m"  # as `load` leaves it
+    answers = []
+    worker = threading.Thread(target=lambda: answers.append(client.generate(QUESTION, LONG)), daemon=True)
+    worker.start()
+    deadline = time.monotonic() + 10
+    while not accepted and time.monotonic() < deadline:
+        time.sleep(0.01)  # polling for the state: the request's connection accepted
+    client.stop()
+    worker.join(timeout=5)
+    try:
+        assert not worker.is_alive(), "the stop did not end the silent stream"
+        assert answers[0].stopped and answers[0].text == ""
+    finally:
+        for sock in (*accepted, listener):
+            sock.close()

@@ -221,7 +221,7 @@ class EndpointClient:
             source=self.url,
             model_type="endpoint",
             parameters=0,
-            dtype="",
+            dtype="OpenAI API",
             device="endpoint",
             quantization="none",
             compile_backend=None,
@@ -280,6 +280,8 @@ class EndpointClient:
         on_text: Callable[[str], None] | None,
     ) -> Answer:
         conn.request("POST", self.endpoint.prefix + "/v1/chat/completions", body, self._headers())
+        if self._stopping:  # stopped while connecting, before the socket could be shut down
+            return stream.answer(stopped=True)
         response = conn.getresponse()
         if response.status != 200:
             raise self._refused(response.status, _json(response.read()), "the answer")
