@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from gaudi_tui.core.chat.endpoint import EndpointClient, parse_url
+from gaudi_tui.core.chat.endpoint import EndpointClient
 from gaudi_tui.core.chat.errors import ChatError
+from gaudi_tui.core.chat.openai_api import parse_url
 from gaudi_tui.core.chat.options import GenerationParams, LoadOptions
 from gaudi_tui.core.chat.session import AnswerEnd, EngineState, LiveAnswer
 from gaudi_tui.core.chat.store import ChatStore

@@ -9,8 +9,8 @@ import json
 import time
 from dataclasses import dataclass
 
-from gaudi_tui.core.chat.endpoint import ENV_NAME, parse_url
 from gaudi_tui.core.chat.errors import ChatError
+from gaudi_tui.core.chat.openai_api import ENV_NAME, parse_url
 from gaudi_tui.core.jobs import runfolder
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.status import effective_state
