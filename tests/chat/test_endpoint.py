@@ -165,3 +165,33 @@ def test_stop_ends_an_answer_at_once_while_the_server_is_silent() -> None:
     finally:
         for sock in (*accepted, listener):
             sock.close()
+
+
+def test_a_session_keeps_the_partial_answer_when_the_server_dies_mid_answer(
+    long_model: Path, tmp_path: Path
+) -> None:
+    serving_installed()
+    doomed = start_server(long_model, tmp_path / "serve.log")
+    try:
+        store = ChatStore(tmp_path / "chat.sqlite3")
+        session, inbox, threads = make_session(store, tmp_path)
+        session.options = LoadOptions(endpoint=doomed.url, model="")
+        conversation = store.create()
+        store.set_params(conversation.id, GenerationParams(max_new_tokens=200))
+        session.ask(conversation.id, "What is hl-smi?")
+        deliver(session, inbox, lambda event, result: event == "add_text")
+        doomed.kill()
+        end = deliver(session, inbox, lambda event, result: event == "finish")
+    finally:
+        doomed.stop()
+    assert isinstance(end, AnswerEnd) and end.error is not None and end.error.kind == "endpoint_lost"
+    stored = store.messages(conversation.id)[-1]
+    assert stored.status == "partial" and stored.content and stored.content == end.text
+    assert stored.note is not None and "ended mid-answer" in stored.note
+    assert session.state is EngineState.READY  # the next question says the server is gone
+    _, live = session.ask(conversation.id, "Still there?")
+    assert live is not None
+    end = deliver(session, inbox, lambda event, result: event == "finish")
+    assert isinstance(end, AnswerEnd) and end.status == "error" and "connection refused" in (end.note or "")
+    assert [m.role for m in store.messages(conversation.id)] == ["user", "assistant", "user", "assistant"]
+    threads.join()

@@ -12,12 +12,14 @@ from textual.widgets import Input, Select, Static
 from gaudi_tui.core.accelerator import Accelerator
 from gaudi_tui.core.chat.options import GenerationParams
 from gaudi_tui.core.chat.served import served_jobs
+from gaudi_tui.core.chat.store import StoredMessage
 from gaudi_tui.core.jobs import runfolder
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec
 from gaudi_tui.core.jobs.status import JobStatus, ProcRef, State
 from gaudi_tui.ui.app import GaudiApp
 from gaudi_tui.ui.screens.chat import ChatScreen
+from gaudi_tui.ui.screens.chat_compare import CompareDialog, CompareScreen
 from gaudi_tui.ui.screens.chat_dialogs import LoadDialog
 from tests.chat.serving import Server
 from tests.chat.test_screen import send, wait_until
@@ -94,3 +96,39 @@ async def test_chat_on_a_served_job_streams_stops_with_esc_and_answers_again(
         assert answer.status == "complete" and answer.model == label
         assert answer.metrics is not None and answer.metrics.tokens_out == 16
         assert "TTFT" in str(screen.query_one("#chat-status", Static).render())
+
+
+async def test_side_by_side_a_server_beside_the_panels_own_engine(
+    server: Server, cpu_accelerator: Accelerator
+) -> None:
+    app = GaudiApp(accelerator=cpu_accelerator, hostname="h")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("3", "c")
+        dialog = app.screen
+        assert isinstance(dialog, CompareDialog)
+        dialog.query_one("#compare-first", Input).value = server.url
+        dialog.query_one("#compare-second", Input).value = "demo"
+        dialog.query_one("#compare-second", Input).focus()
+        await pilot.press("enter")
+        compare = app.screen
+        assert isinstance(compare, CompareScreen)
+        await wait_until(pilot, lambda: compare.comparison is not None and bool(compare.comparison.reports))
+        assert compare.comparison is not None and not compare.comparison.plan.shared
+        who = [p.label for p in compare.comparison.provenances]
+        assert who == [f"{server.model} @ {server.url}", "demo model"]
+        compare.params = GenerationParams(max_new_tokens=12)
+        compare.query_one("#compare-input", Input).focus()
+        await pilot.press(*"What is hl-smi?")
+        await pilot.press("enter")
+        store = compare.store
+        assert store is not None
+
+        def answers() -> list[StoredMessage]:
+            if compare.conversation_id is None:
+                return []
+            return [m for m in store.messages(compare.conversation_id) if m.role == "assistant"]
+
+        await wait_until(pilot, lambda: len(answers()) == 2 and all(m.status != "partial" for m in answers()))
+        stored = answers()
+        assert [m.model for m in stored] == who
+        assert all(m.status == "complete" and m.content for m in stored), stored
