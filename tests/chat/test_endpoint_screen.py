@@ -10,7 +10,7 @@ import time
 from textual.widgets import Input, Select, Static
 
 from gaudi_tui.core.accelerator import Accelerator
-from gaudi_tui.core.chat.options import GenerationParams
+from gaudi_tui.core.chat.options import GenerationParams, LoadOptions
 from gaudi_tui.core.chat.served import served_jobs
 from gaudi_tui.core.chat.store import StoredMessage
 from gaudi_tui.core.jobs import runfolder
@@ -132,3 +132,17 @@ async def test_side_by_side_a_server_beside_the_panels_own_engine(
         stored = answers()
         assert [m.model for m in stored] == who
         assert all(m.status == "complete" and m.content for m in stored), stored
+
+
+async def test_trying_a_trained_model_leaves_the_server_for_the_panels_engine(
+    cpu_accelerator: Accelerator,
+) -> None:
+    app = GaudiApp(accelerator=cpu_accelerator, hostname="h")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("3")
+        screen = app.screen
+        assert isinstance(screen, ChatScreen) and screen.session is not None
+        screen.session.options = LoadOptions(endpoint="http://127.0.0.1:1", api_key_env="KEY", model="served")
+        screen.try_trained("demo")  # Training's `t`: the model is the job's, loaded here
+        await wait_until(pilot, lambda: isinstance(app.screen, CompareScreen))
+        assert screen.session.options == LoadOptions(model="demo")

@@ -461,7 +461,7 @@ class ChatScreen(PanelScreen):
         if self.session is None:  # the screen is still mounting
             self.call_after_refresh(self.try_trained, model)
             return
-        self.session.options = replace(self.session.options, model=model)
+        self.session.options = replace(self.session.options, model=model, endpoint="", api_key_env="")
         self.show_state()
         options = self.session.options
         self.app.push_screen(
