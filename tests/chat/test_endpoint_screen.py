@@ -146,3 +146,24 @@ async def test_trying_a_trained_model_leaves_the_server_for_the_panels_engine(
         screen.try_trained("demo")  # Training's `t`: the model is the job's, loaded here
         await wait_until(pilot, lambda: isinstance(app.screen, CompareScreen))
         assert screen.session.options == LoadOptions(model="demo")
+
+
+async def test_the_load_dialog_switches_between_a_server_and_a_model_here(
+    cpu_accelerator: Accelerator,
+) -> None:
+    app = GaudiApp(accelerator=cpu_accelerator, hostname="h")
+    chosen: list[LoadOptions | None] = []
+    async with app.run_test(size=(100, 30)) as pilot:
+        for before, url, expected in [
+            (LoadOptions(), "http://127.0.0.1:1", LoadOptions(endpoint="http://127.0.0.1:1", model="")),
+            (LoadOptions(endpoint="http://127.0.0.1:1", model="served"), "", LoadOptions()),
+        ]:
+            app.push_screen(LoadDialog(before, cpu_accelerator, served=[]), chosen.append)
+            await pilot.pause()
+            dialog = app.screen
+            assert isinstance(dialog, LoadDialog) and not dialog.query("#load-served")  # no served job
+            dialog.query_one("#load-endpoint", Input).value = url
+            dialog.query_one("#load-model", Input).focus()
+            await pilot.press("enter")  # the model field left as it was: the new side's default
+            await wait_until(pilot, lambda: len(chosen) == 1)
+            assert chosen.pop() == expected

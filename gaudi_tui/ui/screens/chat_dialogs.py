@@ -155,8 +155,8 @@ class LoadDialog(Dialog[LoadOptions | None]):
         quant = pressed.name if pressed is not None and pressed.name else "none"
         endpoint = self.query_one("#load-endpoint", Input).value.strip()
         model = self.query_one("#load-model", Input).value.strip()
-        if endpoint and model == self.options.model and not self.options.endpoint:
-            model = ""  # the local model still shown: the server's only model
+        if bool(endpoint) != bool(self.options.endpoint) and model == self.options.model:
+            model = ""  # the other side's model still shown: this side's default
         options = LoadOptions.from_dict(
             {
                 "model": model or ("" if endpoint else "demo"),
