@@ -17,6 +17,11 @@ both answer at once (one engine when they differ only by an adapter), the text o
 each answer under its model's name, and --json tags each token with "side" (0 or 1) and ends
 with {"type": "result", "answers": [{"side", "answer", "stopped", "metrics", "answered_by"}],
 "load": [...], "shared_engine"}.
+--endpoint URL asks an OpenAI-compatible server (vLLM, `transformers serve`...) instead of an
+engine of the panel's: --model is then the server's model id (default: the only one it lists on
+/v1/models), --api-key-env the NAME of the environment variable holding its key (never the key
+itself), and --compare may be a local model or a second server's URL (its only model, the same
+key). --figures prints the server's own figures from its /metrics and asks nothing.
 Ctrl+C stops the answer and keeps what was generated (exit 130)."""
 
 
@@ -41,7 +46,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="",
         help="a second model answering beside the first: 'base' (the first one's base), a job id, a folder…",
     )
-    parser.add_argument("--prompt", "-p", required=True, help="the question; - reads it from stdin")
+    parser.add_argument(
+        "--prompt", "-p", help="the question; - reads it from stdin (required but with --figures)"
+    )
+    server = parser.add_argument_group("an OpenAI-compatible server")
+    server.add_argument(
+        "--endpoint", metavar="URL", default="", help="the server's base URL, e.g. http://127.0.0.1:8000"
+    )
+    server.add_argument(
+        "--api-key-env",
+        metavar="NAME",
+        default="",
+        help="the environment variable holding the server's API key",
+    )
+    server.add_argument(
+        "--figures", action="store_true", help="print the server's /metrics figures, ask nothing"
+    )
     parser.add_argument("--system", default="", help="system prompt")
     parser.add_argument("--json", action="store_true", help="JSON lines on stdout, with the metrics")
     load = parser.add_argument_group("load options")
@@ -88,11 +108,16 @@ def run(args: argparse.Namespace) -> int:
     import sys
     import threading
 
-    from gaudi_tui.core.chat.client import EngineClient
+    from gaudi_tui.core.chat.backend import open_client
     from gaudi_tui.core.chat.errors import ChatError
     from gaudi_tui.core.chat.options import GenerationParams, LoadOptions
     from gaudi_tui.core.settings import load
 
+    if args.figures:
+        return figures(args.endpoint)
+    if args.prompt is None:
+        print("gaudi-tui chat: --prompt is required (the question)", file=sys.stderr)
+        return 2
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
     if not prompt.strip():
         print("gaudi-tui chat: the prompt is empty", file=sys.stderr)
@@ -100,13 +125,15 @@ def run(args: argparse.Namespace) -> int:
     try:
         chat = load().settings.chat
         options = LoadOptions(
-            args.model or chat.model,
+            args.model or ("" if args.endpoint else chat.model),
             args.dtype or chat.dtype,
             args.quantization or chat.quantization,
             chat.compile if args.compile is None else args.compile,
             args.trust_remote_code,
             merge=args.merge,
             base_in_dtype=args.base_in_dtype,
+            endpoint=args.endpoint,
+            api_key_env=args.api_key_env,
         )
         params = GenerationParams(
             max_new_tokens=args.max_new_tokens,
@@ -138,10 +165,10 @@ def run(args: argparse.Namespace) -> int:
     ]
     if args.compare:
         return compare(options, args.compare, messages, params, args.json, cancel)
-    client = EngineClient()
+    client = open_client(options)
     try:
         client.start()
-        print(f"loading {options.model}…", file=sys.stderr, flush=True)
+        print(f"loading {options.endpoint or options.model}…", file=sys.stderr, flush=True)
         report = client.load(options, cancel=cancel)
         print(f"loaded: {report.summary()}", file=sys.stderr, flush=True)
         answer = client.generate(
@@ -177,6 +204,24 @@ def run(args: argparse.Namespace) -> int:
     return 130 if answer.stopped else 0
 
 
+def figures(url: str) -> int:
+    """`--figures`: the server's own figures (its /metrics), one line each."""
+    import sys
+
+    from gaudi_tui.core.serve.figures import FiguresError, fetch_figures, figure_lines
+
+    if not url:
+        print("gaudi-tui chat: --figures needs --endpoint URL", file=sys.stderr)
+        return 2
+    try:
+        lines = figure_lines(fetch_figures(url))
+    except FiguresError as exc:
+        print(f"gaudi-tui chat: {exc}", file=sys.stderr)
+        return 1
+    print("\n".join(lines))
+    return 0
+
+
 def compare(options, second: str, messages: list, params, as_json: bool, cancel) -> int:  # noqa: ANN001
     """`--compare`: both models answer; text output prints each answer under its model's name."""
     import json
@@ -196,7 +241,11 @@ def compare(options, second: str, messages: list, params, as_json: bool, cancel)
         return 1
     engines = "one engine" if comparison.plan.shared else "two engines"
     try:
-        print(f"loading {options.model} and {second} ({engines})…", file=sys.stderr, flush=True)
+        print(
+            f"loading {options.endpoint or options.model} and {second} ({engines})…",
+            file=sys.stderr,
+            flush=True,
+        )
         reports = comparison.load(cancel=cancel)
         answers = comparison.ask(messages, params, on_text=emit, cancel=cancel)
     except ChatError as exc:

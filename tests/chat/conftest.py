@@ -12,6 +12,7 @@ import pytest
 from gaudi_tui.core.chat.client import EngineClient
 from gaudi_tui.core.chat.options import LoadOptions
 from gaudi_tui.core.demo import resolve_model
+from tests.chat.serving import Server, long_answer_model, serving_installed, start_server
 from tests.conftest import ROOT
 
 
@@ -121,3 +122,17 @@ def runs_of(monkeypatch: pytest.MonkeyPatch) -> Callable[[TrainedRun], None]:
         monkeypatch.setenv("GAUDI_TUI_RUNS_DIR", str(run.runs_dir))
 
     return use
+
+
+# ---- a real OpenAI-compatible server (tests/chat/serving.py), started once per module ----------
+@pytest.fixture(scope="module")
+def long_model(demo_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return long_answer_model(demo_path, tmp_path_factory.mktemp("model"))
+
+
+@pytest.fixture(scope="module")
+def server(long_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    serving_installed()
+    served = start_server(long_model, tmp_path_factory.mktemp("serve") / "serve.log")
+    yield served
+    served.stop()

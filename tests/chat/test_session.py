@@ -14,11 +14,12 @@ from typing import Any
 
 import pytest
 
+from gaudi_tui.core.chat.batcher import ChunkBatcher
 from gaudi_tui.core.chat.client import Answer, EngineClient
 from gaudi_tui.core.chat.errors import ChatError
 from gaudi_tui.core.chat.metrics import LoadReport
 from gaudi_tui.core.chat.options import GenerationParams, LoadOptions
-from gaudi_tui.core.chat.session import AnswerEnd, ChatSession, ChunkBatcher, EngineState, Job, LiveAnswer
+from gaudi_tui.core.chat.session import AnswerEnd, ChatSession, EngineState, Job, LiveAnswer
 from gaudi_tui.core.chat.store import ChatStore
 from tests.conftest import ROOT
 

@@ -2,7 +2,8 @@
 
 When the two differ only by an adapter on one base, ONE engine serves both (the base is loaded
 once; each answer is a row of one batch with its own adapter, the base's with the adapter off).
-Otherwise each model gets its own engine and both answer at the same time. Textual-free: the
+Otherwise each model gets its own engine and both answer at the same time; so does an
+OpenAI-compatible server on either side (core/chat/endpoint.py: a URL names one). Textual-free: the
 Chat screen's side-by-side view and `gaudi-tui chat --compare` both use it.
 """
 
@@ -14,6 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gaudi_tui.core.chat import trained
+from gaudi_tui.core.chat.backend import open_client
 from gaudi_tui.core.chat.client import Answer, EngineClient
 from gaudi_tui.core.chat.errors import ChatError
 from gaudi_tui.core.chat.metrics import LoadReport
@@ -36,7 +38,10 @@ class Plan:
 
 
 def plan(first: LoadOptions, second: str) -> Plan:
-    """One engine when the two differ only by an adapter (and nothing is merged), else two."""
+    """One engine when the two differ only by an adapter (and nothing is merged), else two; a
+    server (`first.endpoint`, or a URL as `second`) answers on its side."""
+    if first.endpoint or is_url(second):
+        return Plan((first, second_options(first, second)), ((0, 0), (1, 0)))
     a, b = trained.resolve_pair(first.model, second)
     if a.adapter is None and b.adapter is None and a.base_ref == b.base_ref:
         raise ChatError("compare", f"Both sides name the same model ({a.label}): choose two different ones.")
@@ -45,6 +50,34 @@ def plan(first: LoadOptions, second: str) -> Plan:
         return Plan((replace(first, compare=second),), ((0, 0), (0, 1)))
     other = str(b.adapter) if b.adapter is not None else b.base_ref
     return Plan((first, replace(first, model=other, compare="")), ((0, 0), (1, 0)))
+
+
+def is_url(text: str) -> bool:
+    return text.strip().startswith(("http://", "https://"))
+
+
+def first_options(text: str, current: LoadOptions) -> LoadOptions:
+    """The first side as typed in the dialog: a server's URL (the model chosen for it if it is the
+    current server, else its only one) or a model of the panel's, loaded as `current` says."""
+    if is_url(text):
+        url = text.strip()
+        model = current.model if current.endpoint == url else ""
+        return LoadOptions(endpoint=url, api_key_env=current.api_key_env, model=model)
+    return replace(current, model=text, endpoint="", api_key_env="")
+
+
+def second_options(first: LoadOptions, second: str) -> LoadOptions:
+    """The other side beside a server: a second server's only model (the same key), or a model of
+    the panel's loaded as `first` says (an endpoint has no base model to compare with)."""
+    if is_url(second):
+        if second.strip() == first.endpoint:
+            raise ChatError("compare", f"Both sides name the same server ({second.strip()}): choose two.")
+        return LoadOptions(endpoint=second.strip(), api_key_env=first.api_key_env, model="")
+    if second.strip() == "base":
+        raise ChatError(
+            "compare", "A server's model has no base here: name a local model, a job id or a URL."
+        )
+    return replace(first, model=second, endpoint="", api_key_env="", compare="")
 
 
 class Comparison:
@@ -59,7 +92,9 @@ class Comparison:
         on_exit: Callable[[str], None] | None = None,
     ) -> None:
         self.plan = plan(first, second)
-        self.clients = [EngineClient(env=env, on_exit=on_exit, log_path=log_path) for _ in self.plan.engines]
+        self.clients = [
+            open_client(o, env=env, on_exit=on_exit, log_path=log_path) for o in self.plan.engines
+        ]
         self.reports: list[LoadReport] = []
 
     @property
@@ -100,7 +135,9 @@ class Comparison:
         """Both answers to `messages`, streamed at the same time; `on_text(side, text)`."""
         if self.plan.shared:
             rows = [row for _, row in self.plan.sides]
-            return self.clients[0].generate_rows(messages, params, rows, on_text, cancel)
+            engine = self.clients[0]
+            assert isinstance(engine, EngineClient)  # only an engine serves two models
+            return engine.generate_rows(messages, params, rows, on_text, cancel)
         results: list[Answer | ChatError | None] = [None] * SIDES
 
         def ask_one(side: int) -> None:

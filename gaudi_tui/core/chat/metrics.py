@@ -94,6 +94,8 @@ class LoadReport:
         return self.rows[0] if self.rows else Provenance(self.label, self.label)
 
     def summary(self) -> str:
+        if self.device == "endpoint":  # an OpenAI-compatible server's model (core/chat/endpoint.py)
+            return f"{self.provenance.summary()} · checked in {format_seconds(self.load_s)}"
         parts = [self.provenance.summary(), f"{self.device} {self.dtype}"]
         if self.quantization != "none":
             parts.append(self.quantization)

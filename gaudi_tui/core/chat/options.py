@@ -50,7 +50,11 @@ class LoadOptions:
 
     `merge` folds an adapter into its base (faster answers, no switching it off); `base_in_dtype`
     loads a QLoRA adapter's base unquantized in the chosen dtype instead of 4-bit NF4; `compare` is
-    a second model the same engine serves ("base", or another adapter of the same base)."""
+    a second model the same engine serves ("base", or another adapter of the same base).
+
+    `endpoint` (an http(s) URL) answers from an OpenAI-compatible server instead of an engine of the
+    panel's (core/chat/endpoint.py): `model` is then the server's model id ("" = the only one it
+    serves), and `api_key_env` names the environment variable holding its key (never the key)."""
 
     model: str = "demo"
     dtype: Dtype = "auto"
@@ -60,6 +64,8 @@ class LoadOptions:
     merge: bool = False
     base_in_dtype: bool = False
     compare: str = ""
+    endpoint: str = ""
+    api_key_env: str = ""
 
     def __post_init__(self) -> None:
         if self.dtype not in DTYPES:
@@ -68,7 +74,7 @@ class LoadOptions:
             raise ValueError(
                 f"quantization must be one of {', '.join(QUANTIZATIONS)}, not {self.quantization!r}"
             )
-        if not self.model.strip():
+        if not self.model.strip() and not self.endpoint:
             object.__setattr__(self, "model", "demo")
 
     def to_dict(self) -> dict[str, Any]:

@@ -13,26 +13,21 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Protocol
 
-from gaudi_tui.core.chat.client import Answer, EngineClient
+from gaudi_tui.core.chat.backend import ChatClient, open_client
+from gaudi_tui.core.chat.batcher import ChunkBatcher
+from gaudi_tui.core.chat.client import Answer
 from gaudi_tui.core.chat.errors import ChatError
 from gaudi_tui.core.chat.metrics import AnswerMetrics, LoadReport
 from gaudi_tui.core.chat.options import GenerationParams, LoadOptions
 from gaudi_tui.core.chat.store import ChatStore, Status, StoredMessage, prompt_messages
 from gaudi_tui.core.demo import DEMO_LABEL, DEMO_MODEL_ID
 
-CHUNK_INTERVAL_S = 1 / 3
-"""Text reaches the owner at most 3 times a second: each Markdown append re-lays out and redraws the
-chat log (~30 ms of CPU a frame on 2 cores), CPU that a CPU-only engine on the same host needs
-(bench/chat.py measures both); three frames a second still reads as streaming."""
-SAVE_INTERVAL_S = 1.0
-"""A streaming answer is written to the store this often, so a crash loses at most a second."""
 CLOSE_WAIT_S = 2.0
 
 Job = Callable[[threading.Event], None]
@@ -53,9 +48,9 @@ class EngineState(str, Enum):
 class ChatEvents(Protocol):
     """What a session reports from its jobs, from whatever thread runs them."""
 
-    def load_progress(self, client: EngineClient, stage: str) -> None: ...
+    def load_progress(self, client: ChatClient, stage: str) -> None: ...
 
-    def load_done(self, client: EngineClient, report: LoadReport | None, error: ChatError | None) -> None: ...
+    def load_done(self, client: ChatClient, report: LoadReport | None, error: ChatError | None) -> None: ...
 
     def answer_text(self, text: str) -> None: ...
 
@@ -63,7 +58,7 @@ class ChatEvents(Protocol):
 
     def answer_done(self, answer: Answer | None, error: ChatError | None) -> None: ...
 
-    def engine_exited(self, client: EngineClient, reason: str) -> None: ...
+    def engine_exited(self, client: ChatClient, reason: str) -> None: ...
 
 
 @dataclass
@@ -118,47 +113,6 @@ def model_label(options: LoadOptions) -> str:
     return DEMO_LABEL if options.model.strip() in ("", DEMO_MODEL_ID) else options.model
 
 
-class ChunkBatcher:
-    """Collects streamed text (in the job's thread) and emits it at most every `chunk_s`; saves the
-    answer so far to the store every `save_s`."""
-
-    def __init__(
-        self,
-        store: ChatStore,
-        message_id: int,
-        emit: Callable[[str], None],
-        chunk_s: float = CHUNK_INTERVAL_S,
-        save_s: float = SAVE_INTERVAL_S,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.store = store
-        self.message_id = message_id
-        self.emit = emit
-        self.chunk_s = chunk_s
-        self.save_s = save_s
-        self.clock = clock
-        self.pending: list[str] = []
-        self.text: list[str] = []
-        self.emitted_at = 0.0
-        self.saved_at = clock()
-
-    def add(self, text: str) -> None:
-        self.pending.append(text)
-        self.text.append(text)
-        now = self.clock()
-        if now - self.emitted_at >= self.chunk_s:
-            self.flush()
-            self.emitted_at = now
-        if now - self.saved_at >= self.save_s:
-            self.store.update_message(self.message_id, "".join(self.text), "partial")
-            self.saved_at = now
-
-    def flush(self) -> None:
-        if self.pending:
-            self.emit("".join(self.pending))
-            self.pending.clear()
-
-
 class ChatSession:
     """One chat panel's engine and answer, over a store it does not own."""
 
@@ -178,7 +132,7 @@ class ChatSession:
         self.log_path = log_path
         self.options = LoadOptions()
         self.state = EngineState.NONE
-        self.client: EngineClient | None = None
+        self.client: ChatClient | None = None
         self.report: LoadReport | None = None
         self.load_stage = ""
         self.problem = ""
@@ -186,7 +140,7 @@ class ChatSession:
         self.last_metrics: AnswerMetrics | None = None
         self.pending: int | None = None
         """The conversation whose question waits for the model to load."""
-        self.answering: EngineClient | None = None
+        self.answering: ChatClient | None = None
         """The engine the live answer comes from."""
 
     @property
@@ -234,7 +188,7 @@ class ChatSession:
 
     def _generate(
         self,
-        client: EngineClient,
+        client: ChatClient,
         messages: Sequence[Mapping[str, str]],
         params: GenerationParams,
         live: LiveAnswer,
@@ -306,19 +260,20 @@ class ChatSession:
         """Start a fresh engine for `options` (the old one, if any, is shut down first)."""
         self.options = options
         old = self.client
-        client = self.client = EngineClient(
+        client = self.client = open_client(
+            options,
             env=self.env(),
             on_exit=lambda reason: self.events.engine_exited(client, reason),
             log_path=self.log_path,
         )
         self.report = None
         self.problem = ""
-        self.load_stage = "starting the engine"
+        self.load_stage = "connecting" if options.endpoint else "starting the engine"
         self.state = EngineState.LOADING
         self.run(lambda cancel: self._load(client, old, options, cancel), "load")
 
     def _load(
-        self, client: EngineClient, old: EngineClient | None, options: LoadOptions, cancel: threading.Event
+        self, client: ChatClient, old: ChatClient | None, options: LoadOptions, cancel: threading.Event
     ) -> None:
         if old is not None:
             old.shutdown()
@@ -333,7 +288,7 @@ class ChatSession:
             return
         self.events.load_done(client, report, None)
 
-    def progress(self, client: EngineClient, stage: str) -> bool:
+    def progress(self, client: ChatClient, stage: str) -> bool:
         """A load stage was reported; False when it came from an engine no longer in use."""
         if client is not self.client:
             return False
@@ -341,7 +296,7 @@ class ChatSession:
         return True
 
     def loaded(
-        self, client: EngineClient, report: LoadReport | None, error: ChatError | None
+        self, client: ChatClient, report: LoadReport | None, error: ChatError | None
     ) -> LiveAnswer | None:
         """A load ended; returns the answer it started for the waiting question, if any."""
         if client is not self.client:
@@ -359,7 +314,7 @@ class ChatSession:
         pending, self.pending = self.pending, None
         return None if pending is None else self._start_answer(pending)
 
-    def exited(self, client: EngineClient, reason: str) -> bool:
+    def exited(self, client: ChatClient, reason: str) -> bool:
         """The engine ended unasked; True when that changed the state (a live answer learns it
         from its own failure instead)."""
         if client is self.client and self.state in (EngineState.READY, EngineState.LOADING):
@@ -406,8 +361,9 @@ class ChatSession:
                 status = ("Stopping… " if self.live.stopping else "Answering… Esc stops · ") + status
             elif self.last_metrics is not None:
                 status += " · " + self.last_metrics.summary()
-            pid = self.client.pid if self.client else "?"
-            card = f"{label}\n{self.report.device} · {self.report.dtype}\nengine pid {pid}"
+            pid = self.client.pid if self.client else None
+            where = f"engine pid {pid}" if pid else self.report.source
+            card = f"{label}\n{self.report.device} · {self.report.dtype}\n{where}"
             return StatusText(status, card, "")
         if state in (EngineState.FAILED, EngineState.DEAD):
             ended = "engine died" if state is EngineState.DEAD else "load failed"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from textual import on
@@ -10,15 +10,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
-from textual.message import Message
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
 from gaudi_tui.core.chat import export
-from gaudi_tui.core.chat.client import Answer, EngineClient
+from gaudi_tui.core.chat.backend import ChatClient
+from gaudi_tui.core.chat.compare import first_options
 from gaudi_tui.core.chat.errors import ChatError
-from gaudi_tui.core.chat.metrics import LoadReport
 from gaudi_tui.core.chat.options import LoadOptions
 from gaudi_tui.core.chat.session import ChatSession, EngineState, Job, LiveAnswer
 from gaudi_tui.core.chat.store import ChatStore, Conversation
@@ -26,6 +25,15 @@ from gaudi_tui.core.demo import starter_questions
 from gaudi_tui.ui.screens.base import PanelScreen
 from gaudi_tui.ui.screens.chat_compare import CompareDialog, CompareScreen
 from gaudi_tui.ui.screens.chat_dialogs import LoadDialog, RenameDialog
+from gaudi_tui.ui.screens.chat_events import (
+    AnswerChunk,
+    AnswerDone,
+    AnswerWarning,
+    EngineExited,
+    LoadDone,
+    LoadProgress,
+    PostedEvents,
+)
 from gaudi_tui.ui.widgets.chat_message import STATUS_WORDS, MessageView
 from gaudi_tui.ui.widgets.chat_params import ParamsPanel
 from gaudi_tui.ui.widgets.confirm import ConfirmScreen
@@ -40,67 +48,6 @@ DEMO_HINT = (
     "it was trained on, like these (s, then ↑↓ and Enter sends one). Asked anything else, it answers "
     "with one of its answers that does not fit. m chooses a real model."
 )
-
-
-# ---- the session's events, as messages to the screen ---------------------------------------
-@dataclass
-class LoadProgress(Message):
-    client: EngineClient
-    stage: str
-
-
-@dataclass
-class LoadDone(Message):
-    client: EngineClient
-    report: LoadReport | None
-    error: ChatError | None
-
-
-@dataclass
-class AnswerChunk(Message):
-    text: str
-
-
-@dataclass
-class AnswerWarning(Message):
-    text: str
-
-
-@dataclass
-class AnswerDone(Message):
-    answer: Answer | None
-    error: ChatError | None
-
-
-@dataclass
-class EngineExited(Message):
-    client: EngineClient
-    reason: str
-
-
-class PostedEvents:
-    """The session's callbacks (from its worker threads) posted to the screen as messages."""
-
-    def __init__(self, screen: ChatScreen) -> None:
-        self.post = screen.post_message
-
-    def load_progress(self, client: EngineClient, stage: str) -> None:
-        self.post(LoadProgress(client, stage))
-
-    def load_done(self, client: EngineClient, report: LoadReport | None, error: ChatError | None) -> None:
-        self.post(LoadDone(client, report, error))
-
-    def answer_text(self, text: str) -> None:
-        self.post(AnswerChunk(text))
-
-    def answer_warning(self, text: str) -> None:
-        self.post(AnswerWarning(text))
-
-    def answer_done(self, answer: Answer | None, error: ChatError | None) -> None:
-        self.post(AnswerDone(answer, error))
-
-    def engine_exited(self, client: EngineClient, reason: str) -> None:
-        self.post(EngineExited(client, reason))
 
 
 class ChatScreen(PanelScreen):
@@ -169,7 +116,7 @@ class ChatScreen(PanelScreen):
         return self.session.live if self.session else None
 
     @property
-    def client(self) -> EngineClient | None:
+    def client(self) -> ChatClient | None:
         return self.session.client if self.session else None
 
     def _session(self) -> ChatSession:
@@ -192,7 +139,9 @@ class ChatScreen(PanelScreen):
 
     async def on_mount(self) -> None:
         self.store = ChatStore(self.store_path)
-        self.session = ChatSession(self.store, PostedEvents(self), self._run_job, self._engine_env)
+        self.session = ChatSession(
+            self.store, PostedEvents(self.post_message), self._run_job, self._engine_env
+        )
         self.session.options = self.app.settings.chat.load_options()
         if self.wanted_model:
             self.session.options = replace(self.session.options, model=self.wanted_model)
@@ -497,13 +446,14 @@ class ChatScreen(PanelScreen):
 
         def chosen(pair: tuple[str, str] | None) -> None:
             if pair is not None:
-                options = replace(self._session().options, model=pair[0])
+                options = first_options(pair[0], self._session().options)
                 params = self.current().params
                 self.app.push_screen(
                     CompareScreen(options, pair[1], params, self.store_path, self._engine_env())
                 )
 
-        self.app.push_screen(CompareDialog(first or self._session().options.model), chosen)
+        current = self._session().options
+        self.app.push_screen(CompareDialog(first or current.endpoint or current.model), chosen)
 
     def try_trained(self, model: str) -> None:
         """Training's "try in Chat": chat with `model` from now on, and show it beside its base."""
@@ -511,7 +461,7 @@ class ChatScreen(PanelScreen):
         if self.session is None:  # the screen is still mounting
             self.call_after_refresh(self.try_trained, model)
             return
-        self.session.options = replace(self.session.options, model=model)
+        self.session.options = replace(self.session.options, model=model, endpoint="", api_key_env="")
         self.show_state()
         options = self.session.options
         self.app.push_screen(

@@ -21,12 +21,12 @@ from textual.message import Message
 from textual.widgets import Input, Static
 from textual.worker import get_current_worker
 
+from gaudi_tui.core.chat.batcher import ChunkBatcher
 from gaudi_tui.core.chat.client import Answer
 from gaudi_tui.core.chat.compare import SIDES, Comparison
 from gaudi_tui.core.chat.errors import ChatError
 from gaudi_tui.core.chat.metrics import LoadReport
 from gaudi_tui.core.chat.options import GenerationParams, LoadOptions
-from gaudi_tui.core.chat.session import ChunkBatcher
 from gaudi_tui.core.chat.store import ChatStore, Status
 from gaudi_tui.ui.screens.base import PanelScreen
 from gaudi_tui.ui.screens.dialog import Dialog
@@ -47,9 +47,14 @@ class CompareDialog(Dialog[tuple[str, str] | None]):
             yield Static(
                 "Side by side: the same question to two models", classes="dialog-title", markup=False
             )
-            yield Static("Model: demo, a folder, an adapter or checkpoint folder, a job id", markup=False)
+            yield Static(
+                "Model: demo, a folder, an adapter or checkpoint folder, a job id, a server's URL",
+                markup=False,
+            )
             yield Input(self.first, id="compare-first", compact=True)
-            yield Static("Beside it: base (its base model), or another model or checkpoint", markup=False)
+            yield Static(
+                "Beside it: base (its base model), another model or checkpoint, a server's URL", markup=False
+            )
             yield Input(self.second, id="compare-second", compact=True)
             yield Static("Enter compares · Esc cancels", classes="dialog-hint", markup=False)
 

@@ -1,4 +1,5 @@
-"""Modal dialogs of the Chat screen: load options and rename (deleting asks with ConfirmScreen)."""
+"""Modal dialogs of the Chat screen: load options (a model here, or a server's: the panel's served
+jobs first, then any URL) and rename (deleting asks with ConfirmScreen)."""
 
 from __future__ import annotations
 
@@ -15,12 +16,14 @@ from gaudi_tui.core.chat.options import (
     quantization_unavailable,
     resolve_dtype,
 )
+from gaudi_tui.core.chat.served import ServedJob, served_jobs
 from gaudi_tui.ui.screens.dialog import Dialog
 
 
 class LoadDialog(Dialog[LoadOptions | None]):
-    """Choose the model and how to load it. Options the accelerator cannot run are disabled,
-    with the reason; trust_remote_code starts off and turns off again when the model changes."""
+    """Choose the model and how to load it, or a server to ask (then the model is the server's, and
+    the load options do not apply). Options the accelerator cannot run are disabled, with the
+    reason; trust_remote_code starts off and turns off again when the model changes."""
 
     DEFAULT_CSS = """
     LoadDialog VerticalScroll { height: auto; max-height: 100%; }
@@ -30,10 +33,13 @@ class LoadDialog(Dialog[LoadOptions | None]):
     """
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="load.cancel")]
 
-    def __init__(self, options: LoadOptions, accelerator: Accelerator | None) -> None:
+    def __init__(
+        self, options: LoadOptions, accelerator: Accelerator | None, served: list[ServedJob] | None = None
+    ) -> None:
         super().__init__()
         self.options = options
         self.accelerator = accelerator
+        self.served = served_jobs() if served is None else served
 
     def compose(self) -> ComposeResult:
         accel = self.accelerator
@@ -42,7 +48,25 @@ class LoadDialog(Dialog[LoadOptions | None]):
         backend = accel.compile_backend if accel else "the accelerator's backend"
         with VerticalScroll(classes="dialog"):
             yield Static("Load a model", classes="dialog-title", markup=False)
-            yield Label("Model: demo, a folder, an adapter or checkpoint folder, a job id, or a Hub id")
+            if self.served:
+                yield Label("Served by the panel (running jobs, newest first)")
+                yield Select(
+                    [(job.summary(), job.run_id) for job in self.served],
+                    prompt="none: a model here, or the URL below",
+                    id="load-served",
+                    compact=True,
+                )
+            yield Label(
+                "Server URL (OpenAI-compatible: vLLM, transformers serve…); empty = load a model here"
+            )
+            yield Input(
+                self.options.endpoint, id="load-endpoint", compact=True, placeholder="http://host:port"
+            )
+            yield Label("Its API key: the NAME of the environment variable holding it (empty: none)")
+            yield Input(self.options.api_key_env, id="load-key-env", compact=True, placeholder="VLLM_API_KEY")
+            yield Label(
+                "Model: demo, a folder, an adapter or checkpoint folder, a job id, or a Hub id; a server's model id"
+            )
             yield Input(self.options.model, id="load-model", compact=True, placeholder="demo")
             yield Label("dtype")
             yield Select(
@@ -101,6 +125,16 @@ class LoadDialog(Dialog[LoadOptions | None]):
         )
         self.query_one("#load-model", Input).focus()
 
+    def on_select_changed(self, event: Select.Changed) -> None:
+        if event.select.id != "load-served":
+            return
+        event.stop()
+        job = next((j for j in self.served if j.run_id == event.value), None)
+        if job is not None:
+            self.query_one("#load-endpoint", Input).value = job.url
+            self.query_one("#load-key-env", Input).value = job.api_key_env
+            self.query_one("#load-model", Input).value = job.model
+
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "load-model" and event.value.strip() != self.options.model:
             self.query_one("#load-trust", Checkbox).value = False
@@ -119,9 +153,15 @@ class LoadDialog(Dialog[LoadOptions | None]):
     def action_load(self) -> None:
         pressed = self.query_one("#load-quant", RadioSet).pressed_button
         quant = pressed.name if pressed is not None and pressed.name else "none"
+        endpoint = self.query_one("#load-endpoint", Input).value.strip()
+        model = self.query_one("#load-model", Input).value.strip()
+        if bool(endpoint) != bool(self.options.endpoint) and model == self.options.model:
+            model = ""  # the other side's model still shown: this side's default
         options = LoadOptions.from_dict(
             {
-                "model": self.query_one("#load-model", Input).value.strip() or "demo",
+                "model": model or ("" if endpoint else "demo"),
+                "endpoint": endpoint,
+                "api_key_env": self.query_one("#load-key-env", Input).value.strip(),
                 "dtype": self.query_one("#load-dtype", Select).value,
                 "quantization": quant,
                 "compile": self.query_one("#load-compile", Checkbox).value,

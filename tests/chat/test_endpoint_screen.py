@@ -1,0 +1,169 @@
+"""The Chat screen on an endpoint: the model dialog lists the panel's served jobs (real run folders
+holding the serve job's serve.json, tests/chat/serving.py's real `transformers serve` behind them),
+an answer streams, Esc stops it mid-answer and the server answers the next question."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from textual.widgets import Input, Select, Static
+
+from gaudi_tui.core.accelerator import Accelerator
+from gaudi_tui.core.chat.options import GenerationParams, LoadOptions
+from gaudi_tui.core.chat.served import served_jobs
+from gaudi_tui.core.chat.store import StoredMessage
+from gaudi_tui.core.jobs import runfolder
+from gaudi_tui.core.jobs.runfolder import RunFolder
+from gaudi_tui.core.jobs.spec import JobSpec
+from gaudi_tui.core.jobs.status import JobStatus, ProcRef, State
+from gaudi_tui.ui.app import GaudiApp
+from gaudi_tui.ui.screens.chat import ChatScreen
+from gaudi_tui.ui.screens.chat_compare import CompareDialog, CompareScreen
+from gaudi_tui.ui.screens.chat_dialogs import LoadDialog
+from tests.chat.serving import Server
+from tests.chat.test_screen import send, wait_until
+
+
+def served_run(server: Server, name: str, state: State = "running", **serve: object) -> RunFolder:
+    """A run folder as the serve job leaves it: its status, and serve.json saying where it listens."""
+    run = runfolder.create(JobSpec(name=name), accelerator="cpu")
+    now = time.time()
+    supervisor = ProcRef.of(server.proc.pid)
+    run.write_status(JobStatus(state=state, created=now, queued=now, started=now, supervisor=supervisor))
+    data: dict[str, object] = {"url": server.url, "model": server.model, "engine": "transformers"}
+    data.update(api_key_env="", ready=True, ready_at=now)
+    data.update(serve)
+    (run.path / "serve.json").write_text(json.dumps(data))
+    return run
+
+
+def test_served_jobs_are_the_running_ones_newest_first_and_bad_files_are_dropped(server: Server) -> None:
+    older = served_run(server, "older", api_key_env="VLLM_API_KEY")
+    served_run(server, "ended", state="succeeded")
+    served_run(server, "bad url", url="file:///etc/passwd")
+    served_run(server, "bad key", api_key_env="$(reboot)")
+    newer = served_run(server, "newer", ready=False)
+    jobs = served_jobs()
+    assert [j.run_id for j in jobs][0] == newer.id and {older.id, newer.id} <= {j.run_id for j in jobs}
+    assert all("ended" not in j.run_id and "bad-url" not in j.run_id for j in jobs)
+    by_id = {j.run_id: j for j in jobs}
+    assert by_id[older.id].api_key_env == "VLLM_API_KEY" and "warming up" in by_id[newer.id].summary()
+    assert next(j for j in jobs if "bad-key" in j.run_id).api_key_env == ""
+
+
+async def test_chat_on_a_served_job_streams_stops_with_esc_and_answers_again(
+    server: Server, cpu_accelerator: Accelerator
+) -> None:
+    run = served_run(server, "serve demo")
+    app = GaudiApp(accelerator=cpu_accelerator, hostname="h")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("3", "m")
+        dialog = app.screen
+        assert isinstance(dialog, LoadDialog)
+        choice = dialog.query_one("#load-served", Select)
+        choice.value = run.id  # the served job, listed first
+        await wait_until(pilot, lambda: dialog.query_one("#load-endpoint", Input).value == server.url)
+        assert dialog.query_one("#load-model", Input).value == server.model
+        dialog.query_one("#load-model", Input).focus()
+        await pilot.press("enter")
+        screen = app.screen
+        assert isinstance(screen, ChatScreen) and screen.session is not None
+        assert screen.session.options.endpoint == server.url
+        await wait_until(pilot, lambda: screen.engine_state == "ready", timeout=30)
+        label = f"{server.model} @ {server.url}"
+        assert server.url in str(screen.query_one("#chat-model", Static).render())
+
+        store = screen.store
+        assert store is not None
+        await pilot.press("i")
+        await send(pilot, "What is hl-smi?")
+        conversation = store.conversations()[0]
+        store.set_params(conversation.id, GenerationParams(max_new_tokens=200))
+        await wait_until(pilot, lambda: screen.live is not None and bool(screen.live.text))
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: screen.live is None)
+        stopped = store.messages(conversation.id)[-1]
+        assert stopped.status == "partial" and stopped.content and stopped.model == label
+        assert stopped.metrics is not None and stopped.metrics.stopped and stopped.metrics.tokens_out < 200
+        assert screen.engine_state == "ready"
+
+        store.set_params(conversation.id, GenerationParams(max_new_tokens=16))
+        await pilot.press("i")
+        await send(pilot, "What is Intel Gaudi?")
+        await wait_until(pilot, lambda: screen.live is None and len(store.messages(conversation.id)) == 4)
+        answer = store.messages(conversation.id)[-1]
+        assert answer.status == "complete" and answer.model == label
+        assert answer.metrics is not None and answer.metrics.tokens_out == 16
+        assert "TTFT" in str(screen.query_one("#chat-status", Static).render())
+
+
+async def test_side_by_side_a_server_beside_the_panels_own_engine(
+    server: Server, cpu_accelerator: Accelerator
+) -> None:
+    app = GaudiApp(accelerator=cpu_accelerator, hostname="h")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("3", "c")
+        dialog = app.screen
+        assert isinstance(dialog, CompareDialog)
+        dialog.query_one("#compare-first", Input).value = server.url
+        dialog.query_one("#compare-second", Input).value = "demo"
+        dialog.query_one("#compare-second", Input).focus()
+        await pilot.press("enter")
+        compare = app.screen
+        assert isinstance(compare, CompareScreen)
+        await wait_until(pilot, lambda: compare.comparison is not None and bool(compare.comparison.reports))
+        assert compare.comparison is not None and not compare.comparison.plan.shared
+        who = [p.label for p in compare.comparison.provenances]
+        assert who == [f"{server.model} @ {server.url}", "demo model"]
+        compare.params = GenerationParams(max_new_tokens=12)
+        compare.query_one("#compare-input", Input).focus()
+        await pilot.press(*"What is hl-smi?")
+        await pilot.press("enter")
+        store = compare.store
+        assert store is not None
+
+        def answers() -> list[StoredMessage]:
+            if compare.conversation_id is None:
+                return []
+            return [m for m in store.messages(compare.conversation_id) if m.role == "assistant"]
+
+        await wait_until(pilot, lambda: len(answers()) == 2 and all(m.status != "partial" for m in answers()))
+        stored = answers()
+        assert [m.model for m in stored] == who
+        assert all(m.status == "complete" and m.content for m in stored), stored
+
+
+async def test_trying_a_trained_model_leaves_the_server_for_the_panels_engine(
+    cpu_accelerator: Accelerator,
+) -> None:
+    app = GaudiApp(accelerator=cpu_accelerator, hostname="h")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("3")
+        screen = app.screen
+        assert isinstance(screen, ChatScreen) and screen.session is not None
+        screen.session.options = LoadOptions(endpoint="http://127.0.0.1:1", api_key_env="KEY", model="served")
+        screen.try_trained("demo")  # Training's `t`: the model is the job's, loaded here
+        await wait_until(pilot, lambda: isinstance(app.screen, CompareScreen))
+        assert screen.session.options == LoadOptions(model="demo")
+
+
+async def test_the_load_dialog_switches_between_a_server_and_a_model_here(
+    cpu_accelerator: Accelerator,
+) -> None:
+    app = GaudiApp(accelerator=cpu_accelerator, hostname="h")
+    chosen: list[LoadOptions | None] = []
+    async with app.run_test(size=(100, 30)) as pilot:
+        for before, url, expected in [
+            (LoadOptions(), "http://127.0.0.1:1", LoadOptions(endpoint="http://127.0.0.1:1", model="")),
+            (LoadOptions(endpoint="http://127.0.0.1:1", model="served"), "", LoadOptions()),
+        ]:
+            app.push_screen(LoadDialog(before, cpu_accelerator, served=[]), chosen.append)
+            await pilot.pause()
+            dialog = app.screen
+            assert isinstance(dialog, LoadDialog) and not dialog.query("#load-served")  # no served job
+            dialog.query_one("#load-endpoint", Input).value = url
+            dialog.query_one("#load-model", Input).focus()
+            await pilot.press("enter")  # the model field left as it was: the new side's default
+            await wait_until(pilot, lambda: len(chosen) == 1)
+            assert chosen.pop() == expected
