@@ -7,15 +7,18 @@ from __future__ import annotations
 import http.server
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from gaudi_tui.core.serve import ready
 from gaudi_tui.core.serve.figures import (
     NO_FIGURES,
     FiguresError,
     ServerFigures,
     fetch_figures,
     figure_lines,
+    job_figure_lines,
     parse_figures,
 )
 from tests.chat.serving import Server, free_port
@@ -100,3 +103,17 @@ def test_transformers_serve_exports_no_metrics(server: Server) -> None:
 def test_the_golden_texts_name_their_source() -> None:
     readme = (DATA / "README.md").read_text()
     assert all(path.name in readme for path in DATA.glob("*.txt"))
+
+
+def test_a_served_jobs_details_show_its_figures_once_ready(metrics_server: str, tmp_path: Path) -> None:
+    """The job's details (the Training screen's, off the UI thread) ask a ready server for its figures."""
+    info = {"url": metrics_server, "model": "m", "engine": "vllm", "api_key_env": "", "ready": False}
+    ready.write(tmp_path, {**info, "ready_at": None})
+    assert job_figure_lines(tmp_path) == []  # warming up: nothing asked
+    ready.write(tmp_path, {**info, "ready": True, "ready_at": 1.0})
+    lines = job_figure_lines(tmp_path)
+    assert (
+        lines[0] == "server   requests: 3 running, 2 waiting" and lines[1] == "server   KV cache: 41.2% used"
+    )
+    ready.write(tmp_path, {**info, "url": f"http://127.0.0.1:{free_port()}", "ready": True, "ready_at": 1.0})
+    assert job_figure_lines(tmp_path)[0].startswith("server   Cannot reach http://127.0.0.1:")

@@ -18,6 +18,7 @@ from gaudi_tui.core.jobs.monitor import Monitor
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import from_mapping, preset
 from gaudi_tui.core.serve import ready
+from gaudi_tui.ui.screens.training import cluster_nodes
 from tests.chat.conftest import FACT_MARK, FACT_QUESTION, TrainedRun, lora_run  # noqa: F401 - the fixture
 from tests.conftest import CPU, PYTHON, child_env
 from tests.jobs.conftest import log_tail, wait_done, wait_for
@@ -59,6 +60,8 @@ def test_gaudi_tui_serve_demo_becomes_ready_answers_and_drains_on_stop() -> None
     assert status == 200 and streamed.strip(), streamed
     status, _ = chat(info["url"], "another-model", "Hello")
     assert status == 400  # pinned to the model it serves: serve.json names the one it answers to
+    # the job's details: a server that exports no /metrics (transformers serve answers 404) says so
+    assert cluster_nodes(run) == "server   the server exports no metrics (no vLLM figures on /metrics)"
 
     stream = open_stream(info["url"], info["model"], "Tell me a story", max_tokens=200)
     first = stream.readline()

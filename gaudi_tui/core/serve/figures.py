@@ -12,11 +12,13 @@ from __future__ import annotations
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
+from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
 from gaudi_tui.core.chat.errors import ChatError, first_line
 from gaudi_tui.core.chat.openai_api import parse_url
+from gaudi_tui.core.serve import ready
 
 FETCH_TIMEOUT_S = 2.0
 NO_FIGURES = "the server exports no metrics (no vLLM figures on /metrics)"
@@ -105,3 +107,15 @@ def figure_lines(figures: ServerFigures | None) -> list[str]:
 
 def _count(value: float | None) -> str:
     return "?" if value is None else f"{value:,.0f}"
+
+
+def job_figure_lines(run_path: Path) -> list[str]:
+    """A served job's own figures for its details ([] until it is ready): one call to its /metrics."""
+    info = ready.read(run_path)
+    if not info or not info.get("ready"):
+        return []
+    try:
+        lines = figure_lines(fetch_figures(str(info.get("url", ""))))
+    except FiguresError as exc:
+        lines = [str(exc)]
+    return [f"server   {line}" for line in lines]

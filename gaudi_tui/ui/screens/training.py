@@ -78,13 +78,18 @@ def details_text(
 
 
 def cluster_nodes(run: runfolder.RunFolder) -> str:
-    """More about where the job runs (a cluster's nodes), as its target tells it; may ask the cluster."""
+    """More about where the job runs (a cluster's nodes), as its target tells it, and a served model's
+    own figures (its /metrics); may ask the cluster or the server."""
     from gaudi_tui.core.jobs import targets
+    from gaudi_tui.core.serve.figures import job_figure_lines
 
     try:
-        return targets.for_spec(run.spec()).details(run)
+        spec = run.spec()
+        said = targets.for_spec(spec).details(run)
     except (spec_mod.SpecError, targets.TargetError) as exc:
         return str(exc)
+    served = job_figure_lines(run.path) if spec.kind == "serve" else []
+    return "\n".join(line for line in (said, *served) if line)
 
 
 def stop_words(run: runfolder.RunFolder) -> str:
