@@ -16,12 +16,17 @@ in a GAUDI_TUI_HOME of its own:
   drawn, in % of one core (/proc, all its threads; target ≤ 1 %);
 - its memory at the end: RSS and PSS (target ≤ 100 MB).
 
+The project's modules are byte-compiled first, as `pip install` leaves them (with
+PYTHONDONTWRITEBYTECODE set, both the panel and `jobs --json` would otherwise compile them from
+source at every start; bench/startup.py does the same).
+
 Figures: median (min, max); the load average beside them (a shared machine moves them).
 Exit 1 only when it could not measure. BENCH_LONG_STEPS changes the long run's length.
 """
 
 from __future__ import annotations
 
+import compileall
 import os
 import resource
 import shlex
@@ -154,6 +159,7 @@ def panel(home: Path, count: int) -> dict[str, list[float]]:
 def main() -> int:
     began = time.monotonic()
     print(f"history: {SIZES} runs, the newest of {LONG_STEPS:,} metric lines; {load()}")
+    compileall.compile_dir(ROOT / "gaudi_tui", quiet=1)
     with tempfile.TemporaryDirectory(prefix="gaudi-bench-history-") as tmp:
         pool = Path(tmp) / "pool"
         start = time.perf_counter()
