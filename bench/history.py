@@ -14,7 +14,11 @@ in a GAUDI_TUI_HOME of its own:
   machine moves less);
 - its CPU over WINDOWS windows of WINDOW_S s, idle on the Training screen after the charts were
   drawn, in % of one core (/proc, all its threads; target ≤ 1 %);
-- its memory at the end: RSS and PSS (target ≤ 100 MB).
+- its memory at the end: RSS and PSS (target ≤ 100 MB), and its peak RSS (VmHWM) since it started.
+
+The project's modules are byte-compiled first, as `pip install` leaves them (with
+PYTHONDONTWRITEBYTECODE set, both the panel and `jobs --json` would otherwise compile them from
+source at every start; bench/startup.py does the same).
 
 Figures: median (min, max); the load average beside them (a shared machine moves them).
 Exit 1 only when it could not measure. BENCH_LONG_STEPS changes the long run's length.
@@ -22,6 +26,7 @@ Exit 1 only when it could not measure. BENCH_LONG_STEPS changes the long run's l
 
 from __future__ import annotations
 
+import compileall
 import os
 import resource
 import shlex
@@ -92,14 +97,18 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def memory_mb(pid: int) -> tuple[float, float]:
-    """(RSS, PSS) in MB, from /proc/PID/smaps_rollup."""
+def memory_mb(pid: int) -> tuple[float, float, float]:
+    """(RSS, PSS, peak RSS) in MB, from /proc/PID/smaps_rollup and /proc/PID/status (VmHWM)."""
     values = {}
     for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
         name, _, rest = line.partition(":")
         if name in ("Rss", "Pss"):
             values[name] = int(rest.split()[0]) / 1024
-    return values["Rss"], values["Pss"]
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        name, _, rest = line.partition(":")
+        if name == "VmHWM":
+            values[name] = int(rest.split()[0]) / 1024
+    return values["Rss"], values["Pss"], values["VmHWM"]
 
 
 def jobs_json(home: Path) -> dict[str, list[float]]:
@@ -137,7 +146,7 @@ def panel(home: Path, count: int) -> dict[str, list[float]]:
             before, start = cpu_s(tmux.pid), time.perf_counter()
             time.sleep(WINDOW_S)
             idle.append((cpu_s(tmux.pid) - before) / (time.perf_counter() - start) * 100)
-        rss, pss = memory_mb(tmux.pid)
+        rss, pss, peak = memory_mb(tmux.pid)
         return {
             "drawn": [drawn],
             "drawn cpu": [drawn_cpu],
@@ -146,6 +155,7 @@ def panel(home: Path, count: int) -> dict[str, list[float]]:
             "idle": idle,
             "rss": [rss],
             "pss": [pss],
+            "peak": [peak],
         }
     finally:
         tmux.close()
@@ -154,6 +164,7 @@ def panel(home: Path, count: int) -> dict[str, list[float]]:
 def main() -> int:
     began = time.monotonic()
     print(f"history: {SIZES} runs, the newest of {LONG_STEPS:,} metric lines; {load()}")
+    compileall.compile_dir(ROOT / "gaudi_tui", quiet=1)
     with tempfile.TemporaryDirectory(prefix="gaudi-bench-history-") as tmp:
         pool = Path(tmp) / "pool"
         start = time.perf_counter()
@@ -171,7 +182,7 @@ def main() -> int:
                 f"of the panel's CPU (≤ 0.5) · charts of the long run drawn {shown['charts'][0]:.1f} s, "
                 f"{shown['charts cpu'][0]:.1f} s CPU\n"
                 f"         idle on Training {spread(shown['idle'])} % of a core (≤ 1) · "
-                f"RSS {shown['rss'][0]:.0f} MB, PSS {shown['pss'][0]:.0f} MB (≤ 100)\n"
+                f"RSS {shown['rss'][0]:.0f} MB, PSS {shown['pss'][0]:.0f} MB (≤ 100), peak RSS {shown['peak'][0]:.0f} MB\n"
                 f"         jobs --json {spread(json_s['wall'])} s, CPU {spread(json_s['cpu'])} s (≤ 1); "
                 f"the first, without the index: {json_s['cold'][0]:.2f} s, CPU {json_s['cold cpu'][0]:.2f} s\n"
                 f"         {load()}",

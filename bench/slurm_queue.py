@@ -5,7 +5,10 @@ The answer is a GENERATED `squeue --json` of 1,000 jobs (the 9 real 22.05.8 job 
 tests/data/slurm/squeue_all.json, copied with new ids), laid out as Slurm prints it (two-space
 indent). Before every poll it changes: in the "some change" case a tenth of the jobs get a new
 `last_sched_evaluation` (what the scheduler's passes rewrite) and one job in fifty a new state
-reason; in the "every job changes" case every job does. Each refresh is timed (`process_time`)
+reason; in the "every job changes" case every job gets a new `last_sched_evaluation` (a field the
+screen does not read, which the panel's path cuts before comparing); in the "every row changes"
+case every job also gets a new state reason, a field the screen shows (the worst case: every job
+decoded). Each refresh is timed (`process_time`)
 from the answer's text to the rows of one screen and the nodes, through the path the panel takes
 (`queue_text.jobs_from_text`: only changed jobs decoded) and through a whole-document decode
 (`json.loads` + `model.jobs_from_json`, the path before it): BLOCKS blocks of each, alternating,
@@ -48,12 +51,15 @@ class Queue:
         self.rng = random.Random(28)
         self.tick = 0
 
-    def answer(self, share: float) -> str:
+    def answer(self, share: float, shown: float) -> str:
+        """`share` of the jobs get a new `last_sched_evaluation`, `shown` of them a new state reason."""
         self.tick += 1
         for row in self.jobs:
             if self.rng.random() < share:
                 row["last_sched_evaluation"] = 1_796_000_000 + self.tick
-            if share < 1 and self.rng.random() < 0.02:
+            if shown >= 1:
+                row["state_reason"] = f"Priority ({self.tick})"  # new at every answer
+            elif self.rng.random() < shown:
                 row["state_reason"] = self.rng.choice(["Resources", "Priority", "Dependency", "None"])
         return json.dumps({**self.head, "jobs": self.jobs}, indent=2)
 
@@ -81,14 +87,17 @@ def main() -> int:
         f"slurm queue: {JOBS} jobs (generated from real 22.05.8 records), answers changing at every poll; {load()}"
     )
     paths = {"jobs_from_text": jobs_from_text, "whole decode": whole}
-    for case, share in (("some change", 0.1), ("every job changes", 1.0)):
+    cases = (("some change", 0.1, 0.02), ("every job changes", 1.0, 0.0), ("every row changes", 1.0, 1.0))
+    for case, share, shown in cases:
         costs: dict[str, list[float]] = {name: [] for name in paths}
         for _ in range(BLOCKS):  # blocks alternate; each path's first answers warm its own caches
             for name, parse in paths.items():
                 queue = Queue()
                 for _ in range(WARMUP):
-                    refresh(parse, queue.answer(share), nodes_text)
-                costs[name] += [refresh(parse, queue.answer(share), nodes_text) for _ in range(REFRESHES)]
+                    refresh(parse, queue.answer(share, shown), nodes_text)
+                costs[name] += [
+                    refresh(parse, queue.answer(share, shown), nodes_text) for _ in range(REFRESHES)
+                ]
         for path, values in costs.items():
             share_pct = [v / REFRESH_S * 100 for v in values]
             print(f"  {case:<18} {path:<15} {spread([v * 1000 for v in values], '{:.1f}')} ms a refresh = "

@@ -14,7 +14,8 @@ SLICE_S while the other is paused, PAIRS pairs, the order swapped every pair. Ea
 a slice is the seconds per step between its own stamps inside that slice; the ratio of each pair
 compares two slices seconds apart, so the machine's drift cancels (one after the other, the same run
 moved 18–30 % here). Medians with min–max over the pairs. Target: ratio ≥ 0.99. Beside them: CPU
-seconds per step of each training process in its slices, the supervisor's CPU (it runs throughout,
+seconds per step of each training process in its slices (and their ratio pair by pair: the
+processes' own CPU, which a loaded machine moves less than a turn's wall time), the supervisor's CPU (it runs throughout,
 so its cost is also added to the supervised side's step for a second ratio), and the callbacks alone
 (stop-flag check + metrics lines) timed per step in this process, with the adaptive check interval
 and checking every step, against the bare run's seconds per step.
@@ -168,6 +169,20 @@ def supervised_run():  # noqa: ANN201 - (RunFolder, Side, the supervisor's psuti
     return run, Side(training, marks), supervisor
 
 
+def cpu_pair_ratios(bare: Side, supervised: Side) -> list[float]:
+    """Per pair of turns both measured: the bare run's CPU seconds a step over the supervised run's
+    (the training processes' own CPU: a loaded machine moves it less than the wall time of a turn)."""
+    out = []
+    for (cb, (b0, b1), rb), (cs, (s0, s1), rs) in zip(
+        zip(bare.cpu, bare.slices, bare.turns(), strict=True),
+        zip(supervised.cpu, supervised.slices, supervised.turns(), strict=True),
+        strict=True,
+    ):
+        if rb is not None and rs is not None and cs > 0:
+            out.append((cb / ((b1 - b0) / rb)) / (cs / ((s1 - s0) / rs)))
+    return out
+
+
 def throughput(pairs: int) -> float:
     """Returns the bare run's median seconds per step (for the callbacks' share)."""
     from gaudi_tui.core.jobs import control
@@ -185,6 +200,7 @@ def throughput(pairs: int) -> float:
         b, s = bare.steps_per_s(), supervised.steps_per_s()
         ratios = pair_ratios(bare, supervised)
         cb, cs = bare.cpu_per_step(), supervised.cpu_per_step()
+        cpu_ratios = cpu_pair_ratios(bare, supervised)
         bare_step = statistics.median(bare.seconds_per_step())
         per_step = statistics.median(supervised.seconds_per_step())
     finally:
@@ -210,7 +226,7 @@ def throughput(pairs: int) -> float:
           f"{sup_share * per_step * 1000:.3f} ms a step) added to the supervised step: {spread(adjusted, '{:.3f}')}")  # fmt: skip
     print(f"  CPU per step of the training process: bare {spread([x * 1000 for x in cb])} ms, "
           f"supervised {spread([x * 1000 for x in cs])} ms; ratio bare / supervised "
-          f"{statistics.median(cb) / statistics.median(cs):.3f}")  # fmt: skip
+          f"{statistics.median(cb) / statistics.median(cs):.3f}; per pair {spread(cpu_ratios, '{:.3f}')}")  # fmt: skip
     return bare_step
 
 

@@ -9,12 +9,15 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+import pytest
+
 from gaudi_tui.core.jobs import runfolder
-from gaudi_tui.core.jobs.insight import findings
+from gaudi_tui.core.jobs.insight import findings, report
 from gaudi_tui.core.jobs.insight.report import InsightWatcher
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec
 from gaudi_tui.core.jobs.status import JobStatus, ProcRef
+from gaudi_tui.core.jobs.tailing import AppendReader
 
 DATA = Path(__file__).parent / "data"
 T0 = time.time() - 1000
@@ -191,3 +194,26 @@ def test_hl_smi_memory_of_the_jobs_cards_is_the_fallback() -> None:
     logged = make_run(cards=(3,))
     write_logs(logged, range(1, 3), max_memory_mib=78.71 * 1024, total_memory_mib=94.62 * 1024)
     assert insight_of(logged).memory_source == "log" and insight_of(logged).findings == []
+
+
+def test_a_long_log_is_read_in_slices_to_the_same_insight(monkeypatch: pytest.MonkeyPatch) -> None:
+    """metrics.jsonl is read a slice at a time (never whole: a year-long run's is 200 MB), lines cut
+    between slices joined again; the insight is the one a single read gives."""
+    run = make_run()
+    write_logs(run, range(1, 201), max_memory_mib=90_000.0, total_memory_mib=96_000.0)
+    write_runtime(run.hpu_metrics_path, compiles_at(list(range(1, 201))))
+    whole = InsightWatcher(run)
+    whole.poll()
+    monkeypatch.setattr(report, "LOG_SLICE_BYTES", 1000)  # a line is ~130 bytes: most are cut
+    reads: list[int | None] = []
+    real = AppendReader.read_lines
+    monkeypatch.setattr(
+        AppendReader,
+        "read_lines",
+        lambda self, *a, **k: reads.append(k.get("at_most")) or real(self, *a, **k),
+    )
+    sliced = InsightWatcher(run)
+    sliced.poll()
+    assert len(reads) > 20 and set(reads) == {1000}
+    assert sliced.insight(now=T0 + 300) == whole.insight(now=T0 + 300)
+    assert len(sliced.insight().steps) == 200

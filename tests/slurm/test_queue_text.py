@@ -31,6 +31,25 @@ def test_only_the_changed_job_is_decoded_again() -> None:
     assert all(a is b for i, (a, b) in enumerate(zip(first, again, strict=True)) if i != 6)
 
 
+def test_a_scheduling_pass_that_changed_nothing_shown_decodes_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every job's `last_sched_evaluation` is new at each pass; the screen does not read it."""
+    assert not set(queue_text.UNREAD_CHURN) & set(model._READ)  # noqa: SLF001 - the fields read
+    data = json.loads((DATA / "squeue_all.json").read_text())
+    queue_text.jobs_from_text(json.dumps(data, indent=2))
+    for row in data["jobs"]:
+        row["last_sched_evaluation"] += 60
+    data["jobs"][2]["state_reason"] = "Dependency"
+    decoded: list[str] = []
+    loads = json.loads
+    monkeypatch.setattr(json, "loads", lambda text: decoded.append(text) or loads(text))
+    again = queue_text.jobs_from_text(json.dumps(data, indent=2))
+    monkeypatch.undo()
+    assert again == model.jobs_from_json(data) and again[2].reason == "Dependency"
+    assert sum(text.count('"job_id"') for text in decoded) == 1  # job 2 alone
+
+
 def test_another_layout_is_decoded_whole() -> None:
     data = json.loads((DATA / "squeue_all.json").read_text())
     compact = json.dumps(data)

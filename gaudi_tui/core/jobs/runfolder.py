@@ -12,6 +12,7 @@ import re
 import secrets
 import time
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from gaudi_tui.core import paths, settings
@@ -41,25 +42,28 @@ def runs_dir() -> Path:
 
 @dataclass(frozen=True)
 class RunFolder:
+    """One run's folder. The paths of the files a poll stats are made once (a list of a thousand
+    runs stats three of them in each at its first poll)."""
+
     path: Path
 
     @property
     def id(self) -> str:
         return self.path.name
 
-    @property
+    @cached_property
     def spec_path(self) -> Path:
         return self.path / "spec.toml"
 
-    @property
+    @cached_property
     def status_path(self) -> Path:
         return self.path / "status.json"
 
-    @property
+    @cached_property
     def metrics_path(self) -> Path:
         return self.path / "metrics.jsonl"
 
-    @property
+    @cached_property
     def log_path(self) -> Path:
         return self.path / "stdout.log"
 
@@ -67,7 +71,7 @@ class RunFolder:
     def checkpoints_dir(self) -> Path:
         return self.path / "checkpoints"
 
-    @property
+    @cached_property
     def stop_path(self) -> Path:
         return self.path / "STOP"
 

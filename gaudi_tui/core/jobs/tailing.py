@@ -39,9 +39,13 @@ class AppendReader:
         self.path = path
         self.offset = 0
         self.partial = b""
+        self.behind = 0
+        """Bytes written that the last read left for the next one (`at_most`)."""
 
-    def read_lines(self, max_bytes: int | None = None) -> tuple[list[str], int]:
-        """New complete lines, and how many bytes were skipped to honour `max_bytes`."""
+    def read_lines(self, max_bytes: int | None = None, at_most: int | None = None) -> tuple[list[str], int]:
+        """New complete lines, and how many bytes were skipped to honour `max_bytes` (the newest
+        `max_bytes` are kept). `at_most`: read no more than this many bytes now, the rest at the next
+        read (nothing skipped; `behind` says how many are left)."""
         try:
             size = self.path.stat().st_size
         except OSError:
@@ -54,13 +58,15 @@ class AppendReader:
         if max_bytes is not None and size - self.offset > max_bytes:
             skipped = size - max_bytes - self.offset
             self.offset, self.partial = size - max_bytes, b""
+        want = size - self.offset if at_most is None else min(size - self.offset, at_most)
         try:
             with self.path.open("rb") as fh:
                 fh.seek(self.offset)
-                chunk = fh.read(size - self.offset)
+                chunk = fh.read(want)
         except OSError:
             return [], 0
         self.offset += len(chunk)
+        self.behind = size - self.offset
         if skipped:
             chunk = chunk.split(b"\n", 1)[1] if b"\n" in chunk else b""  # drop the cut first line
         *complete, rest = chunk.split(b"\n")  # only the new bytes are searched

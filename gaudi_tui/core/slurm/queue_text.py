@@ -8,11 +8,17 @@ newline: splitting the text there is exact. Each job's text is the key of its pa
 the changed jobs go through `model.jobs_from_json` (which skips those whose fields it reads are
 unchanged); the rest of the document (`meta`, `errors`) is decoded as before. An answer laid out otherwise
 (another version, another indent) is decoded whole, as `Slurm.json` does.
+
+A job's text changes at every scheduling pass even when nothing shown changed: the controller
+rewrites `last_sched_evaluation` of each pending job. That field is not read (model._READ), so its
+line is cut from the answer before the jobs are compared: a pass that only re-evaluated the queue
+decodes nothing.
 """
 
 from __future__ import annotations
 
 import json
+import re
 
 from gaudi_tui.core.slurm.cli import SlurmError, answered
 from gaudi_tui.core.slurm.model import QueueJob, jobs_from_json
@@ -22,6 +28,10 @@ FIRST = "\n    {\n"
 BETWEEN = "\n    },\n    {\n"
 LAST = "\n    }\n  ]"
 WHAT = "the queue"
+UNREAD_CHURN = ("last_sched_evaluation",)
+"""Fields of a job that change without a change the screen shows, and that model.py does not read."""
+_CHURN = re.compile(r'\n      "(?:' + "|".join(UNREAD_CHURN) + r')": [0-9]+,(?=\n)')
+"""Their lines at a job's field indent (6 spaces), not the last field of a job (no comma)."""
 
 _PARSED: dict[str, QueueJob] = {}
 """Each job's text in the last answer → its QueueJob."""
@@ -45,7 +55,7 @@ def split(text: str) -> tuple[str, list[str]] | None:
 
 def jobs_from_text(text: str) -> list[QueueJob]:
     """Every job of an answer of `squeue --json` (a SlurmError when it is an error or not JSON)."""
-    parts = split(text)
+    parts = split(_CHURN.sub("", text))
     try:
         if parts is None:
             return jobs_from_json(answered(json.loads(text), "squeue", WHAT))

@@ -144,6 +144,8 @@ class TrainingScreen(PanelScreen):
         self._last_action.set()
         self._awake = threading.Event()
         self._awake.set()
+        self._list_drawn = threading.Event()
+        """Set once the list's first rows are on the screen: the charts' history is read after that."""
 
     def compose_body(self) -> ComposeResult:
         yield DataTable[str](id="jobs", cursor_type="row", zebra_stripes=True)
@@ -183,7 +185,7 @@ class TrainingScreen(PanelScreen):
         worker = get_current_worker()
         poller = JobsPoller(details_text, cluster_nodes)
         while not worker.is_cancelled:
-            message = poller.poll(self.selected)
+            message = poller.poll(self.selected, history=self._list_drawn.is_set())
             if message is not None:
                 self.post_message(message)
             if not poller.loading:  # a long history loads without a pause
@@ -225,6 +227,7 @@ class TrainingScreen(PanelScreen):
             newest = list(reversed(order))
             self._rows_shown += 1
             self._add_rows(self._rows_shown, newest[:FIRST_ROWS])
+            self.call_after_refresh(self._list_drawn.set)
             if newest[FIRST_ROWS:]:
                 self.call_after_refresh(self._add_rows, self._rows_shown, newest[FIRST_ROWS:])
             return

@@ -4,7 +4,8 @@ A poll posts the rows that changed (every row when a run appeared), the selected
 lines, its details when they changed, and its charts when new points came; a poll that changed
 nothing posts nothing. The charts come from a `ChartSeries` of the selected run only, read once
 and extended as lines arrive; a long history loads in slices, the charts redrawn every
-CHART_EVERY_S meanwhile.
+CHART_EVERY_S meanwhile. The history is not read while `history` is false (the screen's list is
+not drawn yet: a slice would hold the interpreter the first frame needs).
 """
 
 from __future__ import annotations
@@ -72,7 +73,8 @@ class JobsPoller:
         """The selected job's history is still being read."""
         return self.charts is not None and self.charts.behind > 0
 
-    def poll(self, selected: str | None) -> JobsPolled | None:
+    def poll(self, selected: str | None, history: bool = True) -> JobsPolled | None:
+        """What changed; the selected job's chart history is read only when `history` is true."""
         views = self.monitor.poll(eager=selected)
         order = [v.id for v in views] if len(views) != len(self.sent) else None
         changed = [v for v in views if self.sent.get(v.id) is not v]  # a settled row is the same object
@@ -80,19 +82,23 @@ class JobsPoller:
         selected = selected or (views[-1].id if views else None)
         watcher = self.monitor.watchers.get(selected) if selected else None
         detail = (
-            self._detail(self.sent[watcher.run.id], watcher.run, watcher.load_spec()) if watcher else None
+            self._detail(self.sent[watcher.run.id], watcher.run, watcher.load_spec(), history)
+            if watcher
+            else None
         )
         if changed or order is not None or detail is not None:
             return JobsPolled(changed, order, detail)
         return None
 
-    def _detail(self, view: JobView, run: runfolder.RunFolder, spec: JobSpec | None) -> Detail | None:
+    def _detail(
+        self, view: JobView, run: runfolder.RunFolder, spec: JobSpec | None, history: bool
+    ) -> Detail | None:
         reset = self.charts is None or self.charts.path != run.metrics_path
         if reset or self.tail is None or self.charts is None:
             self.tail = LogTail(run.log_path, max_lines=LOG_LINES)
             self.charts, self.charts_drawn, self.text = ChartSeries(run.metrics_path), 0.0, ""
         new_lines = self.tail.poll()
-        grew = not reset and self.charts.poll()  # the list first, then the history
+        grew = not reset and history and self.charts.poll()  # the list first, then the history
         now = time.monotonic()
         draw = grew and (not self.charts.behind or now - self.charts_drawn >= CHART_EVERY_S)
         if view.where and (self.nodes[0] != view.id or now - self.nodes[1] > NODES_EVERY_S):

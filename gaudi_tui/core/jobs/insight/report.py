@@ -33,6 +33,8 @@ from gaudi_tui.core.jobs.tailing import AppendReader
 TIME_UNIT_S = 1e-6
 """TotalTime's unit as assumed (unconfirmed: not stated in Intel's code or docs)."""
 POINTS = 4096
+LOG_SLICE_BYTES = 4 << 20
+"""metrics.jsonl is read this much at a time."""
 BANNER_BYTES = 16 * 2**20
 """stdout.log is searched for the bridge's banner only this far (it is printed at start)."""
 BANNER_CHUNK = 2**20
@@ -142,14 +144,17 @@ class InsightWatcher:
     def poll(self, catch_up: bool = False) -> None:
         """What was appended since the last poll (`catch_up`: every metrics file to its end)."""
         self.runtime.catch_up() if catch_up else self.runtime.poll()
-        lines, _ = self._log.read_lines()
-        for line in lines:
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(event, dict):
-                self._event(event)
+        while True:  # in slices: a long history is never held whole (1,000,000 lines: 200 MB)
+            lines, _ = self._log.read_lines(at_most=LOG_SLICE_BYTES)
+            for line in lines:
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(event, dict):
+                    self._event(event)
+            if not self._log.behind:
+                break
         hpu = self.spec is not None and self.spec.device == "hpu"
         if hpu and self.lazy_banner is None and self._banner_offset < BANNER_BYTES:
             self._read_banner()
