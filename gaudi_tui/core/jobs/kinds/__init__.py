@@ -65,6 +65,10 @@ class Kind(Protocol):
     name: str
     metrics_from_output: bool
     """Its metrics may be read from what it prints (so 'no metrics found' can be said)."""
+    one_task: bool
+    """Its job is one process using all the job's cards on one node (a model server: tensor
+    parallel over them), not one rank per card: a target that starts the ranks (Slurm) starts one
+    task holding every card."""
 
     def prepare(self, spec: JobSpec) -> JobSpec:
         """The spec after the target's preparation: the kind's own values resolved."""

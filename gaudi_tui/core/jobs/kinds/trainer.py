@@ -18,6 +18,7 @@ from gaudi_tui.core.jobs.validate import Problem, shared
 class TrainerKind:
     name = "trainer"
     metrics_from_output = False
+    one_task = False
 
     def prepare(self, spec: JobSpec) -> JobSpec:
         return spec
