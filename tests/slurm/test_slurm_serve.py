@@ -6,6 +6,7 @@ answer streamed, `s` drains and the job ends stopped; a server across nodes is r
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
@@ -17,7 +18,7 @@ from gaudi_tui.core.jobs.validate import InvalidSpec
 from gaudi_tui.core.serve import node, ready
 from tests.conftest import ROOT
 from tests.jobs.conftest import log_tail, wait_done, wait_for
-from tests.serve.conftest import chat, need_serving, wait_ready
+from tests.serve.conftest import chat, need_serving, open_stream, wait_ready
 from tests.slurm.cluster import SlurmTestCluster
 from tests.slurm.test_slurm_jobs import CPU
 
@@ -60,7 +61,12 @@ def test_a_served_model_on_a_node_becomes_ready_at_its_address_answers_and_drain
     status, streamed = chat(info["url"], info["model"], "Hello", stream=True)
     assert status == 200 and streamed.strip(), streamed
 
+    stream = open_stream(info["url"], info["model"], "Tell me a story", max_tokens=200)
+    while not stream.readline().startswith(b"data: "):
+        pass
     control.stop(run)  # s: SIGINT to the task (the server), scancel after kill_grace_s
+    chunks = [json.loads(x[6:]) for x in stream.read().decode().splitlines() if x.startswith("data: {")]
+    assert chunks and chunks[-1]["choices"][0]["finish_reason"] in ("stop", "length"), chunks[-1:]  # drained
     assert wait_done(run, 120) == "stopped", log_tail(run)
     assert "SIGINT sent to the ranks" in run.log_path.read_text()
     after = ready.read(run.path)
@@ -75,3 +81,16 @@ def test_a_server_across_nodes_is_refused_before_queueing(slurm: SlurmTestCluste
     assert "a model server runs on one node (2 asked)" in str(caught.value)
     assert len(runfolder.all_runs()) == before
     wait_for(lambda: "gaudi-tui" not in slurm.run("squeue", "-h", "-o", "%j").stdout, 5, "nothing queued")
+
+
+def test_a_job_that_exits_0_on_the_stops_sigint_ends_stopped_not_succeeded(slurm: SlurmTestCluster) -> None:
+    """As a server may (vLLM exits 0 on SIGINT): the job ends COMPLETED after the stop's SIGINT."""
+    code = "import signal,sys,time; signal.signal(signal.SIGINT, lambda *a: sys.exit(0)); print('armed', flush=True); time.sleep(300)"  # noqa: E501
+    spec = from_mapping({"kind": "command", "target": "slurm", "device": "cpu", "slurm_nodes": 1,
+                         "slurm_cards_per_node": 1, "kill_grace_s": 30.0, "command": [sys.executable, "-c", code]})  # fmt: skip
+    run = control.submit(spec, CPU)
+    wait_for(lambda: run.log_path.is_file() and "armed" in run.log_path.read_text(), 60, "the handler set")
+    control.stop(run)
+    assert wait_done(run, 60) == "stopped", log_tail(run)
+    job = slurm_record.read(run)
+    assert job is not None and job.state == "COMPLETED"
