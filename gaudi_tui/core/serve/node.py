@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from gaudi_tui.core.jobs.status import write_atomic
+from gaudi_tui.core.serve import engines
 
 NODE_FILE = "serve-node.json"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -29,7 +30,8 @@ SCONTROL_S = 10.0
 
 
 def node_address(env: Mapping[str, str]) -> str:
-    """The node's address as Slurm knows it (NodeAddr), else its host name."""
+    """The node's address as Slurm knows it (NodeAddr, when it is an address or a host name), else
+    its host name."""
     name = env.get("SLURMD_NODENAME", "")
     if name:
         try:
@@ -40,8 +42,9 @@ def node_address(env: Mapping[str, str]) -> str:
         except (OSError, subprocess.SubprocessError):
             out = ""
         for word in out.split():
-            if word.startswith("NodeAddr=") and len(word) > len("NodeAddr="):
-                return word.split("=", 1)[1]
+            address = word.split("=", 1)[1] if word.startswith("NodeAddr=") else ""
+            if address and engines.host_problem(address) is None:  # the cluster's word is checked
+                return address
     return socket.gethostname()
 
 
