@@ -6,6 +6,7 @@ answer streamed, `s` drains and the job ends stopped; a server across nodes is r
 from __future__ import annotations
 
 import json
+import socket
 import sys
 
 import pytest
@@ -71,6 +72,21 @@ def test_a_served_model_on_a_node_becomes_ready_at_its_address_answers_and_drain
     assert "SIGINT sent to the ranks" in run.log_path.read_text()
     after = ready.read(run.path)
     assert after is not None and after["ready"] is False
+
+
+@pytest.mark.slow
+def test_a_port_in_use_on_the_node_fails_the_job_with_its_fix(slurm: SlurmTestCluster) -> None:
+    holder = socket.socket()
+    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    holder.bind(("127.0.0.1", 0))  # the loopback cluster's NodeAddr: the node's address is taken
+    holder.listen()
+    try:  # the login host cannot try the node's port: the server itself finds it in use
+        run = control.submit(serve_spec(serve_port=holder.getsockname()[1]), CPU)
+        assert wait_done(run, 120) == "failed", log_tail(run)
+    finally:
+        holder.close()
+    error = run.status().error or ""  # type: ignore[union-attr]
+    assert "address already in use" in error and "fix: the port is in use" in error, error
 
 
 def test_a_server_across_nodes_is_refused_before_queueing(slurm: SlurmTestCluster) -> None:

@@ -146,6 +146,11 @@ class Kind(Protocol):
         """Where a finished job left its result, after 'already finished' ('' when nothing to add)."""
         ...
 
+    def failure_words(self, run: RunFolder) -> str | None:
+        """Why a failed attempt failed and its fix, where the kind knows its output (a server's
+        port in use, out of memory in warm-up); None: the target's own reading of the log."""
+        ...
+
     def launcher_words(self, spec: JobSpec) -> str:
         """How its processes start, for the job summary: 'single', 'torchrun', 'direct'."""
         ...

@@ -101,6 +101,9 @@ class CommandKind:
     def finished_words(self, run: RunFolder) -> str:
         return ""  # its results are wherever the command wrote them
 
+    def failure_words(self, run: RunFolder) -> str | None:
+        return None
+
     def launcher_words(self, spec: JobSpec) -> str:
         return "started by hand" if command.is_attach(spec) else spec.command_launcher
 

@@ -115,6 +115,11 @@ class ServeKind(CommandKind):
     def finished_words(self, run: RunFolder) -> str:
         return ""
 
+    def failure_words(self, run: RunFolder) -> str | None:
+        from gaudi_tui.core.jobs.kinds.serve_supervise import failure
+
+        return failure(run.log_path)
+
     def launcher_words(self, spec: JobSpec) -> str:
         return f"{spec.serve_engine} serve"
 

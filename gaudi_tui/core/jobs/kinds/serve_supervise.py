@@ -44,9 +44,8 @@ class ServeSupervision(CommandSupervision):
         status = attempt.status()
         if status.state != "failed":
             return
-        found = warmup.explain(_tail(attempt.run.log_path))
-        if found is not None:
-            attempt.save(error=found.words())
+        if (words := failure(attempt.run.log_path)) is not None:
+            attempt.save(error=words)
 
 
 class CannotServe(Exception):
@@ -107,6 +106,12 @@ def _say(log: Path, text: str) -> None:
 
 
 TAIL_BYTES = 64 * 1024
+
+
+def failure(log: Path) -> str | None:
+    """What the end of a failed server's log tells, with the fix (`warmup.explain`), or None."""
+    found = warmup.explain(_tail(log))
+    return found.words() if found is not None else None
 
 
 def _tail(log: Path) -> str:

@@ -74,6 +74,9 @@ class TrainerKind:
     def finished_words(self, run: RunFolder) -> str:
         return f"; its weights are in {run.model_dir}"
 
+    def failure_words(self, run: RunFolder) -> str | None:
+        return None
+
     def launcher_words(self, spec: JobSpec) -> str:
         return spec.launcher
 

@@ -355,5 +355,6 @@ def finish(follow: Follow, state: str) -> None:
             f"Slurm's time limit ended job {job_id} (TIMEOUT): resumable from the newest complete checkpoint",
         )
     else:
-        result, error = "failed", error_from_log(run.log_path) or f"Slurm job {job_id} ended {state}"
+        told = kinds.for_spec(attempt.spec).failure_words(run) or error_from_log(run.log_path)
+        result, error = "failed", told or f"Slurm job {job_id} ended {state}"
     attempt.save(state=result, ended=time.time(), error=error)
