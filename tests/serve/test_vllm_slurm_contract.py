@@ -12,12 +12,12 @@ from pathlib import Path
 
 from gaudi_tui.core.jobs.kinds import serve_cluster, serve_kind, serve_supervise
 from gaudi_tui.core.jobs.runfolder import RunFolder
-from gaudi_tui.core.jobs.spec import from_mapping, preset
+from gaudi_tui.core.jobs.spec import JobSpec, from_mapping, preset
 from gaudi_tui.core.jobs.targets.slurm import checks, script
 from gaudi_tui.core.serve import node
 
 
-def slurm_vllm_spec(**values: object):  # type: ignore[no-untyped-def]
+def slurm_vllm_spec(**values: object) -> JobSpec:
     spec = from_mapping(
         {"serve_engine": "vllm", "target": "slurm", "slurm_cards_per_node": 4, "slurm_gres": "gpu", **values},
         base=preset("serve a model"),

@@ -1,11 +1,14 @@
 """A model server as a Slurm job on the real loopback cluster: a real `transformers serve` of the demo
 model in one task on one node, its address chosen on the node (the loopback host it was given
 becomes the node's NodeAddr) and read back into serve.json, ready probed from the panel's host, an
-answer streamed, `s` drains and the job ends stopped; a server across nodes is refused."""
+answer streamed, `s` drains and the job ends stopped; a new supervisor re-attaches and finds it ready
+again; a port taken on the node fails the job with its fix; a server across nodes is refused."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import socket
 import sys
 
@@ -72,6 +75,29 @@ def test_a_served_model_on_a_node_becomes_ready_at_its_address_answers_and_drain
     assert "SIGINT sent to the ranks" in run.log_path.read_text()
     after = ready.read(run.path)
     assert after is not None and after["ready"] is False
+
+
+@pytest.mark.slow
+def test_a_new_supervisor_reattaches_to_the_server_and_finds_it_ready_again(slurm: SlurmTestCluster) -> None:
+    run = control.submit(serve_spec(), CPU)
+    first = wait_ready(run)
+    supervisor = run.status().supervisor  # type: ignore[union-attr]
+    assert supervisor is not None
+    os.kill(supervisor.pid, signal.SIGKILL)  # the panel's host loses its supervisor; the job runs on
+    wait_for(lambda: not supervisor.alive(), 10, "the supervisor to die")
+    assert control.resume(run).startswith("re-attached: Slurm job")
+    again = wait_for(
+        lambda: (
+            (i := ready.read(run.path)) is not None and i["ready"] and i["ready_at"] > first["ready_at"] and i
+        ),
+        120,
+        "the new supervisor to find it ready",
+    )
+    assert again["url"] == first["url"] and again["model"] == first["model"]  # type: ignore[index]
+    status, answer = chat(first["url"], first["model"], "Hello")
+    assert status == 200 and answer.strip(), answer
+    control.stop(run)
+    assert wait_done(run, 120) == "stopped", log_tail(run)
 
 
 @pytest.mark.slow
