@@ -114,8 +114,9 @@ def env(spec: JobSpec, cache_root: Path, model_key: str) -> dict[str, str]:
     return {**own, **spec.env}
 
 
-def problems(spec: JobSpec, env_now: Mapping[str, str]) -> list[Problem]:
-    """Every problem with the serve settings themselves (the model is `model.py`'s)."""
+def problems(spec: JobSpec, env_now: Mapping[str, str], here: bool = True) -> list[Problem]:
+    """Every problem with the serve settings themselves (the model is `model.py`'s); the vllm
+    command is looked for only where the server runs on this host (`here`)."""
     out: list[Problem] = []
     if (why := host_problem(spec.serve_host)) is not None:
         out.append(Problem("serve_host", why))
@@ -135,7 +136,7 @@ def problems(spec: JobSpec, env_now: Mapping[str, str]) -> list[Problem]:
         if is_secret(name)
     ]
     if spec.serve_engine == "vllm":
-        out += _vllm_problems(spec, env_now)
+        out += _vllm_problems(spec, env_now, here)
     elif missing := _missing(TRANSFORMERS_SERVE):
         out.append(
             Problem(
@@ -197,7 +198,7 @@ def _key_problems(spec: JobSpec, env_now: Mapping[str, str]) -> list[Problem]:
     return []
 
 
-def _vllm_problems(spec: JobSpec, env_now: Mapping[str, str]) -> list[Problem]:
+def _vllm_problems(spec: JobSpec, env_now: Mapping[str, str], here: bool) -> list[Problem]:
     out: list[Problem] = []
     if spec.device not in ("hpu", "cuda"):
         out.append(
@@ -205,7 +206,7 @@ def _vllm_problems(spec: JobSpec, env_now: Mapping[str, str]) -> list[Problem]:
                 "serve_engine", f"vllm serves on Gaudi (hpu) here, not on {spec.device}: choose transformers"
             )
         )
-    if vllm_program(env_now) is None:
+    if here and vllm_program(env_now) is None:
         out.append(
             Problem(
                 "serve_engine",

@@ -13,7 +13,7 @@ import http.client
 import json
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -80,8 +80,18 @@ class ReadyWatch:
     """A thread that follows the server's log for its warm-up and probes it until it is ready (then
     writes serve.json once more) or `close` is called."""
 
-    def __init__(self, run_path: Path, log: Path, info: dict[str, Any], api_key: str | None) -> None:
+    def __init__(
+        self,
+        run_path: Path,
+        log: Path,
+        info: dict[str, Any],
+        api_key: str | None,
+        locate: Callable[[], Mapping[str, str] | None] | None = None,
+    ) -> None:
+        """`locate`: where the url is known only once the server chose it on its node (`info`'s
+        url empty until then; `node.py`): the url and model when known, else None."""
         self.run_path = run_path
+        self.locate = locate
         self.log = log
         self.info = dict(info, ready=False, ready_at=None, warmup="")
         self.warmup = WarmupReader()
@@ -102,6 +112,12 @@ class ReadyWatch:
     def _loop(self) -> None:
         while not self._stop.wait(POLL_S):
             if self.follow(time.time()):
+                write(self.run_path, self.info)
+            if not self.info["url"]:
+                found = self.locate() if self.locate is not None else None
+                if found is None:
+                    continue
+                self.info.update(found)
                 write(self.run_path, self.info)
             if probe(self.info["url"], self.info["model"], self._api_key):
                 self.info.update(ready=True, ready_at=time.time())
@@ -143,4 +159,5 @@ def note(run_path: Path) -> str:
         return ""
     if info.get("ready"):
         return f"ready: {info['url']} ({info['engine']})"
-    return str(info.get("warmup") or "") or f"starting {info['engine']} serve on {info['url']}"
+    where = f"on {info['url']}" if info["url"] else "(its node chooses the address)"
+    return str(info.get("warmup") or "") or f"starting {info['engine']} serve {where}"

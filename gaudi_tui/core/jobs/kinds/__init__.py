@@ -65,6 +65,10 @@ class Kind(Protocol):
     name: str
     metrics_from_output: bool
     """Its metrics may be read from what it prints (so 'no metrics found' can be said)."""
+    one_task: bool
+    """Its job is one process using all the job's cards on one node (a model server: tensor
+    parallel over them), not one rank per card: a target that starts the ranks (Slurm) starts one
+    task holding every card."""
 
     def prepare(self, spec: JobSpec) -> JobSpec:
         """The spec after the target's preparation: the kind's own values resolved."""
@@ -140,6 +144,11 @@ class Kind(Protocol):
 
     def finished_words(self, run: RunFolder) -> str:
         """Where a finished job left its result, after 'already finished' ('' when nothing to add)."""
+        ...
+
+    def failure_words(self, run: RunFolder) -> str | None:
+        """Why a failed attempt failed and its fix, where the kind knows its output (a server's
+        port in use, out of memory in warm-up); None: the target's own reading of the log."""
         ...
 
     def launcher_words(self, spec: JobSpec) -> str:

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from gaudi_tui.core.jobs import targets
-from gaudi_tui.core.jobs.kinds import ClusterEntry, command, command_cluster
+from gaudi_tui.core.jobs.kinds import ClusterEntry, OutputWatch, command, command_cluster
 from gaudi_tui.core.jobs.kinds.command_follow import OutputFollower
 from gaudi_tui.core.jobs.kinds.command_supervise import CommandSupervision
 from gaudi_tui.core.jobs.runfolder import RunFolder, checkpoint_step
@@ -19,6 +19,7 @@ from gaudi_tui.core.jobs.validate import Problem
 class CommandKind:
     name = "command"
     metrics_from_output = True
+    one_task = False
 
     def prepare(self, spec: JobSpec) -> JobSpec:
         return command.prepare(spec)
@@ -60,7 +61,7 @@ class CommandKind:
 
     def output_follower(
         self, run: RunFolder, spec: JobSpec, resume: Path | None, attach: bool
-    ) -> OutputFollower:
+    ) -> OutputWatch:
         if not attach:
             (run.path / command.WRAPPER_MARKER).unlink(missing_ok=True)  # set again by this attempt's Trainer
         return OutputFollower(
@@ -99,6 +100,9 @@ class CommandKind:
 
     def finished_words(self, run: RunFolder) -> str:
         return ""  # its results are wherever the command wrote them
+
+    def failure_words(self, run: RunFolder) -> str | None:
+        return None
 
     def launcher_words(self, spec: JobSpec) -> str:
         return "started by hand" if command.is_attach(spec) else spec.command_launcher

@@ -2,7 +2,8 @@
 cards, under the command kind's life cycle. The serve settings become an argument list
 (`core/serve/engines.py`) and the command machinery supervises it (`serve_supervise.py`): its own
 session, every process recorded, `s` = SIGINT (the server finishes the requests in flight and exits),
-then SIGTERM, then SIGKILL `kill_grace_s` apart; `k k` kills. Runs on this host (target local)."""
+then SIGTERM, then SIGKILL `kill_grace_s` apart; `k k` kills. Runs on this host (target local), or
+as one task holding the cards of one Slurm node (`serve_cluster.py`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from gaudi_tui.core import paths
+from gaudi_tui.core.jobs import targets
+from gaudi_tui.core.jobs.kinds import OutputWatch, serve_cluster
 from gaudi_tui.core.jobs.kinds.command_kind import CommandKind
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec
@@ -23,13 +26,18 @@ from gaudi_tui.core.serve import engines, model, ready
 class ServeKind(CommandKind):
     name = "serve"
     metrics_from_output = False
+    one_task = True
 
     def prepare(self, spec: JobSpec) -> JobSpec:
-        """The engine and port resolved (0: a free port now), the engine's knobs under the spec's env."""
+        """The engine and port resolved (0: a free port now; on a cluster's node, chosen there), the
+        engine's knobs under the spec's env."""
         from gaudi_tui.core.jobs.launch import free_port
 
         engine = engines.choose(spec, {**os.environ, **spec.env})
-        spec = replace(spec, serve_engine=engine, serve_port=spec.serve_port or free_port())
+        on_node = targets.for_spec(spec).starts_ranks
+        spec = replace(
+            spec, serve_engine=engine, serve_port=spec.serve_port or (0 if on_node else free_port())
+        )
         return replace(spec, env=engines.env(spec, recipe_cache(), spec.serve_model))
 
     def validate(
@@ -41,14 +49,21 @@ class ServeKind(CommandKind):
         here: bool,
         starts_ranks: bool = False,
     ) -> list[Problem]:
-        if not here or starts_ranks:
-            return [*own, Problem("target", "a model server runs on this host for now: choose target local")]
-        out = [*own, *engines.problems(spec, env)]
+        if not here and not starts_ranks:
+            return [
+                *own,
+                Problem(
+                    "target", "a model server runs on this host or on Slurm: choose target local or slurm"
+                ),
+            ]
+        out = [*own, *engines.problems(spec, env, here=here)]
+        if starts_ranks:
+            out += serve_cluster.problems(spec)
         try:
             model.resolve(spec.serve_model)
         except model.ServeRefused as exc:
             out.append(Problem("serve_model", str(exc)))
-        if not any(p.field in ("serve_host", "serve_port") for p in out) and port_taken(spec):
+        if here and not any(p.field in ("serve_host", "serve_port") for p in out) and port_taken(spec):
             out.append(
                 Problem(
                     "serve_port",
@@ -62,6 +77,20 @@ class ServeKind(CommandKind):
         from gaudi_tui.core.jobs.kinds.serve_supervise import supervise
 
         return supervise(attempt)
+
+    def rank_argv(self, run: RunFolder, spec: JobSpec, resume: Path | None) -> list[str]:
+        return serve_cluster.rank_argv(run)
+
+    def rank_env(self, run: RunFolder, spec: JobSpec, base: Mapping[str, str]) -> dict[str, str]:
+        return serve_cluster.rank_env(run, spec, base)
+
+    def rank_cwd(self, run: RunFolder, spec: JobSpec) -> Path:
+        return run.path
+
+    def output_follower(
+        self, run: RunFolder, spec: JobSpec, resume: Path | None, attach: bool
+    ) -> OutputWatch:
+        return serve_cluster.SlurmServeWatch(run, spec)
 
     def newest_checkpoint(self, run: RunFolder, spec: JobSpec, target_says: Path | None) -> Path | None:
         return None  # a server starts again from its model
@@ -85,6 +114,11 @@ class ServeKind(CommandKind):
 
     def finished_words(self, run: RunFolder) -> str:
         return ""
+
+    def failure_words(self, run: RunFolder) -> str | None:
+        from gaudi_tui.core.jobs.kinds.serve_supervise import failure
+
+        return failure(run.log_path)
 
     def launcher_words(self, spec: JobSpec) -> str:
         return f"{spec.serve_engine} serve"

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 from gaudi_tui.core.jobs.kinds.command_supervise import CommandSupervision
+from gaudi_tui.core.jobs.spec import JobSpec
 from gaudi_tui.core.jobs.targets import Attempt
 from gaudi_tui.core.serve import engines, model, ready, warmup
 
@@ -42,41 +44,59 @@ class ServeSupervision(CommandSupervision):
         status = attempt.status()
         if status.state != "failed":
             return
-        found = warmup.explain(_tail(attempt.run.log_path))
-        if found is not None:
-            attempt.save(error=found.words())
+        if (words := failure(attempt.run.log_path)) is not None:
+            attempt.save(error=words)
 
 
-def supervise(attempt: Attempt) -> int:
-    run, spec = attempt.run, attempt.spec
+class CannotServe(Exception):
+    """The model cannot be served (refused, or its adapter could not be merged)."""
+
+
+def server(run_path: Path, spec: JobSpec, say: Callable[[str], None]) -> tuple[list[str], str]:
+    """The server's argv for a prepared spec (host and port decided) and the model id it answers
+    to: the model resolved, an adapter merged once into the run folder for `transformers serve`.
+    Runs where the server starts (the supervisor here, or the node: `worker/slurm_serve.py`)."""
     try:
         served = model.resolve(spec.serve_model)
         load, adapter = served.load, None
         if served.adapter is not None and spec.serve_engine == "vllm":
             adapter = (served.adapter_name, served.adapter)
         elif served.adapter is not None:
-            _say(run.log_path, f"merging the adapter {served.adapter} into {run.path / MERGED_DIR} (once)")
+            say(f"merging the adapter {served.adapter} into {run_path / MERGED_DIR} (once)")
             from gaudi_tui.core.serve.merge import merged
 
-            load = str(merged(served.load, served.adapter, run.path / MERGED_DIR, spec.trust_remote_code))
+            load = str(merged(served.load, served.adapter, run_path / MERGED_DIR, spec.trust_remote_code))
     except (model.ServeRefused, OSError, ValueError, ImportError, RuntimeError) as exc:
-        attempt.save(state="failed", ended=time.time(), error=f"cannot serve {spec.serve_model}: {exc}")
+        raise CannotServe(f"cannot serve {spec.serve_model}: {exc}") from None
+    return engines.argv(spec, load, adapter), engines.served_id(spec, load, adapter)
+
+
+def api_key(spec: JobSpec) -> str | None:
+    """The key from the variable the spec names (never in the spec, the argv or a log)."""
+    return os.environ.get(spec.serve_api_key_env) if spec.serve_api_key_env else None
+
+
+def info(spec: JobSpec, url: str, served: str) -> dict[str, object]:
+    """serve.json's first values (`ready.py`)."""
+    return {"url": url, "model": served, "engine": spec.serve_engine, "api_key_env": spec.serve_api_key_env}
+
+
+def supervise(attempt: Attempt) -> int:
+    run, spec = attempt.run, attempt.spec
+    try:
+        argv, served = server(run.path, spec, lambda text: _say(run.log_path, text))
+    except CannotServe as exc:
+        attempt.save(state="failed", ended=time.time(), error=str(exc))
         return 1
-    api_key = os.environ.get(spec.serve_api_key_env) if spec.serve_api_key_env else None
-    if api_key:
-        os.environ[engines.API_KEY_VAR] = api_key  # this supervisor's own environment: the server inherits it
-    argv = engines.argv(spec, load, adapter)
+    key = api_key(spec)
+    if key:
+        os.environ[engines.API_KEY_VAR] = key  # this supervisor's own environment: the server inherits it
     runnable = replace(
         spec, command=tuple(argv), command_launcher="direct", wrap_trainer=False, metrics_source="json",
         workdir=str(run.path),
     )  # fmt: skip
-    info = {
-        "url": ready.url_of(spec.serve_host, spec.serve_port),
-        "model": engines.served_id(spec, load, adapter),
-        "engine": spec.serve_engine,
-        "api_key_env": spec.serve_api_key_env,
-    }
-    watch = ready.ReadyWatch(run.path, run.log_path, info, api_key)
+    first = info(spec, ready.url_of(spec.serve_host, spec.serve_port), served)
+    watch = ready.ReadyWatch(run.path, run.log_path, first, key)
     return ServeSupervision(watch).supervise(replace(attempt, spec=runnable))
 
 
@@ -86,6 +106,12 @@ def _say(log: Path, text: str) -> None:
 
 
 TAIL_BYTES = 64 * 1024
+
+
+def failure(log: Path) -> str | None:
+    """What the end of a failed server's log tells, with the fix (`warmup.explain`), or None."""
+    found = warmup.explain(_tail(log))
+    return found.words() if found is not None else None
 
 
 def _tail(log: Path) -> str:

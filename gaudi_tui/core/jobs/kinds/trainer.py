@@ -18,6 +18,7 @@ from gaudi_tui.core.jobs.validate import Problem, shared
 class TrainerKind:
     name = "trainer"
     metrics_from_output = False
+    one_task = False
 
     def prepare(self, spec: JobSpec) -> JobSpec:
         return spec
@@ -72,6 +73,9 @@ class TrainerKind:
 
     def finished_words(self, run: RunFolder) -> str:
         return f"; its weights are in {run.model_dir}"
+
+    def failure_words(self, run: RunFolder) -> str | None:
+        return None
 
     def launcher_words(self, spec: JobSpec) -> str:
         return spec.launcher

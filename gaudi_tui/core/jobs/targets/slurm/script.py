@@ -1,6 +1,7 @@
 """The batch script of one attempt (kept in the run folder as `slurm/attempt-N.sbatch`).
 
-One srun task per card: `srun` starts `worker/slurm_rank.py` once per rank on every node; the
+One srun task per card, or one task holding every card of its node for a kind that is one process
+(`Kind.one_task`: a model server, tensor parallel over the cards): `srun` starts `worker/slurm_rank.py` once per rank on every node; the
 wrapper maps Slurm's allocation to the rank's environment (RANK, WORLD_SIZE, LOCAL_RANK,
 MASTER_ADDR/PORT, HABANA_VISIBLE_MODULES) and execs the rank's own argv. The batch shell waits for
 srun in the background so a trapped USR1 (sent by Slurm 120 s before the time limit when there is
@@ -23,6 +24,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from gaudi_tui.core.jobs import kinds
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec
 
@@ -110,6 +112,11 @@ def gres(spec: JobSpec) -> str | None:
     return f"{spec.slurm_gres}{kind}:{spec.slurm_cards_per_node}"
 
 
+def tasks_per_node(spec: JobSpec) -> int:
+    """One task per card, or one for all of them where the kind is one process (`Kind.one_task`)."""
+    return 1 if kinds.for_spec(spec).one_task else spec.slurm_cards_per_node
+
+
 def script_path(run: RunFolder, attempt: int) -> Path:
     return run.path / "slurm" / f"attempt-{attempt}.sbatch"
 
@@ -127,7 +134,7 @@ def options(spec: JobSpec, run: RunFolder, attempt: int) -> list[str]:
     own: dict[str, str | None] = {
         "job-name": job_name(run, attempt),
         "nodes": str(spec.slurm_nodes),
-        "ntasks-per-node": str(spec.slurm_cards_per_node),
+        "ntasks-per-node": str(tasks_per_node(spec)),
         "output": output_pattern(run),
         "open-mode": "append",
         "chdir": str(run.path),
@@ -162,7 +169,7 @@ def render(
         *(f"#   {_comment(shlex.quote(o))}" for o in options(spec, run, attempt)),
     ]
     srun = [
-        "srun", "--kill-on-bad-exit=1", f"--ntasks-per-node={spec.slurm_cards_per_node}",
+        "srun", "--kill-on-bad-exit=1", f"--ntasks-per-node={tasks_per_node(spec)}",
         f"--chdir={cwd or run.path}",
         python or sys.executable, "-m", RANK_MODULE, "--run", str(run.path), "--gres", spec.slurm_gres, "--",
         *rank_argv,

@@ -326,7 +326,7 @@ def watch(follow: Follow) -> str:
 def finish(follow: Follow, state: str) -> None:
     attempt, run, job_id = follow.attempt, follow.run, follow.record.job_id
     end = last_end_event(run.metrics_path, follow.record.metrics_base or 0)
-    stopped = bool(end and end.get("stopped"))
+    stopped = bool(end and end.get("stopped")) or follow.interrupted  # or it exited 0 on our SIGINT
     killed = attempt.kill_requested.is_set() or attempt.status().kill_requested
     if state == "GONE":
         state = ("COMPLETED" if end is not None else "FAILED") if not killed else "CANCELLED"
@@ -355,5 +355,6 @@ def finish(follow: Follow, state: str) -> None:
             f"Slurm's time limit ended job {job_id} (TIMEOUT): resumable from the newest complete checkpoint",
         )
     else:
-        result, error = "failed", error_from_log(run.log_path) or f"Slurm job {job_id} ended {state}"
+        told = kinds.for_spec(attempt.spec).failure_words(run) or error_from_log(run.log_path)
+        result, error = "failed", told or f"Slurm job {job_id} ended {state}"
     attempt.save(state=result, ended=time.time(), error=error)
