@@ -83,12 +83,17 @@ def test_crashing_check_becomes_a_failed_result(tmp_path: Path) -> None:
 def test_cancel_returns_promptly_and_leaves_no_child(tmp_path: Path) -> None:
     ctx = make_ctx(tmp_path, {"FAKE_HPU_IMPORT_SLEEP": "60"})
     results: list[CheckResult] = []
-    runner = threading.Thread(target=lambda: results.extend(run_checks([PLUGIN, sleeper(0, "quick")], ctx)))
+    seen: list[str] = []
+    checks = [PLUGIN, sleeper(0, "quick")]
+    runner = threading.Thread(
+        target=lambda: results.extend(run_checks(checks, ctx, on_result=lambda r: seen.append(r.id)))
+    )
     runner.start()
-    deadline = time.monotonic() + 10
-    while not probe_children() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    deadline = time.monotonic() + 60
+    while not (probe_children() and seen) and time.monotonic() < deadline:
+        time.sleep(0.05)  # the cancel comes once the child runs and the quick check has reported
     assert probe_children(), "the probe child never started"
+    assert seen == ["quick"]
     ctx.cancel.set()
     runner.join(3)
     assert not runner.is_alive()
