@@ -64,8 +64,8 @@ def test_a_long_history_is_not_parsed_for_its_row(tmp_path: Path, monkeypatch: p
     lines = [event("begin", 0, max_steps=20_000), *(log(s, 1.0) for s in range(1, 20_001))]
     path.write_text("".join(lines) + event("save", 20_000, checkpoint="c") + event("end", 20_000))
     parsed: list[bytes] = []
-    real = summary._events  # noqa: SLF001 - counting the lines it parses
-    monkeypatch.setattr(summary, "_events", lambda line: parsed.append(line) or real(line))
+    real = summary.event_of  # counting the lines it parses
+    monkeypatch.setattr(summary, "event_of", lambda line: parsed.append(line) or real(line))
     reader = SummaryReader(path)
     reader.poll()
     assert row_of(reader) == (20_000, 50, 1.0, "c", 1.0, True)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gaudi_tui.core.chat.errors import ChatError
+from gaudi_tui.core.jobs.summary import event_of
 
 SHARD_NAME = re.compile(r"[\w.-]+")
 """A shard's file name as an index may name it (no folder, no `..`): the index is not trusted."""
@@ -116,11 +117,8 @@ def _saved(metrics: Path) -> list[Path]:
             for line in fh:
                 if '"save"' not in line:
                     continue
-                try:
-                    event = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(event, dict) and event.get("event") == "save":
+                event = event_of(line)
+                if event is not None and event.get("event") == "save":
                     if isinstance(where := event.get("checkpoint"), str) and where:
                         out.append(Path(where))
     except OSError:

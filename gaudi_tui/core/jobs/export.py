@@ -10,7 +10,6 @@ and written by pandas (parquet through pyarrow).
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from array import array
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gaudi_tui.core.jobs.runfolder import RunFolder
+from gaudi_tui.core.jobs.summary import event_of
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -65,11 +65,7 @@ class Columns:
         code, attempt = len(self.runs), 0
         self.runs.append(run.id)
         for line in lines_of(run.metrics_path):
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
-            if not isinstance(event, dict):
+            if (event := event_of(line)) is None:
                 continue
             kind = event.get("event")
             if kind == "begin" or (kind in ROWS and attempt == 0):

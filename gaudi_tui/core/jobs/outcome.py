@@ -6,9 +6,10 @@ with one line starting `ERROR_PREFIX`.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
+
+from gaudi_tui.core.jobs.summary import event_of
 
 ERROR_PREFIX = "gaudi-tui job error: "
 _EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Interrupt)\b:?.*")
@@ -45,11 +46,7 @@ def last_end_event(path: Path, since: int = 0) -> dict | None:
     except OSError:
         return None
     for line in reversed(lines):
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(event, dict):
+        if (event := event_of(line)) is None:
             continue
         if event.get("event") == "begin":
             return None

@@ -78,7 +78,8 @@ class MetricsSummary:
         return True
 
 
-def _events(line: bytes) -> dict | None:
+def event_of(line: bytes | str) -> dict | None:
+    """One line of metrics.jsonl as its event, or None for a line that is not a JSON object."""
     try:
         event = json.loads(line)
     except ValueError:
@@ -165,7 +166,7 @@ def read_backwards(path: Path, end: int) -> MetricsSummary:
             if not any(w in chunk for w in words):
                 continue
             for line in reversed(chunk.split(b"\n")):
-                if any(w in line for w in words) and (event := _events(line)) is not None:
+                if any(w in line for w in words) and (event := event_of(line)) is not None:
                     scan.take(event)
                     words = scan.needs()
                     if not words:
@@ -207,7 +208,7 @@ class SummaryReader:
             return False
         self.offset += complete
         for line in data[:complete].split(b"\n"):
-            event = _events(line) if line.strip() else None
+            event = event_of(line) if line.strip() else None
             if event is not None and not self.summary.apply(event):
                 return self._from_the_end(self.offset)
         return True

@@ -4,12 +4,11 @@ reads only what was appended; a half-written last line waits for the next read."
 
 from __future__ import annotations
 
-import json
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
-from gaudi_tui.core.jobs.summary import ETA_WINDOW, number
+from gaudi_tui.core.jobs.summary import ETA_WINDOW, event_of, number
 
 
 @dataclass(frozen=True)
@@ -110,11 +109,7 @@ class MetricsReader:
         lines, _ = self._reader.read_lines()
         changed = False
         for line in lines:
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(event, dict):
+            if (event := event_of(line)) is not None:
                 self._apply(event)
                 changed = True
         return changed

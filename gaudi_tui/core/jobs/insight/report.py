@@ -12,7 +12,6 @@ state (vllm-gaudi treats it as µs): the share of wall time assumes µs and says
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from bisect import bisect_right
@@ -27,7 +26,7 @@ from gaudi_tui.core.jobs.insight.runtime import CompileSample, RankMetrics, Runt
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec, SpecError
 from gaudi_tui.core.jobs.status import ACTIVE, effective_state
-from gaudi_tui.core.jobs.summary import number
+from gaudi_tui.core.jobs.summary import event_of, number
 from gaudi_tui.core.jobs.tailing import AppendReader
 
 TIME_UNIT_S = 1e-6
@@ -147,11 +146,7 @@ class InsightWatcher:
         while True:  # in slices: a long history is never held whole (1,000,000 lines: 200 MB)
             lines, _ = self._log.read_lines(at_most=LOG_SLICE_BYTES)
             for line in lines:
-                try:
-                    event = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(event, dict):
+                if (event := event_of(line)) is not None:
                     self._event(event)
             if not self._log.behind:
                 break
