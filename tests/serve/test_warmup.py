@@ -80,7 +80,7 @@ def test_the_watch_follows_only_this_attempts_output_and_writes_the_warmup(tmp_p
     log.write_text("[Warmup][Prompt][9/9] batch_size:1 seq_len:1 free_mem:1 GiB\n")  # an earlier attempt's
     watch = ready.ReadyWatch(tmp_path, log, {"url": "http://127.0.0.1:9", "model": "m", "engine": "vllm",
                                              "api_key_env": ""}, None)  # fmt: skip
-    watch._offset = log.stat().st_size  # as start() does, without the thread
+    watch.reader.offset = log.stat().st_size  # as start() does, without the thread
     assert not watch.follow(now=1.0)
     with log.open("a") as out:
         out.write(

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from gaudi_tui.core.jobs.status import write_atomic
+from gaudi_tui.core.jobs.tailing import AppendReader
 from gaudi_tui.core.serve.warmup import WarmupReader
 
 SERVE_FILE = "serve.json"
@@ -25,8 +26,6 @@ REQUEST_S = 2.0
 POLL_S = 0.5
 MAX_READ = 1 << 20
 """Log bytes read per poll."""
-MAX_LINE = 64 * 1024
-"""A longer line without its end is dropped (warm-up lines are short)."""
 KEYS = ("url", "model", "engine", "api_key_env", "ready", "ready_at")
 
 
@@ -96,16 +95,15 @@ class ReadyWatch:
         self.info = dict(info, ready=False, ready_at=None, warmup="")
         self.warmup = WarmupReader()
         self._api_key = api_key
-        self._offset = 0
-        self._partial = b""
+        self.reader = AppendReader(log)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="serve-ready", daemon=True)
 
     def start(self) -> None:
         try:
-            self._offset = self.log.stat().st_size  # this attempt's output only
+            self.reader.offset = self.log.stat().st_size  # this attempt's output only
         except OSError:
-            self._offset = 0
+            self.reader.offset = 0
         write(self.run_path, self.info)
         self._thread.start()
 
@@ -126,18 +124,10 @@ class ReadyWatch:
 
     def follow(self, now: float) -> bool:
         """Read what the log gained (bounded); True when the warm-up words changed."""
-        try:
-            with self.log.open("rb") as fh:
-                fh.seek(self._offset)
-                chunk = fh.read(MAX_READ)
-        except OSError:
-            return False
-        self._offset += len(chunk)
-        *lines, rest = (self._partial + chunk).split(b"\n")
-        self._partial = rest if len(rest) <= MAX_LINE else b""
+        lines, _ = self.reader.read_lines(at_most=MAX_READ)
         changed = False
         for line in lines:
-            changed |= self.warmup.feed(line.decode("utf-8", "replace"), now)
+            changed |= self.warmup.feed(line, now)
         words = self.warmup.state.words()
         if changed and words != self.info["warmup"]:
             self.info["warmup"] = words
