@@ -15,6 +15,7 @@ from gaudi_tui.core.alerts.jobs import duration
 from gaudi_tui.core.alerts.model import Alert
 from gaudi_tui.core.devices.holders import CardHolder
 from gaudi_tui.core.devices.model import Device, DeviceSnapshot
+from gaudi_tui.core.devices.usage import CardUse, card_uses
 
 
 @dataclass(frozen=True)
@@ -29,13 +30,13 @@ class Holder:
         return f"PID {self.pid} {self.name} ({owner})"
 
 
-def holders_of(index: int, snapshot: DeviceSnapshot, holders: tuple[CardHolder, ...]) -> tuple[Holder, ...]:
-    """Who holds card `index`: the /proc scan's holders, else hl-smi's process table."""
-    found = {
-        h.pid: Holder(h.pid, h.command.split(" ")[0], h.user, h.started) for h in holders if h.index == index
-    }
-    for proc in snapshot.processes:
-        if proc.index == index and proc.pid not in found:
+def holders_of(use: CardUse | None) -> tuple[Holder, ...]:
+    """Who holds a card (`usage.card_uses`): the /proc scan's holders, else hl-smi's process table."""
+    if use is None:
+        return ()
+    found = {h.pid: Holder(h.pid, h.command.split(" ")[0], h.user, h.started) for h in use.holders}
+    for proc in use.processes:
+        if proc.pid not in found:
             found[proc.pid] = Holder(proc.pid, proc.command or proc.name, proc.user, proc.started)
     return tuple(found[pid] for pid in sorted(found))
 
@@ -54,8 +55,9 @@ class CardRules:
     def update(self, snapshot: DeviceSnapshot, holders: tuple[CardHolder, ...], now: float) -> list[Alert]:
         alerts: list[Alert] = []
         idle_now: set[tuple[int, str]] = set()
+        uses = card_uses(snapshot, holders)
         for device in snapshot.devices:
-            held_by = holders_of(device.index, snapshot, holders)
+            held_by = holders_of(uses.get(device.index))
             alerts += self._idle_held(device, held_by, now, idle_now)
             alerts += self._hbm(device, held_by)
             alerts += self._ecc(device)
