@@ -1,4 +1,4 @@
-"""A job's alerts, from its supervisor: it ended (succeeded, failed with its error line,
+"""A job's alerts, from its supervisor: it ended (succeeded, failed with its error line, stopped,
 cancelled), it stalled (no step for `stall_factor` × its usual step time, at least
 `stall_min_s`), and the Gaudi insight's findings (`core/jobs/insight/`): still compiling after
 warm-up, and HBM near full (its thresholds are the insight's), once per attempt each.
