@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import yaml
 
 from gaudi_tui.core.alerts.cards import CardRules
 from gaudi_tui.core.alerts.config import AlertConfig
@@ -21,7 +22,10 @@ from gaudi_tui.core.alerts.model import Alert
 from gaudi_tui.core.alerts.watcher import CardWatcher
 from gaudi_tui.core.devices.feed import MonitorUpdate
 from gaudi_tui.core.devices.holders import HolderScanner
+from gaudi_tui.core.devices.model import DeviceSnapshot
 from gaudi_tui.core.devices.sources.replay import ReplayFeed, resolve, snapshots
+from gaudi_tui.core.devices.usage import BUSY_MIB, memory_busy
+from gaudi_tui.data import ALERT_RULES
 from tests.alerts.conftest import kept, wait_for
 from tests.conftest import PYTHON, SAMPLES
 
@@ -134,3 +138,31 @@ def test_a_busy_card_or_one_with_little_memory_is_not_idle_held() -> None:
     )
     assert rules.update(working, (), 0.0) == []
     assert rules.update(busy, (), 0.0) == []  # 768 MiB: what an idle Gaudi 2 shows with nothing on it
+
+
+def test_held_is_one_threshold_for_the_alert_the_panel_and_the_prometheus_rule() -> None:
+    """A card is held above `usage.BUSY_MIB` (the Devices screen's own word) for the alert too, and
+    the shipped Prometheus rule fires above the same number of bytes."""
+    assert AlertConfig().held_mib == BUSY_MIB
+    (rule,) = (
+        rule
+        for group in yaml.safe_load(ALERT_RULES.read_text())["groups"]
+        for rule in group["rules"]
+        if rule["alert"] == "GaudiCardIdleWithMemoryHeld"
+    )
+    (threshold,) = re.findall(r"habanalabs_memory_used_bytes > (\d+)", rule["expr"])
+    assert int(threshold) == BUSY_MIB * 1024 * 1024
+    idle = snapshots(resolve("gaudi2"))[0]
+    rules = CardRules(AlertConfig(idle_held_s=0.0), "node7")
+
+    def idle_at(mib: int) -> DeviceSnapshot:
+        return replace(
+            idle, devices=tuple(replace(d, memory_used_mib=mib, utilization_pct=0.0) for d in idle.devices)
+        )
+
+    assert [memory_busy(d) for d in idle_at(BUSY_MIB).devices] == [False] * len(idle.devices)
+    assert rules.update(idle_at(1536), (), 0.0) == []  # more than 1 GiB, not held for the panel
+    assert rules.update(idle_at(BUSY_MIB), (), 0.0) == []  # the panel holds a card *above* BUSY_MIB
+    held = rules.update(idle_at(BUSY_MIB + 1), (), 0.0)
+    assert len(held) == len(idle.devices) and {a.kind for a in held} == {"idle_held"}
+    assert all(memory_busy(d) for d in idle_at(BUSY_MIB + 1).devices)

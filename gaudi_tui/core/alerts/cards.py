@@ -72,7 +72,7 @@ class CardRules:
         self, device: Device, held_by: tuple[Holder, ...], now: float, idle_now: set[tuple[int, str]]
     ) -> list[Alert]:
         used, util = device.memory_used_mib, device.utilization_pct
-        if used is None or util is None or used < self.config.held_mib or util > self.config.idle_util_pct:
+        if used is None or util is None or used <= self.config.held_mib or util > self.config.idle_util_pct:
             return []
         key = (device.index, _identity(held_by))
         idle_now.add(key)

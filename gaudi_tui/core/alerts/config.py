@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 from gaudi_tui.core import settings
 from gaudi_tui.core.alerts.model import KINDS
 from gaudi_tui.core.appearance import config_path
+from gaudi_tui.core.devices.usage import BUSY_MIB
 
 WEBHOOK_ENV = "GAUDI_TUI_ALERT_WEBHOOK"
 
@@ -43,8 +44,9 @@ class AlertConfig:
     idle_held_s: float = 900.0
     idle_util_pct: float = 1.0
     """A card at or below this utilization is idle."""
-    held_mib: int = 1024
-    """A card with at least this much memory in use holds memory (an idle Gaudi 2 shows 768 MiB)."""
+    held_mib: int = BUSY_MIB
+    """A card with more than this much memory in use holds memory: the Devices screen's `usage.BUSY_MIB`
+    and the shipped Prometheus rule's 2 GiB by default (an idle Gaudi 2 shows 768 MiB)."""
     hbm_full_pct: float = 95.0
     repeat_s: float = 86400.0
     """A card alert with the same key (same card, same holders) is sent again only after this."""
