@@ -9,8 +9,6 @@ engine when vLLM runs data-parallel), the KV-cache use the fullest engine's.
 
 from __future__ import annotations
 
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from gaudi_tui.core.chat.errors import ChatError, first_line
 from gaudi_tui.core.chat.openai_api import parse_url
 from gaudi_tui.core.serve import ready
+from gaudi_tui.core.serve.http_get import GetError, get
 
 FETCH_TIMEOUT_S = 2.0
 NO_FIGURES = "the server exports no metrics (no vLLM figures on /metrics)"
@@ -74,15 +73,14 @@ def fetch_figures(url: str, timeout: float = FETCH_TIMEOUT_S) -> ServerFigures |
     except ChatError as exc:
         raise FiguresError(exc.message) from None
     try:
-        with urllib.request.urlopen(base + "/metrics", timeout=timeout) as response:
-            text = response.read().decode("utf-8", "replace")
-    except urllib.error.HTTPError as exc:
-        if exc.code == 404:
-            return None
-        raise FiguresError(f"{base}/metrics answered {exc.code} {exc.reason}") from None
-    except (OSError, ValueError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise FiguresError(f"Cannot reach {base}/metrics: {first_line(str(reason), 160)}") from None
+        answer = get(base + "/metrics", timeout=timeout)
+    except GetError as exc:
+        raise FiguresError(first_line(str(exc), 200)) from None
+    if answer.status == 404:
+        return None
+    if answer.status != 200:
+        raise FiguresError(f"{base}/metrics answered {answer.status} {answer.reason}")
+    text = answer.body.decode("utf-8", "replace")
     return parse_figures(text)
 
 

@@ -9,7 +9,6 @@ warms up (`warmup.py`, read from the log as it grows). It never holds the key it
 
 from __future__ import annotations
 
-import http.client
 import json
 import threading
 import time
@@ -19,6 +18,7 @@ from typing import Any
 
 from gaudi_tui.core.jobs.status import write_atomic
 from gaudi_tui.core.jobs.tailing import AppendReader
+from gaudi_tui.core.serve.http_get import GetError, get
 from gaudi_tui.core.serve.warmup import WarmupReader
 
 SERVE_FILE = "serve.json"
@@ -26,6 +26,8 @@ REQUEST_S = 2.0
 POLL_S = 0.5
 MAX_READ = 1 << 20
 """Log bytes read per poll."""
+MAX_ANSWER = 1 << 20
+"""The most of a /health or /v1/models answer read."""
 KEYS = ("url", "model", "engine", "api_key_env", "ready", "ready_at")
 
 
@@ -48,31 +50,16 @@ def read(run_path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) and all(k in data for k in KEYS) else None
 
 
-def _get(url: str, path: str, api_key: str | None) -> tuple[int, bytes]:
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(url)
-    conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port or 80, timeout=REQUEST_S)
-    try:
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        conn.request("GET", path, headers=headers)
-        response = conn.getresponse()
-        return response.status, response.read(1 << 20)
-    finally:
-        conn.close()
-
-
 def probe(url: str, model: str, api_key: str | None = None) -> bool:
     """The server answers /health and lists `model` on /v1/models."""
     try:
-        status, _ = _get(url, "/health", api_key)
-        if status != 200:
+        if get(url + "/health", timeout=REQUEST_S, api_key=api_key, max_bytes=MAX_ANSWER).status != 200:
             return False
-        status, body = _get(url, "/v1/models", api_key)
-        listed = json.loads(body).get("data", []) if status == 200 else []
-    except (OSError, http.client.HTTPException, ValueError, AttributeError):
+        answer = get(url + "/v1/models", timeout=REQUEST_S, api_key=api_key, max_bytes=MAX_ANSWER)
+        listed = json.loads(answer.body).get("data", []) if answer.status == 200 else []
+    except (GetError, ValueError, AttributeError):
         return False
-    return any(isinstance(m, dict) and m.get("id") == model for m in listed)
+    return isinstance(listed, list) and any(isinstance(m, dict) and m.get("id") == model for m in listed)
 
 
 class ReadyWatch:
