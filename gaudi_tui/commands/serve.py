@@ -1,5 +1,6 @@
 """`gaudi-tui serve MODEL|RUN_ID [--cards 0,1] [--engine vllm|transformers] [--port P] [--host H]
-[-- extra engine args]`: a model server as a detached job."""
+[--target local|slurm [--partition P] [--cards-per-node N] ...] [-- extra engine args]`: a model
+server as a detached job, here or as one task on one Slurm node (what the form's serve on Slurm builds)."""
 
 from __future__ import annotations
 
@@ -12,13 +13,28 @@ examples:
   gaudi-tui serve 5f21                                  # what job 5f21 trained (its model, or base + adapter)
   gaudi-tui serve meta-llama/Llama-3.1-8B-Instruct --cards 0,1 --engine vllm -- --max-model-len 4096
   VLLM_KEY=... gaudi-tui serve ./my-model --engine vllm --host 0.0.0.0 --api-key-env VLLM_KEY
+  gaudi-tui serve demo --target slurm --partition gaudi --cards-per-node 1 --time-limit 2:00:00
 
 It listens on 127.0.0.1 unless --host says otherwise; --port 0 (the default) takes a free port. The
 server's address and readiness are in the run folder's serve.json and in `gaudi-tui jobs`. It survives
-this shell and the panel; `s` in Training (or `gaudi-tui jobs stop ID`) drains and stops it, `k k` kills.
+this shell and the panel; on Slurm it runs on one node, at that node's address (in serve.json once
+the node chose its port). `s` in Training (or `gaudi-tui jobs stop ID`) drains and stops it, `k k` kills.
 vllm (vllm-gaudi on Gaudi): tensor parallel over the chosen cards; the Gaudi knobs
 (VLLM_GRAPH_RESERVED_MEM, VLLM_BUCKETING_STRATEGY, PT_HPU_LAZY_MODE) go with --env NAME=VALUE.
 """
+
+SLURM_OPTIONS = {
+    "slurm_partition": ("--partition", "partition (default: the cluster's)"),
+    "slurm_cards_per_node": (
+        "--cards-per-node",
+        "cards on the node (transformers: 1; vllm: tensor parallel)",
+    ),
+    "slurm_time_limit": ("--time-limit", "e.g. 30, 2:00:00 (default: the partition's)"),
+    "slurm_account": ("--account", "account to charge"),
+    "slurm_qos": ("--qos", "quality of service"),
+    "slurm_gres_type": ("--gres-type", "GRES type, e.g. gaudi2"),
+}
+"""The spec's Slurm settings a server uses, by their option (the rest: --set slurm_...=...)."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -55,6 +71,10 @@ def _options() -> argparse.ArgumentParser:
     options.add_argument(
         "--api-key-env", default="", metavar="NAME", help="vllm: the variable holding the API key"
     )
+    options.add_argument("--target", default="local", metavar="local|slurm", help="where (default local)")
+    slurm = options.add_argument_group("on Slurm (--target slurm)")
+    for flag, help_text in SLURM_OPTIONS.values():
+        slurm.add_argument(flag, default=None, metavar=flag.removeprefix("--").upper(), help=help_text)
     options.add_argument("--device", default="auto", metavar="auto|hpu|cuda|cpu", help="where it runs")
     options.add_argument("--name", default="", help="label in the job list (default: serve MODEL)")
     options.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="extra environment")
@@ -81,6 +101,7 @@ def build_spec(args: argparse.Namespace):  # noqa: ANN201 - JobSpec, imported la
 
     extra = split_rest(args)
     values: dict[str, object] = {
+        **_target_values(args),
         "serve_model": args.model,
         "serve_engine": args.engine,
         "serve_host": args.host,
@@ -95,6 +116,32 @@ def build_spec(args: argparse.Namespace):  # noqa: ANN201 - JobSpec, imported la
         values["cards"] = args.cards
     spec = spec_mod.from_mapping(values, base=spec_mod.preset("serve a model"))
     return spec_mod.with_overrides(spec, list(args.overrides))
+
+
+def _target_values(args: argparse.Namespace) -> dict[str, object]:
+    """`--target` and the Slurm options as spec values; Ray, or a Slurm option here, is a SpecError."""
+    from gaudi_tui.core.jobs.kinds.serve_kind import LOCAL_OR_SLURM
+    from gaudi_tui.core.jobs.spec import SpecError, coerce
+
+    given: dict[str, object] = {}
+    for name, (flag, _) in SLURM_OPTIONS.items():
+        if (value := getattr(args, name.removeprefix("slurm_"))) is not None:
+            try:
+                given[name] = coerce(name, value)
+            except SpecError as exc:
+                raise SpecError(f"{flag}: {str(exc).removeprefix(name + ': ')}") from None
+    if args.target not in ("local", "slurm"):
+        raise SpecError(f"--target {args.target}: {LOCAL_OR_SLURM}")
+    if args.target == "local" and given:
+        flags = ", ".join(SLURM_OPTIONS[name][0] for name in given)
+        raise SpecError(
+            f"{flags}: {'Slurm settings' if len(given) > 1 else 'a Slurm setting'}; add --target slurm"
+        )
+    if args.target == "slurm" and args.cards:
+        raise SpecError(
+            "--cards: on Slurm the node's cards are Slurm's to choose; say how many with --cards-per-node"
+        )
+    return {"target": args.target, **given}
 
 
 def run(args: argparse.Namespace) -> int:

@@ -22,6 +22,8 @@ from gaudi_tui.core.jobs.targets import Attempt
 from gaudi_tui.core.jobs.validate import Problem
 from gaudi_tui.core.serve import engines, model, ready
 
+LOCAL_OR_SLURM = "a model server runs on this host or on Slurm: choose target local or slurm"
+
 
 class ServeKind(CommandKind):
     name = "serve"
@@ -52,9 +54,7 @@ class ServeKind(CommandKind):
         if not here and not starts_ranks:
             return [
                 *own,
-                Problem(
-                    "target", "a model server runs on this host or on Slurm: choose target local or slurm"
-                ),
+                Problem("target", LOCAL_OR_SLURM),
             ]
         out = [*own, *engines.problems(spec, env, here=here)]
         if starts_ranks:
