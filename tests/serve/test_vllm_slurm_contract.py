@@ -62,4 +62,7 @@ def test_the_node_binds_its_own_address_for_a_loopback_host_and_every_network_fo
 def test_the_panel_reads_the_address_of_the_current_attempt_only(tmp_path: Path) -> None:
     node.write(tmp_path, 1, "n1", "10.1.2.3", 8000, "10.1.2.3", "demo-model")
     assert node.read(tmp_path, 2) is None  # the last attempt's server is not this one's
-    assert node.read(tmp_path, 1) == {"url": "http://10.1.2.3:8000", "model": "demo-model"}
+    found = node.read(tmp_path, 1)
+    assert found is not None and found["url"] == "http://10.1.2.3:8000" and found["model"] == "demo-model"
+    node.write(tmp_path, 1, "n1", "10.1.2.3", 8000, "10.1.2.3", "demo-model")  # a requeue, same address
+    assert node.read(tmp_path, 1) != found  # a new start: the readiness watch probes it again

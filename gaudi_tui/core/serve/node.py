@@ -6,10 +6,11 @@ asked with `scontrol show node -o`; the node's host name where scontrol does not
 spec's `serve_host` is a loopback one (the default 127.0.0.1: loopback on a node is unreachable from
 the login host, so it is never what is meant), every network with 0.0.0.0 (clients use the node's
 address), else the host as given. Port 0 is a port free on the node when the server starts. The
-node writes `<run>/serve-node.json` = {"attempt", "node", "host", "port", "url", "model"} (the id
-the server answers to) (the run folder is
-shared, as Slurm sites share the filesystem); the panel's readiness watch takes the url of the
-current attempt from it and probes it from the login host.
+node writes `<run>/serve-node.json` = {"attempt", "node", "host", "port", "url", "model" (the id
+the server answers to), "started" (when it wrote it)} each time a server starts there (the run folder
+is shared, as Slurm sites share the filesystem); the panel's readiness watch takes the url of the
+current attempt from it and probes it from the login host, and again when it changes (a Slurm
+requeue of the same attempt: another node or port, or a new start at the same address).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -72,17 +74,25 @@ def url(host: str, port: int) -> str:
 def write(run_path: Path, attempt: int, node: str, host: str, port: int, reach: str, model: str) -> None:
     info = {
         "attempt": attempt, "node": node, "host": host, "port": port, "url": url(reach, port), "model": model,
+        "started": time.time(),
     }  # fmt: skip
     write_atomic(run_path / NODE_FILE, json.dumps(info, indent=1) + "\n")
 
 
 def read(run_path: Path, attempt: int) -> dict[str, str] | None:
-    """The url and model the node wrote for `attempt` (an older attempt's file is not this server's)."""
+    """The url and model the node wrote for `attempt` (an older attempt's file is not this server's),
+    and when that server started ("" from a file of before "started"): a requeue changes it."""
     try:
         data = json.loads((run_path / NODE_FILE).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
         return None
     if not isinstance(data, dict) or data.get("attempt") != attempt:
         return None
-    found = {key: data.get(key) for key in ("url", "model")}
-    return {k: v for k, v in found.items() if isinstance(v, str)} if all(found.values()) else None
+    where, model, started = data.get("url"), data.get("model"), data.get("started")
+    if not (isinstance(where, str) and where and isinstance(model, str) and model):
+        return None
+    return {
+        "url": where,
+        "model": model,
+        "started": repr(started) if isinstance(started, (int, float)) else "",
+    }

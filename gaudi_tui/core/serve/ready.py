@@ -64,7 +64,9 @@ def probe(url: str, model: str, api_key: str | None = None) -> bool:
 
 class ReadyWatch:
     """A thread that follows the server's log for its warm-up and probes it until it is ready (then
-    writes serve.json once more) or `close` is called."""
+    writes serve.json once more) or `close` is called. With `locate` (a server on a cluster node)
+    it goes on watching where the server is: one that moved (a Slurm requeue: another node or port,
+    or a new start) is not ready until its new address answers."""
 
     def __init__(
         self,
@@ -75,9 +77,11 @@ class ReadyWatch:
         locate: Callable[[], Mapping[str, str] | None] | None = None,
     ) -> None:
         """`locate`: where the url is known only once the server chose it on its node (`info`'s
-        url empty until then; `node.py`): the url and model when known, else None."""
+        url empty until then; `node.py`): the url and model when known (and what else tells one
+        start of the server from the next), else None."""
         self.run_path = run_path
         self.locate = locate
+        self.located: Mapping[str, str] | None = None
         self.log = log
         self.info = dict(info, ready=False, ready_at=None, warmup="")
         self.warmup = WarmupReader()
@@ -98,16 +102,26 @@ class ReadyWatch:
         while not self._stop.wait(POLL_S):
             if self.follow(time.time()):
                 write(self.run_path, self.info)
-            if not self.info["url"]:
-                found = self.locate() if self.locate is not None else None
-                if found is None:
-                    continue
-                self.info.update(found)
+            if self.locate is not None and self.relocated():
                 write(self.run_path, self.info)
+            if not self.info["url"] or self.info["ready"]:
+                continue
             if probe(self.info["url"], self.info["model"], self._api_key):
                 self.info.update(ready=True, ready_at=time.time())
                 write(self.run_path, self.info)
-                return
+                if self.locate is None:
+                    return
+
+    def relocated(self) -> bool:
+        """True when the node says the server is somewhere new (or started anew): not ready there
+        yet, its warm-up to come. A file that cannot be read (or an older attempt's) changes nothing."""
+        found = self.locate() if self.locate is not None else None
+        if found is None or found == self.located:
+            return False
+        self.located = found
+        self.warmup = WarmupReader()
+        self.info.update(url=found["url"], model=found["model"], ready=False, ready_at=None, warmup="")
+        return True
 
     def follow(self, now: float) -> bool:
         """Read what the log gained (bounded); True when the warm-up words changed."""
