@@ -151,7 +151,7 @@ async def slurm_recorded(pilot) -> None:
 
 async def command_job(pilot) -> None:
     """Training with a recorded command job selected (tests/commands/data/runs: a user's Trainer
-    script on 2 torchrun ranks, stopped gracefully at step 90), on its Charts pane."""
+    script on 2 torchrun ranks, stopped gracefully at step 96), on its Charts pane."""
     run_id = replay_run("runs", tests="commands")
     screen = pilot.app.screen
     deadline = time.monotonic() + 10

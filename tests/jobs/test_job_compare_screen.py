@@ -51,7 +51,7 @@ async def test_marked_runs_of_other_targets_and_kinds_side_by_side() -> None:
         ]
         final = cells(screen, "#compare-final")
         assert [row[:3] for row in final] == [
-            [f"━━ train.py · {command.id[-4:]}", "cancelled", "90"],
+            [f"━━ train.py · {command.id[-4:]}", "stopped", "96"],
             [f"━━ demo fine-tune · {ray.id[-4:]}", "succeeded", "60"],
             [f"━━ demo fine-tune · {local.id[-4:]}", "succeeded", "200"],
         ]
