@@ -13,6 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from gaudi_tui.core.jobs.kinds import serve_cluster
+from gaudi_tui.core.jobs.runfolder import RunFolder
+from gaudi_tui.core.jobs.targets.slurm import record as slurm_record
+from gaudi_tui.core.jobs.targets.slurm.record import SlurmRecord
 from gaudi_tui.core.serve import node, ready
 from tests.alerts.conftest import wait_for
 
@@ -99,3 +103,16 @@ def test_a_server_that_moves_after_ready_is_not_ready_until_its_new_address_answ
     finally:
         watch.close()
     assert served(tmp_path)["ready"] is False  # the server ended
+
+
+def test_a_requeue_the_supervisor_saw_is_a_new_start_before_the_node_writes(tmp_path: Path) -> None:
+    """The Slurm watch's `located`: the node's file plus the requeues of the supervisor's record,
+    so a requeue changes it (not ready) while the old node's file still stands."""
+    run = RunFolder(tmp_path)
+    node.write(tmp_path, 1, "n1", "127.0.0.1", 8000, "127.0.0.1", MODEL)
+    assert serve_cluster.located(run, 2) is None  # an older attempt's file
+    before = serve_cluster.located(run, 1)
+    assert before is not None and before["url"] == "http://127.0.0.1:8000" and before["restarts"] == "0"
+    slurm_record.write(run, SlurmRecord(attempt=1, job_name="j", script="s", job_id=7, restarts=1))
+    after = serve_cluster.located(run, 1)
+    assert after is not None and after != before and after["url"] == before["url"]

@@ -136,3 +136,36 @@ def test_a_job_that_exits_0_on_the_stops_sigint_ends_stopped_not_succeeded(slurm
     assert wait_done(run, 60) == "stopped", log_tail(run)
     job = slurm_record.read(run)
     assert job is not None and job.state == "COMPLETED"
+
+
+@pytest.mark.slow
+def test_serve_target_slurm_from_the_command_is_ready_again_after_a_requeue(
+    slurm: SlurmTestCluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`gaudi-tui serve --target slurm` starts the same server; `scontrol requeue` after it was ready
+    starts it anew (the same attempt, followed): not ready until the new start answers."""
+    from gaudi_tui.cli import main
+
+    words = ["serve", "demo", "--target", "slurm", "--engine", "transformers", "--device", "cpu",
+             "--cards-per-node", "1", "--set", "kill_grace_s=5", "--env", f"PYTHONPATH={ROOT}"]  # fmt: skip
+    assert main(words) == 0, capsys.readouterr().err
+    (run,) = runfolder.all_runs()
+    assert run.spec().target == "slurm" and run.spec().slurm_cards_per_node == 1
+    first = wait_ready(run)
+    rec = slurm_record.read(run)
+    assert rec is not None
+    slurm.run("scontrol", "requeue", str(rec.job_id))
+    # the supervisor sees the requeue: the old server is gone, not ready (before the node says anything)
+    wait_for(
+        lambda: (i := ready.read(run.path)) is not None and not i["ready"], 60, "not ready after the requeue"
+    )
+    slurm.run(
+        "scontrol", "update", f"jobid={rec.job_id}", "StartTime=now"
+    )  # Slurm holds a requeued job a while
+    again = wait_ready(run)
+    assert again["ready_at"] > first["ready_at"]
+    assert run.status().attempt == 1  # type: ignore[union-attr]  # a requeue is followed, not a new attempt
+    status, answer = chat(again["url"], again["model"], "Hello")
+    assert status == 200 and answer.strip(), answer
+    control.stop(run)
+    assert wait_done(run, 120) == "stopped", log_tail(run)

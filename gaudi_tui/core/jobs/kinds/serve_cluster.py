@@ -14,6 +14,7 @@ from pathlib import Path
 from gaudi_tui.core.jobs.kinds import command, serve_supervise
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec
+from gaudi_tui.core.jobs.targets.slurm import record as slurm_record
 from gaudi_tui.core.jobs.validate import Problem
 from gaudi_tui.core.serve import node, ready
 
@@ -58,7 +59,7 @@ class SlurmServeWatch:
             run.log_path,
             first,
             serve_supervise.api_key(spec),
-            locate=lambda: node.read(run.path, attempt),
+            locate=lambda: located(run, attempt),
         )
 
     def start(self) -> None:
@@ -69,6 +70,17 @@ class SlurmServeWatch:
 
     def close(self, stopped: bool) -> None:
         self.watch.close()
+
+
+def located(run: RunFolder, attempt: int) -> dict[str, str] | None:
+    """Where the node says the attempt's server is, and how often Slurm requeued the job (as the
+    supervisor saw it): a requeue is a new start whose node may not have written its address yet,
+    so the readiness watch takes the server for not ready from then until one answers again."""
+    found = node.read(run.path, attempt)
+    if found is None:
+        return None
+    record = slurm_record.read(run)
+    return {**found, "restarts": str(record.restarts if record is not None else 0)}
 
 
 def rank_env(run: RunFolder, spec: JobSpec, base: Mapping[str, str]) -> dict[str, str]:
