@@ -1,8 +1,9 @@
 """A model server as a Slurm job on the real loopback cluster: a real `transformers serve` of the demo
 model in one task on one node, its address chosen on the node (the loopback host it was given
 becomes the node's NodeAddr) and read back into serve.json, ready probed from the panel's host, an
-answer streamed, `s` drains and the job ends stopped; a new supervisor re-attaches and finds it ready
-again; a port taken on the node fails the job with its fix; a server across nodes is refused."""
+answer streamed, `s` drains and the job ends stopped; started by `gaudi-tui serve --target slurm`,
+a new supervisor re-attaches and finds it ready again, and a requeue makes it not ready until its
+new start answers; a port taken on the node fails the job with its fix; a server across nodes is refused."""
 
 from __future__ import annotations
 
@@ -78,29 +79,6 @@ def test_a_served_model_on_a_node_becomes_ready_at_its_address_answers_and_drain
 
 
 @pytest.mark.slow
-def test_a_new_supervisor_reattaches_to_the_server_and_finds_it_ready_again(slurm: SlurmTestCluster) -> None:
-    run = control.submit(serve_spec(), CPU)
-    first = wait_ready(run)
-    supervisor = run.status().supervisor  # type: ignore[union-attr]
-    assert supervisor is not None
-    os.kill(supervisor.pid, signal.SIGKILL)  # the panel's host loses its supervisor; the job runs on
-    wait_for(lambda: not supervisor.alive(), 10, "the supervisor to die")
-    assert control.resume(run).startswith("re-attached: Slurm job")
-    again = wait_for(
-        lambda: (
-            (i := ready.read(run.path)) is not None and i["ready"] and i["ready_at"] > first["ready_at"] and i
-        ),
-        120,
-        "the new supervisor to find it ready",
-    )
-    assert again["url"] == first["url"] and again["model"] == first["model"]  # type: ignore[index]
-    status, answer = chat(first["url"], first["model"], "Hello")
-    assert status == 200 and answer.strip(), answer
-    control.stop(run)
-    assert wait_done(run, 120) == "stopped", log_tail(run)
-
-
-@pytest.mark.slow
 def test_a_port_in_use_on_the_node_fails_the_job_with_its_fix(slurm: SlurmTestCluster) -> None:
     holder = socket.socket()
     holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -139,11 +117,12 @@ def test_a_job_that_exits_0_on_the_stops_sigint_ends_stopped_not_succeeded(slurm
 
 
 @pytest.mark.slow
-def test_serve_target_slurm_from_the_command_is_ready_again_after_a_requeue(
+def test_serve_target_slurm_survives_a_new_supervisor_and_a_requeue(
     slurm: SlurmTestCluster, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """`gaudi-tui serve --target slurm` starts the same server; `scontrol requeue` after it was ready
-    starts it anew (the same attempt, followed): not ready until the new start answers."""
+    """`gaudi-tui serve --target slurm` starts the same server as the form; a new supervisor
+    re-attaches and finds it ready again; `scontrol requeue` after that starts it anew (the same
+    attempt, followed by the re-attached supervisor): not ready until the new start answers."""
     from gaudi_tui.cli import main
 
     words = ["serve", "demo", "--target", "slurm", "--engine", "transformers", "--device", "cpu",
@@ -152,6 +131,19 @@ def test_serve_target_slurm_from_the_command_is_ready_again_after_a_requeue(
     (run,) = runfolder.all_runs()
     assert run.spec().target == "slurm" and run.spec().slurm_cards_per_node == 1
     first = wait_ready(run)
+    supervisor = run.status().supervisor  # type: ignore[union-attr]
+    assert supervisor is not None
+    os.kill(supervisor.pid, signal.SIGKILL)  # the panel's host loses its supervisor; the job runs on
+    wait_for(lambda: not supervisor.alive(), 10, "the supervisor to die")
+    assert control.resume(run).startswith("re-attached: Slurm job")
+    again = wait_for(
+        lambda: (
+            (i := ready.read(run.path)) is not None and i["ready"] and i["ready_at"] > first["ready_at"] and i
+        ),
+        120,
+        "the new supervisor to find it ready",
+    )
+    assert again["url"] == first["url"] and again["model"] == first["model"]  # type: ignore[index]
     rec = slurm_record.read(run)
     assert rec is not None
     slurm.run("scontrol", "requeue", str(rec.job_id))
@@ -162,10 +154,10 @@ def test_serve_target_slurm_from_the_command_is_ready_again_after_a_requeue(
     slurm.run(
         "scontrol", "update", f"jobid={rec.job_id}", "StartTime=now"
     )  # Slurm holds a requeued job a while
-    again = wait_ready(run)
-    assert again["ready_at"] > first["ready_at"]
+    moved = wait_ready(run)
+    assert moved["ready_at"] > again["ready_at"]  # type: ignore[index]
     assert run.status().attempt == 1  # type: ignore[union-attr]  # a requeue is followed, not a new attempt
-    status, answer = chat(again["url"], again["model"], "Hello")
+    status, answer = chat(moved["url"], moved["model"], "Hello")
     assert status == 200 and answer.strip(), answer
     control.stop(run)
     assert wait_done(run, 120) == "stopped", log_tail(run)
