@@ -14,67 +14,17 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gaudi_tui.core.slurm.hostlist import expand, split_top
+from gaudi_tui.core.slurm.gres import Gres, cards_of, parse_gres
+from gaudi_tui.core.slurm.hostlist import expand
 
 UNLIMITED_MIN = 525600
 ACTIVE = frozenset({"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED", "PREEMPTED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD", "SPECIAL_EXIT"})  # fmt: skip
 """States in which some process of the job may still run or run again (a requeue)."""
 ENDED = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE", "REVOKED"})  # fmt: skip
-
-
-# --- GRES strings ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Gres:
-    """One GRES entry: `gpu:gaudi2:8(IDX:0-7)` → name gpu, type gaudi2, count 8, indices 0..7."""
-
-    name: str
-    type: str | None
-    count: int
-    indices: tuple[int, ...] = ()
-
-
-def parse_gres(text: str | None) -> list[Gres]:
-    """Every entry of a GRES string (`gres`, `gres_used`, `tres_per_node`, one `gres_detail` item)."""
-    out = []
-    for part in split_top(text or ""):
-        part = part.removeprefix("gres:").removeprefix("gres/")
-        if part in ("N/A", "(null)"):
-            continue
-        head, _, extra = part.partition("(")
-        bits = head.split(":")
-        if len(bits) == 1:
-            name, kind, count = bits[0], None, "1"
-        elif len(bits) == 2:
-            name, kind, count = (bits[0], None, bits[1]) if bits[1].isdigit() else (bits[0], bits[1], "1")
-        else:
-            name, kind, count = bits[0], bits[1], bits[2]
-        if not count.isdigit():
-            continue
-        out.append(Gres(name, kind, int(count), _indices(extra)))
-    return out
-
-
-def _indices(extra: str) -> tuple[int, ...]:
-    match = re.search(r"IDX:([0-9,\-]+)", extra)
-    if not match:
-        return ()
-    out: list[int] = []
-    for item in match.group(1).split(","):
-        low, _, high = item.partition("-")
-        if low.isdigit():
-            out.extend(range(int(low), int(high or low) + 1))
-    return tuple(out)
-
-
-def cards_of(entries: Iterable[Gres], names: Iterable[str] = ("gpu", "hpu")) -> int:
-    wanted = set(names)
-    return sum(g.count for g in entries if g.name in wanted)
 
 
 # --- jobs -------------------------------------------------------------------------------------------
