@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -20,10 +21,22 @@ class Gres:
     indices: tuple[int, ...] = ()
 
 
+CARD_NAMES = ("gpu", "hpu")
+CACHED = 4096
+"""Distinct GRES strings remembered: a queue repeats a few (`gres:gpu:8`, a whole node's
+`gpu:gaudi2:8(IDX:0-7)`), and a refresh reads one or two a job."""
+
+
 def parse_gres(text: str | None) -> list[Gres]:
     """Every entry of a GRES string (`gres`, `gres_used`, `tres_per_node`, one `gres_detail` item)."""
+    return list(entries(text or ""))
+
+
+@functools.lru_cache(maxsize=CACHED)
+def entries(text: str) -> tuple[Gres, ...]:
+    """`parse_gres`, remembered: the same string is read once."""
     out = []
-    for part in split_top(text or ""):
+    for part in split_top(text):
         part = part.removeprefix("gres:").removeprefix("gres/")
         if part in ("N/A", "(null)"):
             continue
@@ -38,7 +51,13 @@ def parse_gres(text: str | None) -> list[Gres]:
         if not count.isdigit():
             continue
         out.append(Gres(name, kind, int(count), _indices(extra)))
-    return out
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=CACHED)
+def card_indices(text: str) -> tuple[int, ...]:
+    """The card indices of one `gres_detail` item (`gpu:gaudi2:3(IDX:4-6)` → 4, 5, 6)."""
+    return tuple(i for g in entries(text) if g.name in CARD_NAMES for i in g.indices)
 
 
 def _indices(extra: str) -> tuple[int, ...]:
@@ -53,6 +72,6 @@ def _indices(extra: str) -> tuple[int, ...]:
     return tuple(out)
 
 
-def cards_of(entries: Iterable[Gres], names: Iterable[str] = ("gpu", "hpu")) -> int:
+def cards_of(found: Iterable[Gres], names: Iterable[str] = CARD_NAMES) -> int:
     wanted = set(names)
-    return sum(g.count for g in entries if g.name in wanted)
+    return sum(g.count for g in found if g.name in wanted)

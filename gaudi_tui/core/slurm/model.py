@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gaudi_tui.core.slurm.gres import Gres, cards_of, parse_gres
-from gaudi_tui.core.slurm.hostlist import expand
+from gaudi_tui.core.slurm.gres import CARD_NAMES, Gres, card_indices, cards_of, entries, parse_gres
+from gaudi_tui.core.slurm.hostlist import expand, expanded
 
 UNLIMITED_MIN = 525600
 ACTIVE = frozenset({"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED", "PREEMPTED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD", "SPECIAL_EXIT"})  # fmt: skip
@@ -135,18 +135,14 @@ def _number(value: Any) -> int:
 
 
 def job_from_json(row: Mapping[str, Any]) -> QueueJob:
-    nodes = tuple(expand(str(row.get("nodes") or "")))
-    requested = parse_gres(str(row.get("tres_per_node") or ""))
-    cards = [g for g in requested if g.name in ("gpu", "hpu")]
+    nodes = expanded(str(row.get("nodes") or ""))
+    cards = [g for g in entries(str(row.get("tres_per_node") or "")) if g.name in CARD_NAMES]
     limit_raw = row.get("time_limit")
     limit = _number(limit_raw) if limit_raw is not None else None
     if limit is not None and (limit >= UNLIMITED_MIN or limit <= 0):
         limit = None
-    detail = [parse_gres(str(d)) for d in row.get("gres_detail") or []]
-    by_node = {
-        node: tuple(i for g in entries if g.name in ("gpu", "hpu") for i in g.indices)
-        for node, entries in zip(nodes, detail, strict=False)
-    }
+    detail = row.get("gres_detail") or []
+    by_node = {node: card_indices(str(d)) for node, d in zip(nodes, detail, strict=False)}
     status, signal = _exit(row.get("exit_code"))
     task = row.get("array_task_id")
     task_text = str(row.get("array_task_string") or "") or (str(_number(task)) if task is not None else "")
