@@ -175,7 +175,7 @@ def job_from_json(row: Mapping[str, Any]) -> QueueJob:
     )
 
 
-_READ = (
+READ = (
     "job_id", "name", "user_name", "user_id", "job_state", "state_reason", "partition", "nodes", "node_count",
     "tres_per_node", "submit_time", "start_time", "end_time", "time_limit", "restart_cnt", "exit_code",
     "array_job_id", "array_task_id", "array_task_string", "standard_output", "current_working_directory",
@@ -186,7 +186,7 @@ _PARSED: dict[tuple[Any, ...], QueueJob] = {}
 
 
 def _key(row: Mapping[str, Any]) -> tuple[Any, ...] | None:
-    values = tuple(tuple(v) if isinstance(v, list) else v for v in map(row.get, _READ))
+    values = tuple(tuple(v) if isinstance(v, list) else v for v in map(row.get, READ))
     try:
         hash(values)
     except TypeError:  # newer Slurm's nested objects: parse every time
