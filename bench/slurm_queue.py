@@ -8,9 +8,10 @@ indent). Before every poll it changes: in the "some change" case a tenth of the 
 reason; in the "every job changes" case every job gets a new `last_sched_evaluation` (a field the
 screen does not read, which the panel's path cuts before comparing); in the "every row changes"
 case every job also gets a new state reason, a field the screen shows (the worst case: every job
-decoded). Each refresh is timed (`process_time`)
+parsed again). Each refresh is timed (`process_time`)
 from the answer's text to the rows of one screen and the nodes, through the path the panel takes
-(`queue_text.jobs_from_text`: only changed jobs decoded) and through a whole-document decode
+(`queue_text.jobs_from_text`: only changed jobs decoded, a job whose own one-line fields changed
+only from those lines) and through a whole-document decode
 (`json.loads` + `model.jobs_from_json`, the path before it): BLOCKS blocks of each, alternating,
 each of WARMUP answers (not counted: they warm that path's own caches) and REFRESHES timed ones.
 """

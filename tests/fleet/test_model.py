@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from gaudi_tui.core.fleet import metrics as m
-from gaudi_tui.core.fleet.model import DEFAULT_SLOWDOWN_C, build_fleet, worst_first
+from gaudi_tui.core.fleet.build import build_fleet
+from gaudi_tui.core.fleet.model import DEFAULT_SLOWDOWN_C, worst_first
 from gaudi_tui.core.fleet.samples import Sample
 
 GIB = 1024**3

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gaudi_tui.core.slurm import hostlist, model, reasons
+from gaudi_tui.core.slurm import gres, hostlist, model, reasons
 from gaudi_tui.core.slurm.cli import Slurm, SlurmError
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "slurm"
@@ -94,13 +94,13 @@ def test_nodes_cards_and_health() -> None:
 
 
 def test_gres_strings() -> None:
-    assert model.parse_gres("gpu:gaudi2:3(IDX:4-6)") == [model.Gres("gpu", "gaudi2", 3, (4, 5, 6))]
-    assert model.parse_gres("gres:gpu:8") == [model.Gres("gpu", None, 8)]
-    assert model.parse_gres("hpu:gaudi2:2(IDX:0,3),gpu:1") == [
-        model.Gres("hpu", "gaudi2", 2, (0, 3)), model.Gres("gpu", None, 1),
+    assert gres.parse_gres("gpu:gaudi2:3(IDX:4-6)") == [gres.Gres("gpu", "gaudi2", 3, (4, 5, 6))]
+    assert gres.parse_gres("gres:gpu:8") == [gres.Gres("gpu", None, 8)]
+    assert gres.parse_gres("hpu:gaudi2:2(IDX:0,3),gpu:1") == [
+        gres.Gres("hpu", "gaudi2", 2, (0, 3)), gres.Gres("gpu", None, 1),
     ]  # fmt: skip
-    assert model.parse_gres("gpu:gaudi2:0(IDX:N/A)") == [model.Gres("gpu", "gaudi2", 0)]
-    assert model.parse_gres("(null)") == []
+    assert gres.parse_gres("gpu:gaudi2:0(IDX:N/A)") == [gres.Gres("gpu", "gaudi2", 0)]
+    assert gres.parse_gres("(null)") == []
 
 
 def test_scontrol_lines_keep_spaces_in_values() -> None:

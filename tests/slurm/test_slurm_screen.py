@@ -4,17 +4,19 @@ submitted with plain sbatch on the real cluster for tail and cancel."""
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from textual.pilot import Pilot
 from textual.widgets import DataTable, OptionList, Static
 
+from gaudi_tui.core.slurm import poll, table
 from gaudi_tui.core.slurm.cli import Slurm
 from gaudi_tui.ui.app import GaudiApp
 from gaudi_tui.ui.screens.slurm import SignalDialog, SlurmScreen
 from tests.conftest import CPU
 from tests.slurm.cluster import SlurmTestCluster
-from tests.slurm.recorded import recorded_screen
+from tests.slurm.recorded import recorded_screen, recorded_view
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "slurm"
 
@@ -73,6 +75,50 @@ async def test_recorded_queue_mine_and_all() -> None:
         assert len(screen.rows) == 9  # everyone's
         await pilot.press("a")
         assert screen.rows == []
+
+
+async def test_a_refresh_of_the_same_jobs_updates_only_their_changed_cells() -> None:
+    """The same jobs again (a reason and the elapsed times new): cells updated in place, the table
+    not cleared, the cursor kept; a job gone: the table filled again. Each time the table shows
+    exactly what `table.queue_row` says."""
+    first = recorded_view()
+    jobs = [replace(j, reason="Dependency") if j.job_id == 7 else j for j in first.snapshot.jobs]
+    later = replace(first, snapshot=poll.Snapshot(first.now + 60, tuple(jobs)), now=first.now + 60)
+    fewer = replace(later, snapshot=poll.Snapshot(later.now, tuple(jobs[1:])))
+    current = [first]
+    screen = SlurmScreen(loader=lambda: current[0], user="root")
+    app = GaudiApp(accelerator=CPU, hostname="login-1")
+    async with app.run_test(size=(120, 30)) as pilot:
+        await app.push_screen(screen)
+        await loaded(pilot, screen)
+        grid = screen.query_one("#slurm-queue", DataTable)
+        clears: list[int] = []
+        clear = grid.clear
+
+        def counted(columns: bool = False) -> DataTable[str]:
+            clears.append(1)
+            return clear(columns)
+
+        grid.clear = counted  # type: ignore[method-assign]
+        grid.move_cursor(row=3)
+        await pilot.pause()
+        chosen = screen.selected()
+        assert chosen is not None and chosen.job_id != jobs[0].job_id  # not the job that goes
+        before = dict(zip(column(screen, "job"), column(screen, "why"), strict=True))["7"]
+        for view, cleared in ((later, 0), (fewer, 1)):
+            current[0] = view
+            screen.action_refresh_now()
+            deadline = time.monotonic() + 20
+            while screen.view is not view:
+                assert time.monotonic() < deadline, "the refresh never came"
+                await pilot.pause(0.05)
+            await pilot.pause()
+            shown = [tuple(str(c) for c in grid.get_row_at(i)) for i in range(grid.row_count)]
+            assert shown == [table.queue_row(j, view.now) for j in screen.rows]
+            assert len(clears) == cleared
+        after = dict(zip(column(screen, "job"), column(screen, "why"), strict=True))["7"]
+        still = screen.selected()
+        assert after != before and still is not None and still.job_id == chosen.job_id
 
 
 async def test_tail_and_cancel_a_plain_sbatch_job(slurm: SlurmTestCluster) -> None:

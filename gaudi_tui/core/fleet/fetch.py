@@ -20,8 +20,9 @@ from pathlib import Path
 
 from gaudi_tui.core.devices.usage import BUSY_MIB
 from gaudi_tui.core.fleet import metrics as m
+from gaudi_tui.core.fleet.build import build_fleet
 from gaudi_tui.core.fleet.exposition import parse_exposition
-from gaudi_tui.core.fleet.model import DEFAULT_SLOWDOWN_C, Fleet, Host, Overview, build_fleet, summarize
+from gaudi_tui.core.fleet.model import DEFAULT_SLOWDOWN_C, Fleet, Host, Overview, summarize
 from gaudi_tui.core.fleet.prometheus import AT_ONCE, PrometheusClient, PrometheusError, Series
 from gaudi_tui.core.fleet.samples import NAME, CardValue, HostValue, Sample
 
@@ -51,7 +52,7 @@ NIC_DOWN_QUERY = (
 def fleet_queries() -> dict[str, str]:
     """Every query of one refresh: key → PromQL (`max by` only drops labels: one series per card).
     A new per-card metric is one more entry in `metrics.FLEET_METRICS` and a field in
-    `model.FIELD_OF`; its query is made here."""
+    `build.FIELD_OF`; its query is made here."""
     return {"up": UP_QUERY, "usual": USUAL_QUERY, m.NIC_PORT_STATUS.name: NIC_DOWN_QUERY, **card_queries()}
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 _RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
@@ -9,6 +10,8 @@ _RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
 
 def split_top(text: str, sep: str = ",") -> list[str]:
     """Split on `sep` outside brackets and parentheses (`a[1,3],b(x,y)` → two parts)."""
+    if "[" not in text and "(" not in text:
+        return [p.strip() for p in text.split(sep) if p.strip()]
     parts, depth, start = [], 0, 0
     for i, ch in enumerate(text):
         if ch in "[(":
@@ -24,12 +27,18 @@ def split_top(text: str, sep: str = ",") -> list[str]:
 
 def expand(hostlist: str) -> list[str]:
     """Every host name of a host list, in Slurm's order; '' and '(null)' give []."""
+    return list(expanded(hostlist))
+
+
+@functools.lru_cache(maxsize=4096)
+def expanded(hostlist: str) -> tuple[str, ...]:
+    """`expand`, remembered: a queue's jobs share node lists, and a refresh reads each job's."""
     if not hostlist or hostlist in ("(null)", "None assigned"):
-        return []
+        return ()
     names: list[str] = []
     for part in split_top(hostlist):
         names.extend(_expand_one(part))
-    return names
+    return tuple(names)
 
 
 def _expand_one(part: str) -> list[str]:

@@ -14,67 +14,17 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gaudi_tui.core.slurm.hostlist import expand, split_top
+from gaudi_tui.core.slurm.gres import CARD_NAMES, Gres, card_indices, cards_of, entries, parse_gres
+from gaudi_tui.core.slurm.hostlist import expand, expanded
 
 UNLIMITED_MIN = 525600
 ACTIVE = frozenset({"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED", "PREEMPTED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD", "SPECIAL_EXIT"})  # fmt: skip
 """States in which some process of the job may still run or run again (a requeue)."""
 ENDED = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE", "REVOKED"})  # fmt: skip
-
-
-# --- GRES strings ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Gres:
-    """One GRES entry: `gpu:gaudi2:8(IDX:0-7)` → name gpu, type gaudi2, count 8, indices 0..7."""
-
-    name: str
-    type: str | None
-    count: int
-    indices: tuple[int, ...] = ()
-
-
-def parse_gres(text: str | None) -> list[Gres]:
-    """Every entry of a GRES string (`gres`, `gres_used`, `tres_per_node`, one `gres_detail` item)."""
-    out = []
-    for part in split_top(text or ""):
-        part = part.removeprefix("gres:").removeprefix("gres/")
-        if part in ("N/A", "(null)"):
-            continue
-        head, _, extra = part.partition("(")
-        bits = head.split(":")
-        if len(bits) == 1:
-            name, kind, count = bits[0], None, "1"
-        elif len(bits) == 2:
-            name, kind, count = (bits[0], None, bits[1]) if bits[1].isdigit() else (bits[0], bits[1], "1")
-        else:
-            name, kind, count = bits[0], bits[1], bits[2]
-        if not count.isdigit():
-            continue
-        out.append(Gres(name, kind, int(count), _indices(extra)))
-    return out
-
-
-def _indices(extra: str) -> tuple[int, ...]:
-    match = re.search(r"IDX:([0-9,\-]+)", extra)
-    if not match:
-        return ()
-    out: list[int] = []
-    for item in match.group(1).split(","):
-        low, _, high = item.partition("-")
-        if low.isdigit():
-            out.extend(range(int(low), int(high or low) + 1))
-    return tuple(out)
-
-
-def cards_of(entries: Iterable[Gres], names: Iterable[str] = ("gpu", "hpu")) -> int:
-    wanted = set(names)
-    return sum(g.count for g in entries if g.name in wanted)
 
 
 # --- jobs -------------------------------------------------------------------------------------------
@@ -185,18 +135,14 @@ def _number(value: Any) -> int:
 
 
 def job_from_json(row: Mapping[str, Any]) -> QueueJob:
-    nodes = tuple(expand(str(row.get("nodes") or "")))
-    requested = parse_gres(str(row.get("tres_per_node") or ""))
-    cards = [g for g in requested if g.name in ("gpu", "hpu")]
+    nodes = expanded(str(row.get("nodes") or ""))
+    cards = [g for g in entries(str(row.get("tres_per_node") or "")) if g.name in CARD_NAMES]
     limit_raw = row.get("time_limit")
     limit = _number(limit_raw) if limit_raw is not None else None
     if limit is not None and (limit >= UNLIMITED_MIN or limit <= 0):
         limit = None
-    detail = [parse_gres(str(d)) for d in row.get("gres_detail") or []]
-    by_node = {
-        node: tuple(i for g in entries if g.name in ("gpu", "hpu") for i in g.indices)
-        for node, entries in zip(nodes, detail, strict=False)
-    }
+    detail = row.get("gres_detail") or []
+    by_node = {node: card_indices(str(d)) for node, d in zip(nodes, detail, strict=False)}
     status, signal = _exit(row.get("exit_code"))
     task = row.get("array_task_id")
     task_text = str(row.get("array_task_string") or "") or (str(_number(task)) if task is not None else "")
@@ -229,7 +175,7 @@ def job_from_json(row: Mapping[str, Any]) -> QueueJob:
     )
 
 
-_READ = (
+READ = (
     "job_id", "name", "user_name", "user_id", "job_state", "state_reason", "partition", "nodes", "node_count",
     "tres_per_node", "submit_time", "start_time", "end_time", "time_limit", "restart_cnt", "exit_code",
     "array_job_id", "array_task_id", "array_task_string", "standard_output", "current_working_directory",
@@ -240,7 +186,7 @@ _PARSED: dict[tuple[Any, ...], QueueJob] = {}
 
 
 def _key(row: Mapping[str, Any]) -> tuple[Any, ...] | None:
-    values = tuple(tuple(v) if isinstance(v, list) else v for v in map(row.get, _READ))
+    values = tuple(tuple(v) if isinstance(v, list) else v for v in map(row.get, READ))
     try:
         hash(values)
     except TypeError:  # newer Slurm's nested objects: parse every time

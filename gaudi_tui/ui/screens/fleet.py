@@ -18,7 +18,6 @@ from rich.text import Text
 from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.color import Color
 from textual.message import Message
 from textual.widgets import Input, Static
 
@@ -26,7 +25,6 @@ from gaudi_tui.core.fleet.address import ENV_VAR, prometheus_url
 from gaudi_tui.core.fleet.model import (
     HOST_CARDS,
     JOB_SIZES,
-    Card,
     Fleet,
     Host,
     HostSummary,
@@ -34,6 +32,7 @@ from gaudi_tui.core.fleet.model import (
     worst_first,
 )
 from gaudi_tui.ui.screens.base import PanelScreen
+from gaudi_tui.ui.screens.fleet_rows import cells, theme_styles
 from gaudi_tui.ui.widgets.host_grid import HostGrid, Row
 
 if TYPE_CHECKING:
@@ -54,26 +53,6 @@ SORTS: tuple[tuple[str, Sort], ...] = (
     ("busiest", lambda hosts: sorted(hosts, key=lambda h: (-(h.mean_util or -1.0), h.name))),
 )
 Loader = Callable[[], Fleet]
-
-
-def card_text(card: Card, metric: str) -> str:
-    """Three characters for one card under the chosen metric."""
-    if metric == "temperature":
-        value = card.temperature_c
-    else:
-        ratio = card.ratio(metric)
-        value = None if ratio is None else ratio * 100
-    return "  ·" if value is None else f"{min(value, 999):3.0f}"
-
-
-def level(card: Card, metric: str) -> str:
-    """Theme variable naming the card's colour: flagged → error; else by its share of the scale."""
-    if card.flags:
-        return "error"
-    ratio = card.ratio(metric)
-    if ratio is None:
-        return "text-muted"
-    return "success" if ratio < 0.5 else "warning" if ratio < 0.9 else "error"
 
 
 class FleetLoaded(Message):
@@ -337,54 +316,16 @@ class FleetScreen(PanelScreen):
             line2 += f" · from {overview.source}"
         return " · ".join(parts) + "\n" + line2
 
-    def _theme_styles(self) -> dict[str, Style]:
-        """Rich styles from the theme's $success/$warning/$error (muted = dim)."""
-        colours = self.app.get_css_variables()
-        styles: dict[str, Style] = {
-            name: Style(color=Color.parse(colours[name]).rich_color, bold=name == "error")
-            for name in ("success", "warning", "error")
-            if name in colours
-        }
-        return {"text-muted": Style(dim=True), **styles}
-
-    def _cards_cell(self, row: Row) -> Text:
-        styles, host = self._styles, row.host
-        if host.state == "down":
-            return Text("target down", style=styles["error"])
-        metric = METRICS[self.metric][0]
-        text = Text()
-        if row.cards is None:  # not asked for yet: one muted dot per card
-            text.append("  · " * host.cards, style=styles["text-muted"])
-        else:
-            for card in row.cards.cards:
-                text.append(card_text(card, metric), style=styles[level(card, metric)])
-                text.append(" ")
-        missing = host.usual_cards - host.cards
-        if missing > 0:
-            text.append("  ?" * missing, style=styles["error"])
-        return text
-
     def _cells(self, row: Row) -> tuple[Text, ...]:
         """One host row (built only when the row is on screen)."""
-        styles, size, host = self._styles, JOB_SIZES[self.job], row.host
-        fits = host.fits(size)
-        return (
-            Text(host.name),
-            Text(host.state, style=styles["success"] if host.state == "up" else styles["error"]),
-            self._cards_cell(row),
-            Text(str(len(host.free_ids))),
-            Text(f"{size}:{'✓' if fits else '—'}", style=styles["success"] if fits else styles["text-muted"]),
-            Text(
-                ", ".join(host.flags) or "ok", style=styles["error"] if host.flags else styles["text-muted"]
-            ),
-        )
+        return cells(row, self._styles, METRICS[self.metric][0], JOB_SIZES[self.job])
 
     def _draw(self, restyle: bool = False) -> None:
         self._status()
         if self.overview is None:
             return
         grid = self.query_one(HostGrid)
-        styles = self._theme_styles()  # the theme may have changed
+        styles = theme_styles(self.app.get_css_variables())  # the theme may have changed
         if restyle or styles != self._styles:
             self._styles = styles
             grid.restyle()
