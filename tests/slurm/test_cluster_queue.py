@@ -47,7 +47,8 @@ def test_queue_and_nodes_of_plain_sbatch_jobs(
         len(v) == 3 for v in span.cards_by_node.values()
     )
     assert span.stdout_path() == f"{out}/span-{running}.out"
-    assert wait_for(lambda: (out / f"span-{running}.out").read_text().startswith("hello"))
+    written = out / f"span-{running}.out"  # slurmd makes it when the job starts: not yet there at first
+    assert wait_for(lambda: written.is_file() and written.read_text().startswith("hello"))
     assert jobs[held].reason == "JobHeldUser"
 
     assert main(["slurm", "queue", "--json"]) == 0
