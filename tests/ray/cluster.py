@@ -27,6 +27,7 @@ FAKES = ROOT / "tests" / "fakes"
 RAY = str(Path(sys.executable).with_name("ray"))
 MARK = "GAUDI_TUI_TEST_RAY_NODE"
 OBJECT_STORE = str(200 * 2**20)
+STOP_GRACE_S = 2.0
 
 
 def free_port() -> int:
@@ -109,8 +110,9 @@ class RayTestCluster:
         stop_processes(self.processes(mark), grace=0.1)
 
     def stop(self) -> None:
-        for mark in reversed(self.marks):
-            stop_processes(self.processes(mark))
+        """Every node at once, with a short grace: nothing of the test cluster needs a clean exit (its
+        folder is deleted next); with 10 s per node, the stop took about 14 s."""
+        stop_processes([p for mark in reversed(self.marks) for p in self.processes(mark)], grace=STOP_GRACE_S)
 
     def nodes(self) -> list[dict]:
         from urllib.request import urlopen
