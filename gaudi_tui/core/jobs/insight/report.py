@@ -32,7 +32,7 @@ from gaudi_tui.core.jobs.tailing import AppendReader
 TIME_UNIT_S = 1e-6
 """TotalTime's unit as assumed (unconfirmed: not stated in Intel's code or docs)."""
 POINTS = 4096
-LOG_SLICE_BYTES = 4 << 20
+LOG_SLICE_BYTES = 1 << 20
 """metrics.jsonl is read this much at a time."""
 BANNER_BYTES = 16 * 2**20
 """stdout.log is searched for the bridge's banner only this far (it is printed at start)."""
