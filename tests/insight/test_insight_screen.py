@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import time
 
+from textual.app import App, ComposeResult
+
 from gaudi_tui.core.jobs.status import JobStatus, ProcRef
 from gaudi_tui.ui.app import GaudiApp
 from gaudi_tui.ui.widgets.insight_panel import CompilesChart, InsightPanel
@@ -66,3 +68,28 @@ async def test_an_ended_run_is_not_worked_out_again_until_its_files_change() -> 
         polls = panel.polls
         await settle(pilot, lambda: panel.polls >= polls + 2)
         assert panel.worked_out > 3  # an active run's insight moves with time: worked out at each poll
+
+
+async def test_the_insight_waits_until_it_may_poll() -> None:
+    """On the Training screen the insight's first read (a long history's) waits for the list's
+    first frame: the panel does not poll while `ready` says no."""
+    run = make_run()
+    write_logs(run, range(1, 6))
+    asked: list[bool] = []
+    allowed = False
+
+    def ready() -> bool:
+        asked.append(allowed)
+        return allowed
+
+    class Host(App[None]):
+        def compose(self) -> ComposeResult:
+            yield InsightPanel(lambda: run.id, ready)
+
+    app = Host()
+    async with app.run_test() as pilot:
+        panel = app.query_one(InsightPanel)
+        await settle(pilot, lambda: len(asked) >= 3)
+        assert panel.polls == 0
+        allowed = True
+        await settle(pilot, lambda: panel.worked_out == 1)

@@ -77,10 +77,13 @@ class CompilesChart(PlotextPlot):
 class InsightPanel(Static):
     DEFAULT_CSS = "InsightPanel { display: none; margin-bottom: 1; }"
 
-    def __init__(self, selected: Callable[[], str | None]) -> None:
+    def __init__(self, selected: Callable[[], str | None], ready: Callable[[], bool] = lambda: True) -> None:
         super().__init__("", markup=False)
         self.selected = selected
         """The job to show: the screen's selected one (asked at every poll)."""
+        self.ready = ready
+        """Whether to poll yet (the Training screen: once its list is drawn; a long history's first
+        read would hold the interpreter the list's first frame needs)."""
         self.run_id: str | None = None
         self._watcher: InsightWatcher | None = None
         self._lock = threading.Lock()
@@ -96,7 +99,7 @@ class InsightPanel(Static):
         run_id = self.selected()
         if run_id != self.run_id:
             self.run_id, self.display = run_id, False
-        if run_id is not None and self.screen.is_current:
+        if run_id is not None and self.screen.is_current and self.ready():
             self._poll(run_id)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="insight", description="Gaudi insight")
