@@ -68,14 +68,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gaudi_tui.core.jobs import control, runfolder
-
     if args.action is None:
         return list_jobs(as_json=args.json)
     if args.action == "nodes":
         return print_nodes(args.where)
     if args.action in COMPARE_ACTIONS:
         return run_compare(args)
+    from gaudi_tui.core.jobs import control, runfolder  # not for the list: it imports the supervisor
+
     try:
         job = runfolder.find(args.id)
         if args.action == "logs":

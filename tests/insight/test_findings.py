@@ -217,3 +217,16 @@ def test_a_long_log_is_read_in_slices_to_the_same_insight(monkeypatch: pytest.Mo
     assert len(reads) > 20 and set(reads) == {1000}
     assert sliced.insight(now=T0 + 300) == whole.insight(now=T0 + 300)
     assert len(sliced.insight().steps) == 200
+
+
+def test_a_poll_says_whether_it_read_anything() -> None:
+    run = make_run()
+    write_logs(run, range(1, 6))
+    watcher = InsightWatcher(run)
+    assert watcher.poll() is True
+    assert watcher.poll() is False  # nothing appended
+    write_logs(run, range(6, 7))
+    assert watcher.poll() is True
+    write_runtime(run.hpu_metrics_path, compiles_at([1, 2]))
+    assert watcher.poll() is True  # a runtime file appeared
+    assert watcher.poll() is False

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import subprocess
 
 import pytest
 
 from gaudi_tui.cli import main
 from gaudi_tui.core.jobs import spec as spec_mod
+from tests.conftest import PYTHON, child_env
 from tests.jobs.conftest import replay
 
 
@@ -86,3 +88,16 @@ def test_a_ray_job_without_an_address_says_where_to_give_one(
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     assert main(["train", "demo", "--set", "target=ray", "--dry-run"]) == 2
     assert "ray_address: no cluster given" in capsys.readouterr().err
+
+
+def test_the_job_list_does_not_import_the_job_controls() -> None:
+    """`jobs` and `jobs --json` only read: the stop/kill/resume code (and the supervisor and alert
+    sinks it brings) is not imported, so the list answers sooner."""
+    replay()
+    code = (
+        "import sys\nfrom gaudi_tui.cli import main\nassert main(['jobs', '--json']) == 0\n"
+        "print('control' if 'gaudi_tui.core.jobs.control' in sys.modules else 'no control', file=sys.stderr)"
+    )
+    done = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, env=child_env(), check=True)
+    assert json.loads(done.stdout)[0]["state"] == "succeeded"
+    assert done.stderr.strip().splitlines()[-1] == "no control"

@@ -212,3 +212,14 @@ def test_a_resume_drops_the_series_after_its_step(tmp_path: Path) -> None:
     xs, ys = charts.data().lines["loss"]
     assert xs == tuple(float(s) for s in range(1, 21)) and ys[-1] == pytest.approx(8.0)
     assert charts.data().lines["eval"] == ((25.0,), (1.5,))
+
+
+def test_a_long_history_loads_one_mebibyte_at_a_time(tmp_path: Path) -> None:
+    """The charts read a long metrics.jsonl in 1 MiB slices: a poll holds no more (4 MiB slices, in
+    the charts and the insight at once, kept the panel near 100 MB with a 1,000,000-line run)."""
+    path = tmp_path / "metrics.jsonl"
+    path.write_text(event("begin", 0, max_steps=40_000) + "".join(log(s, 1.0) for s in range(1, 40_001)))
+    assert path.stat().st_size > 2 << 20
+    charts = ChartSeries(path)
+    assert charts.poll()
+    assert 0 < charts.offset <= 1 << 20 and charts.behind > 0

@@ -18,3 +18,22 @@ def test_the_chart_history_is_read_only_once_the_list_may_be_drawn() -> None:
     assert message is not None and message.detail is not None and message.detail.charts is not None
     assert poller.charts.offset == run.metrics_path.stat().st_size
     assert message.detail.charts.latest["loss"] > 0
+
+
+def test_a_settled_runs_details_are_made_once() -> None:
+    """Idle on a finished run: its details text is not made again at every poll; a change in its
+    folder (a STOP file) makes it again."""
+    run = replay()
+    made: list[str] = []
+
+    def describe(view, run, spec, nodes) -> str:  # noqa: ANN001
+        made.append(view.state)
+        return view.state
+
+    poller = JobsPoller(describe, lambda run: "")
+    for _ in range(4):
+        poller.poll(run.id, history=False)
+    assert made == ["succeeded"]
+    run.stop_path.write_text("")
+    poller.poll(run.id, history=False)
+    assert len(made) == 2

@@ -22,7 +22,7 @@ BUCKETS = 100
 """A line draws at most 4 × BUCKETS + 1 points (the lowest and highest of each bucket, and the last)."""
 METRICS = ("loss", "learning_rate", "grad_norm", "samples_per_s", "tokens_per_s")
 SMOOTHING = 0.8
-SLICE_BYTES = 4 << 20
+SLICE_BYTES = 1 << 20
 FINITE = (float, int)
 """The types of a number value (a bool is neither)."""
 

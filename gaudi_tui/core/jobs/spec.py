@@ -301,7 +301,7 @@ def from_mapping(data: Mapping[str, object], base: JobSpec | None = None) -> Job
     """A spec from `base` (default: the defaults) with these values, each coerced and checked."""
     # Each value was coerced to its field's type above, which a type checker cannot follow.
     values: dict[str, Any] = {name: coerce(name, value) for name, value in data.items()}
-    return replace(base or JobSpec(), **values)
+    return replace(base, **values) if base is not None else JobSpec(**values)
 
 
 def parse_assignments(pairs: list[str]) -> dict[str, str]:

@@ -161,7 +161,7 @@ class TrainingScreen(PanelScreen):
                 yield Log(id="job-log", max_lines=LOG_LINES, auto_scroll=True)
             with TabPane("Details", id="details"):
                 with VerticalScroll():
-                    yield InsightPanel(selected=lambda: self.selected)  # findings first
+                    yield InsightPanel(lambda: self.selected, self._list_drawn.is_set)  # findings first
                     yield Static("", id="job-details", markup=False)
 
     def on_mount(self) -> None:

@@ -4,7 +4,7 @@ A poll posts the rows that changed (every row when a run appeared), the selected
 lines, its details when they changed, and its charts when new points came; a poll that changed
 nothing posts nothing. The charts come from a `ChartSeries` of the selected run only, read once
 and extended as lines arrive; a long history loads in slices, the charts redrawn every
-CHART_EVERY_S meanwhile. The history is not read while `history` is false (the screen's list is
+CHART_EVERY_S meanwhile. A settled run's details text is made once. The history is not read while `history` is false (the screen's list is
 not drawn yet: a slice would hold the interpreter the first frame needs).
 """
 
@@ -67,6 +67,8 @@ class JobsPoller:
         self.charts_drawn = 0.0
         self.text = ""
         self.nodes: tuple[str | None, float, str] = (None, 0.0, "")
+        self.described: tuple[JobView | None, str, str] = (None, "", "")
+        """The row and nodes the details text was made of, and the text (a settled row's is made once)."""
 
     @property
     def loading(self) -> bool:
@@ -103,7 +105,10 @@ class JobsPoller:
         draw = grew and (not self.charts.behind or now - self.charts_drawn >= CHART_EVERY_S)
         if view.where and (self.nodes[0] != view.id or now - self.nodes[1] > NODES_EVERY_S):
             self.nodes = (view.id, now, self.nodes_of(run))
-        text = self.describe(view, run, spec, self.nodes[2] if self.nodes[0] == view.id else "")
+        nodes = self.nodes[2] if self.nodes[0] == view.id else ""
+        if self.described[0] is not view or self.described[1] != nodes:  # a settled row is the same object
+            self.described = (view, nodes, self.describe(view, run, spec, nodes))
+        text = self.described[2]
         if not (reset or draw or new_lines or text != self.text):
             return None
         self.text = text

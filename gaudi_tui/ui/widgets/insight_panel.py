@@ -3,12 +3,16 @@ graph compiles by step beside the loss in Charts (`CompilesChart`). Both stay hi
 with no runtime metrics that is not on hpu.
 
 `InsightPanel` follows the screen's selected job on its own: every `POLL_S` a thread worker polls an
-`InsightWatcher` (bounded reads, see core/jobs/insight/report.py) and the result is drawn here.
+`InsightWatcher` (bounded reads, see core/jobs/insight/report.py) and the result is drawn here. An
+ended run whose files and status.json did not change since its insight was drawn is not worked out
+and drawn again (a panel left on a finished run stays idle).
 """
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 from collections.abc import Callable
 
 from textual import work
@@ -18,10 +22,24 @@ from textual_plotext import PlotextPlot
 from gaudi_tui.core.jobs import runfolder
 from gaudi_tui.core.jobs.insight import text
 from gaudi_tui.core.jobs.insight.report import Insight, InsightWatcher
+from gaudi_tui.core.jobs.status import TERMINAL, effective_state
 from gaudi_tui.ui.palette import palette
 
 POLL_S = 1.0
 MAX_RANK_LINES = 4
+
+
+def status_stamp(run: runfolder.RunFolder) -> tuple[int, int] | None:
+    try:
+        stat = os.stat(run.status_path)
+    except OSError:
+        return None
+    return stat.st_mtime_ns, stat.st_size
+
+
+def ended(run: runfolder.RunFolder) -> bool:
+    status = run.status()
+    return status is not None and effective_state(status, time.time()) in TERMINAL
 
 
 def relevant(insight: Insight) -> bool:
@@ -59,13 +77,20 @@ class CompilesChart(PlotextPlot):
 class InsightPanel(Static):
     DEFAULT_CSS = "InsightPanel { display: none; margin-bottom: 1; }"
 
-    def __init__(self, selected: Callable[[], str | None]) -> None:
+    def __init__(self, selected: Callable[[], str | None], ready: Callable[[], bool] = lambda: True) -> None:
         super().__init__("", markup=False)
         self.selected = selected
         """The job to show: the screen's selected one (asked at every poll)."""
+        self.ready = ready
+        """Whether to poll yet (the Training screen: once its list is drawn; a long history's first
+        read would hold the interpreter the list's first frame needs)."""
         self.run_id: str | None = None
         self._watcher: InsightWatcher | None = None
         self._lock = threading.Lock()
+        self.drawn_ended: tuple[str, tuple[int, int] | None] | None = None
+        """The ended run whose insight is drawn, and its status.json's stamp then (under the lock)."""
+        self.polls = self.worked_out = 0
+        """How many polls ran, and how many of them worked an insight out (the tests count them)."""
 
     def on_mount(self) -> None:
         self.set_interval(POLL_S, self._tick)
@@ -74,7 +99,7 @@ class InsightPanel(Static):
         run_id = self.selected()
         if run_id != self.run_id:
             self.run_id, self.display = run_id, False
-        if run_id is not None and self.screen.is_current:
+        if run_id is not None and self.screen.is_current and self.ready():
             self._poll(run_id)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="insight", description="Gaudi insight")
@@ -84,8 +109,14 @@ class InsightPanel(Static):
         try:
             if self._watcher is None or self._watcher.run.id != run_id:
                 self._watcher = InsightWatcher(runfolder.RunFolder(runfolder.runs_dir() / run_id))
-            self._watcher.poll()
+            self.polls += 1
+            read = self._watcher.poll()
+            stamp = status_stamp(self._watcher.run)
+            if not read and self.drawn_ended == (run_id, stamp):
+                return  # an ended run, nothing new: what is drawn stands
             insight = self._watcher.insight()
+            self.worked_out += 1
+            self.drawn_ended = (run_id, stamp) if ended(self._watcher.run) else None
         finally:
             self._lock.release()
         self.app.call_from_thread(self._show, run_id, insight)

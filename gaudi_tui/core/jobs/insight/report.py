@@ -32,7 +32,7 @@ from gaudi_tui.core.jobs.tailing import AppendReader
 TIME_UNIT_S = 1e-6
 """TotalTime's unit as assumed (unconfirmed: not stated in Intel's code or docs)."""
 POINTS = 4096
-LOG_SLICE_BYTES = 4 << 20
+LOG_SLICE_BYTES = 1 << 20
 """metrics.jsonl is read this much at a time."""
 BANNER_BYTES = 16 * 2**20
 """stdout.log is searched for the bridge's banner only this far (it is printed at start)."""
@@ -140,11 +140,18 @@ class InsightWatcher:
         self.lazy_banner: str | None = None
         self._in_banner = 0
 
-    def poll(self, catch_up: bool = False) -> None:
-        """What was appended since the last poll (`catch_up`: every metrics file to its end)."""
-        self.runtime.catch_up() if catch_up else self.runtime.poll()
+    def poll(self, catch_up: bool = False) -> bool:
+        """What was appended since the last poll (`catch_up`: every metrics file to its end); whether
+        anything was (a runtime file, a line of metrics.jsonl, a part of the log's banner)."""
+        tails = len(self.runtime.tails)
+        if catch_up:
+            self.runtime.catch_up()
+            read = True
+        else:
+            read = self.runtime.poll() or len(self.runtime.tails) != tails
         while True:  # in slices: a long history is never held whole (1,000,000 lines: 200 MB)
             lines, _ = self._log.read_lines(at_most=LOG_SLICE_BYTES)
+            read = read or bool(lines)
             for line in lines:
                 if (event := event_of(line)) is not None:
                     self._event(event)
@@ -152,7 +159,8 @@ class InsightWatcher:
                 break
         hpu = self.spec is not None and self.spec.device == "hpu"
         if hpu and self.lazy_banner is None and self._banner_offset < BANNER_BYTES:
-            self._read_banner()
+            read = self._read_banner() or read
+        return read
 
     def _event(self, event: dict) -> None:
         kind, step = event.get("event"), event.get("step")
@@ -176,19 +184,21 @@ class InsightWatcher:
         elif kind == "summary" and number(event.get("max_memory_mib")) is not None:
             self.summary_peak = number(event.get("max_memory_mib"))
 
-    def _read_banner(self) -> None:
-        """The next part of stdout.log's head (at most BANNER_CHUNK a poll, BANNER_BYTES in all)."""
+    def _read_banner(self) -> bool:
+        """The next part of stdout.log's head (at most BANNER_CHUNK a poll, BANNER_BYTES in all);
+        whether there was one."""
         try:
             with self.run.log_path.open("rb") as fh:
                 fh.seek(self._banner_offset)
                 chunk = fh.read(min(BANNER_CHUNK, BANNER_BYTES - self._banner_offset))
         except OSError:
-            return
+            return False
         self._banner_offset += len(chunk)
         *lines, self._banner_partial = (self._banner_partial + chunk).split(b"\n")
         self._banner_partial = self._banner_partial[-4096:]
         for line in lines:
             self._banner(line.decode("utf-8", "replace"))
+        return bool(chunk)
 
     def _banner(self, text: str) -> None:
         if "HABANA PT BRIDGE CONFIGURATION" in text:
