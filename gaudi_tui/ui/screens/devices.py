@@ -85,6 +85,8 @@ class DevicesScreen(HolderStopScreen):
         super().__init__(config, feed, host_reader, details)
         self.chosen: set[int] = set()
         self.sort = 0
+        self._statics: dict[str, Static] = {}
+        self._device_table: DeviceTable | None = None
         self._built = False
         """The map (table, choice, detail) is mounted after the first frame."""
 
@@ -146,11 +148,11 @@ class DevicesScreen(HolderStopScreen):
         self.host = message.stats
         feed_quiet = time.monotonic() - self._latest_at > 1.5 * self.config.interval
         if self.is_current and feed_quiet:
-            show(self.query_one("#devices-status", Static), self._status_text(self.latest))
+            show(self._static("devices-status"), self._status_text(self.latest))
 
     # -- drawing --------------------------------------------------------------------------------
     def _show_banner(self, text: str | None) -> None:
-        banner = self.query_one("#devices-banner", Static)
+        banner = self._static("devices-banner")
         show(banner, _banner_text(text))
         banner.set_class(bool(text), "shown")
 
@@ -160,7 +162,7 @@ class DevicesScreen(HolderStopScreen):
             return
         self._show_banner(update.faults[0].banner() if update.faults else None)
         self._show_links_banner()
-        show(self.query_one("#devices-status", Static), self._status_text(update))
+        show(self._static("devices-status"), self._status_text(update))
         key = SORTS[self.sort][2]
         devices = sorted(update.snapshot.devices, key=lambda d: (key(d), d.index))
         table = self._table()
@@ -173,7 +175,7 @@ class DevicesScreen(HolderStopScreen):
         from gaudi_tui.core.devices import links
 
         text = links.banner(self.snapshot.devices, self.card_links)
-        banner = self.query_one("#devices-links-banner", Static)
+        banner = self._static("devices-links-banner")
         show(banner, f"✗ {text}" if text else "")
         banner.set_class(bool(text), "shown")
 
@@ -193,8 +195,17 @@ class DevicesScreen(HolderStopScreen):
         parts.append(f"sort: {SORTS[self.sort][0]}")
         return host + "\n" + " · ".join(parts)
 
+    def _static(self, id: str) -> Static:
+        """One of this screen's Statics, looked up once (a query walks the DOM: each refresh asked five)."""
+        found = self._statics.get(id)
+        if found is None:
+            found = self._statics[id] = self.query_one(f"#{id}", Static)
+        return found
+
     def _table(self) -> DeviceTable:
-        return cast("DeviceTable", self.query_one("#devices-table"))
+        if self._device_table is None:
+            self._device_table = cast("DeviceTable", self.query_one("#devices-table"))
+        return self._device_table
 
     def _current_device(self) -> Device | None:
         if not self._built:
@@ -208,9 +219,9 @@ class DevicesScreen(HolderStopScreen):
         from gaudi_tui.ui.palette import palette
         from gaudi_tui.ui.screens.devices_detail import NO_CARD, detail_text
 
-        detail = self.query_one("#devices-detail", Static)
+        detail = self._static("devices-detail")
         device = self._current_device()
-        self.query_one("#devices-detail-note").set_class(device is None, "-hidden")
+        self._static("devices-detail-note").set_class(device is None, "-hidden")
         if device is None:
             show(detail, NO_CARD)
             return
@@ -227,7 +238,7 @@ class DevicesScreen(HolderStopScreen):
         from gaudi_tui.ui.screens.devices_choice import choice_text
 
         text = choice_text(self.chosen, self.snapshot.devices, self.uses, palette(self.app))
-        show(self.query_one("#devices-choice", Static), text)
+        show(self._static("devices-choice"), text)
 
     def on_device_table_row_highlighted(self, _event: DeviceTable.RowHighlighted) -> None:
         self._render_detail()

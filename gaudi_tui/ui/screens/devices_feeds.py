@@ -25,6 +25,7 @@ from gaudi_tui.core.devices.history import History
 from gaudi_tui.ui.screens.base import PanelScreen
 
 if TYPE_CHECKING:
+    from gaudi_tui.core.devices.card_processes import ProcessMerge
     from gaudi_tui.core.devices.details import CardDetails
     from gaudi_tui.core.devices.feed import MonitorUpdate
     from gaudi_tui.core.devices.model import CardLinks, Device, DeviceSnapshot
@@ -93,6 +94,7 @@ class FeedScreen(PanelScreen):
         self.latest: MonitorUpdate | None = None
         self.uses: dict[int, CardUse] = {}
         self._feed: Feed | None = None
+        self._merge: ProcessMerge | None = None
         self._details_reader: Feed | None = None
         self._details_shown = True
         self._feed_cancel: threading.Event | None = None
@@ -204,8 +206,11 @@ class FeedScreen(PanelScreen):
         replay's own) merged with the /proc holders."""
         from dataclasses import replace
 
-        from gaudi_tui.core.devices.card_processes import merge_processes
+        from gaudi_tui.core.devices.card_processes import ProcessMerge
 
+        if self._merge is None:
+            self._merge = ProcessMerge()
+        merge_processes = self._merge
         snapshot = update.snapshot
         if snapshot.source in ("hl-smi", "hlml"):
             if self.details is not None and self.details.table is not None:
