@@ -6,6 +6,7 @@ refresh is due, not every 50 ms."""
 from __future__ import annotations
 
 import os
+import random
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -28,6 +29,7 @@ from gaudi_tui.ui.screens.devices import DevicesScreen
 from gaudi_tui.ui.screens.devices_feeds import DevicesUpdated
 from gaudi_tui.ui.widgets import device_table
 from gaudi_tui.ui.widgets.device_table import DeviceTable
+from gaudi_tui.ui.widgets.sparkline_text import LEVELS, spark
 from tests.devices.test_devices_screen import HOST, cycle, make_app
 
 T = TypeVar("T")
@@ -157,3 +159,32 @@ def test_the_hl_smi_reader_sleeps_until_a_refresh_is_due() -> None:
     reader.feed(b"  ", 101.0)  # a blank tail: nothing to give, and no reason to wake at once again
     assert reader.ready(101.0 + QUIET_S) == []
     assert reader.wait_s(101.2) == IDLE_S
+
+
+def _spark_over_the_whole_window(
+    values: list[float | None], width: int, window: int, top: float | None
+) -> str:
+    """The sparkline as it was drawn before: the window padded with blanks, every slot sliced."""
+    blank: list[float | None] = [None] * (window - len(values[-window:]))
+    recent = blank + values[-window:]
+    known = [x for x in recent if x is not None]
+    scale = top if top else (max(known) if known else 0)
+    out = []
+    for slot in range(width):
+        seen = [x for x in recent[slot * window // width : (slot + 1) * window // width] if x is not None]
+        level = 0 if scale <= 0 or not seen else int(round(max(seen) / scale * 7))
+        out.append(LEVELS[max(0, min(7, level))] if seen else " ")
+    return "".join(out)
+
+
+def test_the_sparkline_skips_the_empty_window_and_draws_the_same() -> None:
+    """Fewer samples than the window (the first 5 minutes): the blank part is not sliced, the line is
+    the same; also with gaps, no top, a window shorter than the width."""
+    chance = random.Random(28)
+    for _ in range(3000):
+        values = [
+            None if chance.random() < 0.2 else chance.random() * 100 for _ in range(chance.randint(0, 400))
+        ]
+        width, window = chance.randint(0, 60), chance.randint(1, 320)
+        top = chance.choice([None, 0, 100.0, 50.0])
+        assert spark(values, width, window, top) == _spark_over_the_whole_window(values, width, window, top)
