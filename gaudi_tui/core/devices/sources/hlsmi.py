@@ -30,7 +30,7 @@ QUIET_S = 0.15
 """A refresh is complete when the pipe has been quiet this long (or an index comes round again)."""
 LONGEST_TICK_S = 1.0
 """…or when lines have been arriving for this long without either (a child printing garbage)."""
-IDLE_S = 0.5
+IDLE_S = 0.2
 """The longest the reader sleeps with nothing pending: it wakes on the child's output, and this
 often to see a cancel and a stall."""
 
