@@ -29,9 +29,22 @@ class Palette:
         return Color.parse(style.split()[-1]).rgb
 
 
+_LAST: list[tuple[dict[str, str], Palette]] = []
+"""The last theme's variables (the dict itself) and their palette: a screen asks on every refresh."""
+
+
 def palette(app: App[Any]) -> Palette:
-    """Styles for the app's current theme (`theme_variables` is refreshed on each theme change)."""
+    """Styles for the app's current theme (`theme_variables` is a new dict on each theme change, so
+    the same dict means the same palette)."""
     variables = app.theme_variables or app.get_css_variables()
+    if _LAST and _LAST[0][0] is variables:
+        return _LAST[0][1]
+    found = _palette(variables)
+    _LAST[:] = [(variables, found)]
+    return found
+
+
+def _palette(variables: dict[str, str]) -> Palette:
     background = _parse(variables.get("background"), Color(0, 0, 0))
 
     def colour(name: str, fallback: str) -> str:

@@ -68,6 +68,13 @@ def links_cell(app: GaudiApp, row: int):  # noqa: ANN201
     return table._cells[table._order[row]][[k for k, _, _ in COLUMNS].index("links")]
 
 
+def links_shown(app: GaudiApp, row: int, text: str) -> bool:
+    """The map is built, has that row, and its Link cell reads `text` (a wait's condition: before the
+    first update the map has no rows)."""
+    tables = app.screen.query(DeviceTable)
+    return bool(tables) and tables.first().row_count > row and links_cell(app, row).plain == text
+
+
 async def wait_for(pilot, condition: Callable[[], bool], timeout: float = 10.0) -> None:  # noqa: ANN001
     deadline = time.monotonic() + timeout
     while not condition():
@@ -114,9 +121,9 @@ async def test_the_details_reader_sees_the_port_go_down_and_every_process(fake_h
     app = app_with(once(update), details)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: bool(app.screen.query(DeviceTable)))  # mounted after the first frame
-        await wait_for(pilot, lambda: links_cell(app, 3).plain == "24/24", timeout=30)
+        await wait_for(pilot, lambda: links_shown(app, 3, "24/24"), timeout=30)
         assert not app.screen.query_one("#devices-links-banner").has_class("shown")
-        await wait_for(pilot, lambda: links_cell(app, 3).plain == "23/24", timeout=30)
+        await wait_for(pilot, lambda: links_shown(app, 3, "23/24"), timeout=30)
         assert "card 3 (module 7): external port 8 DOWN" in text(app, "#devices-links-banner")
         await pilot.press("end")  # card 7: the process hl-smi lists, which /proc here does not show
         detail = text(app, "#devices-detail")

@@ -70,6 +70,25 @@ def merge_processes(
     return tuple(rows[key] for key in sorted(rows))
 
 
+class ProcessMerge:
+    """`merge_processes`, remembered: the same hl-smi table and holders (equal, though each refresh
+    brings new tuples) give the last rows without asking /proc again. The table is read every 30 s
+    and the holders every few seconds, where the screen merges every refresh."""
+
+    def __init__(self) -> None:
+        self._last: tuple[tuple[object, ...], tuple[DeviceProcess, ...]] | None = None
+
+    def __call__(
+        self, table: Iterable[DeviceProcess], holders: Iterable[CardHolder], proc_root: str | None
+    ) -> tuple[DeviceProcess, ...]:
+        key = (tuple(table), tuple(holders), proc_root)
+        if self._last is not None and self._last[0] == key:
+            return self._last[1]
+        rows = merge_processes(key[0], key[1], proc_root)
+        self._last = (key, rows)
+        return rows
+
+
 def is_mine(process: DeviceProcess) -> bool:
     """Owned by the user running the panel (root owns everything)."""
     if process.user is None:

@@ -52,6 +52,8 @@ class DeviceMonitor:
         self.backoff = hlsmi.Backoff(config.backoff_start, config.backoff_max)
         self.poller: hlsmi.HlSmiPoller | None = None
         self._hlml_after = 0.0
+        self._numa_of_bus: dict[str | None, int | None] = {}
+        """sysfs's NUMA node per bus ID, read once per feed (`r` starts a new feed)."""
 
     def request_holder_scan(self) -> None:
         """Rescan /proc at the next refresh (after stopping a holder, say)."""
@@ -76,7 +78,7 @@ class DeviceMonitor:
         self.on_update(MonitorUpdate(snapshot, self.read_host(), self.holders, self.faults, self.retry_in))
 
     def _set(self, reading: Reading, source: Source) -> None:
-        reading = with_kernel_facts(reading, self.config.sys_root)
+        reading = with_kernel_facts(reading, self.config.sys_root, self._numa_of_bus)
         self.snapshot = reading.to_snapshot(source)
         self.faults, self.retry_in = (), None
 

@@ -101,18 +101,25 @@ def links_style(links: CardLinks | None, colours: Palette) -> str:
     return colours.error if links.external_down else colours.warning if links.down else ""
 
 
+def sparks(device: Device, history: History) -> tuple[str, str, str]:
+    """The row's three sparklines (utilization, HBM, power)."""
+    window = history.size
+    return (
+        spark(history.series(device.index, "utilization"), SPARK, window, 100),
+        spark(history.series(device.index, "memory"), SPARK, window, device.memory_total_mib),
+        spark(history.series(device.index, "power"), SPARK, window, device.power_cap_w),
+    )
+
+
 def row_cells(
     device: Device,
     use: CardUse | None,
-    history: History,
+    lines: tuple[str, str, str],
     chosen: bool,
     colours: Palette,
-    links: CardLinks | None = None,
+    links: CardLinks | None,
 ) -> tuple[Text, ...]:
-    window = history.size
-    util_spark = spark(history.series(device.index, "utilization"), SPARK, window, 100)
-    hbm_spark = spark(history.series(device.index, "memory"), SPARK, window, device.memory_total_mib)
-    power_spark = spark(history.series(device.index, "power"), SPARK, window, device.power_cap_w)
+    util_spark, hbm_spark, power_spark = lines
     busy = use is not None and use.busy
     holder_style = colours.warning if use is not None and use.state == "busy-hidden" else ""
     errors = device.uncorrected_errors
@@ -172,10 +179,13 @@ class DeviceTable(ScrollView, can_focus=True):
         super().__init__(**kwargs)  # type: ignore[arg-type]  # ScrollView's keyword arguments, passed through
         self._order: list[int] = []
         self._cells: dict[int, tuple[Text, ...]] = {}
+        self._inputs: dict[int, tuple[object, ...]] = {}
+        """What each row's cells were made from: the same inputs make no new Text, no redraw."""
         self._strips: dict[int, Strip] = {}
         self._labels = {key: label for key, label, _ in COLUMNS}
         self._header: Strip | None = None
         self._style: Style | None = None
+        self._width = 0
         self._columns: tuple[Column, ...] = COLUMNS
         self._cell_segments: dict[tuple[object, ...], list[Segment]] = {}
         self.virtual_size = Size(TOTAL_WIDTH, 1)
@@ -213,9 +223,20 @@ class DeviceTable(ScrollView, can_focus=True):
         changed: list[int] = []  # rows whose cells changed
         colours = palette(self.app)
         for row, device in enumerate(devices):
-            chosen = device.module_id in chosen_modules
+            use = uses.get(device.index)
             card_links = (links or {}).get(device.index)
-            cells = row_cells(device, uses.get(device.index), history, chosen, colours, card_links)
+            inputs = (
+                device,
+                use,
+                sparks(device, history),
+                device.module_id in chosen_modules,
+                colours,
+                card_links,
+            )
+            if inputs == self._inputs.get(device.index):
+                continue
+            self._inputs[device.index] = inputs
+            cells = row_cells(*inputs)
             if _signature(cells) != _signature(self._cells.get(device.index, ())):
                 self._cells[device.index] = cells
                 self._strips.pop(device.index, None)
@@ -267,6 +288,7 @@ class DeviceTable(ScrollView, can_focus=True):
 
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
+        width = self._width
         number = y + scroll_y
         if number == 0:
             if self._header is None:
@@ -282,8 +304,13 @@ class DeviceTable(ScrollView, can_focus=True):
             if number - 1 == self.cursor_row:
                 strip = strip.apply_style(self.get_component_rich_style("device-table--cursor"))
         else:
-            return Strip.blank(self.size.width, self._base_style)
-        return strip.crop_extend(scroll_x, scroll_x + self.size.width, self._base_style)
+            return Strip.blank(width, self._base_style)
+        return strip.crop_extend(scroll_x, scroll_x + width, self._base_style)
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # `size` once a pass, not once a line: it asks the screen's map for this widget's region.
+        self._width = self.size.width
+        return super().render_lines(crop)
 
     def on_resize(self) -> None:
         columns = columns_for(self.size.width)

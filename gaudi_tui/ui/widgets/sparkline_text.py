@@ -13,14 +13,17 @@ def spark(values: Sequence[float | None], width: int, window: int, top: float | 
     leave the left side blank, gaps (None) stay blank."""
     if width <= 0:
         return ""
-    known_recent = list(values)[-window:]
-    recent: list[float | None] = [None] * (window - len(known_recent))
-    recent += known_recent
-    known = [x for x in recent if x is not None]
-    scale = top if top else (max(known) if known else 0)
+    recent = list(values)[-window:]
+    blank = window - len(recent)  # the window's left part, before the first sample: never drawn
+    if top:
+        scale = top
+    else:
+        known = [x for x in recent if x is not None]
+        scale = max(known) if known else 0
     out = []
     for slot in range(width):
-        chunk = recent[slot * window // width : (slot + 1) * window // width]
+        end = (slot + 1) * window // width - blank
+        chunk = recent[max(0, slot * window // width - blank) : end] if end > 0 else ()
         seen = [x for x in chunk if x is not None]
         if not seen:
             out.append(" ")

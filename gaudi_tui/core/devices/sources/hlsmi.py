@@ -30,6 +30,9 @@ QUIET_S = 0.15
 """A refresh is complete when the pipe has been quiet this long (or an index comes round again)."""
 LONGEST_TICK_S = 1.0
 """…or when lines have been arriving for this long without either (a child printing garbage)."""
+IDLE_S = 0.2
+"""The longest the reader sleeps with nothing pending: it wakes on the child's output, and this
+often to see a cancel and a stall."""
 
 
 def query_args(fields: Sequence[str], interval: int | None = None) -> list[str]:
@@ -250,7 +253,7 @@ class HlSmiPoller:
             last_progress = time.monotonic()
             open_streams = 2
             while not self.cancel.is_set() and open_streams:
-                events = selector.select(0.05 if reader.pending else 0.2)
+                events = selector.select(reader.wait_s(time.monotonic()))
                 now = time.monotonic()
                 for key, _ in events:
                     data = os.read(key.fd, 65536)
@@ -344,11 +347,21 @@ class _TickReader:
         self.devices, self.errors = [], []
         self.pending_since = None
 
+    def wait_s(self, now: float) -> float:
+        """How long the pipe may stay unread: until a pending refresh is due (its quiet period, or
+        the longest tick), else `IDLE_S`. One wake a refresh, not a poll every 50 ms."""
+        if not self.pending:
+            return IDLE_S
+        since = self.pending_since if self.pending_since is not None else self.last_data
+        due = min(self.last_data + QUIET_S, since + LONGEST_TICK_S)
+        return max(0.01, min(IDLE_S, due - now))
+
     def ready(self, now: float) -> list[Reading]:
         overdue = self.pending_since is not None and now - self.pending_since >= LONGEST_TICK_S
         if now - self.last_data >= QUIET_S or overdue:
             if self.buffer.strip():
                 self.feed(b"\n", self.last_data)
+            self.buffer = b""  # what is left is blank
             self._flush()
         done, self.done = self.done, []
         return done

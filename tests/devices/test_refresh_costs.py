@@ -1,0 +1,190 @@
+"""What a Devices refresh may skip, and what it may not: an unchanged answer makes no new cells and
+redraws no row; a changed value is drawn (its row only); the process merge, the NUMA nodes and the
+palette are worked out again only when what they come from changed; the hl-smi reader wakes when a
+refresh is due, not every 50 ms."""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+from textual.pilot import Pilot
+
+from gaudi_tui.core.devices import card_processes
+from gaudi_tui.core.devices.card_processes import ProcessMerge
+from gaudi_tui.core.devices.model import Device, DeviceProcess
+from gaudi_tui.core.devices.monitor import MonitorUpdate
+from gaudi_tui.core.devices.query import with_kernel_facts
+from gaudi_tui.core.devices.reading import Reading
+from gaudi_tui.core.devices.sources.hlsmi import IDLE_S, QUIET_S, _TickReader
+from gaudi_tui.ui import palette as palette_module
+from gaudi_tui.ui.app import GaudiApp
+from gaudi_tui.ui.palette import palette
+from gaudi_tui.ui.screens.devices import DevicesScreen
+from gaudi_tui.ui.screens.devices_feeds import DevicesUpdated
+from gaudi_tui.ui.widgets import device_table
+from gaudi_tui.ui.widgets.device_table import DeviceTable
+from gaudi_tui.ui.widgets.sparkline_text import LEVELS, spark
+from tests.devices.test_devices_screen import HOST, cycle, make_app
+
+T = TypeVar("T")
+
+
+def _counting(calls: list[object], real: Callable[..., T]) -> Callable[..., T]:
+    """`real`, noting each call's first argument in `calls`."""
+
+    def call(*args: object) -> T:
+        calls.append(args[0] if args else None)
+        return real(*args)
+
+    return call
+
+
+def _screen(app: GaudiApp) -> DevicesScreen:
+    assert isinstance(app.screen, DevicesScreen)
+    return app.screen
+
+
+async def _built(pilot: Pilot[int], app: GaudiApp) -> DeviceTable:
+    deadline = 100
+    while not app.screen.query(DeviceTable) or app.screen.query_one(DeviceTable).row_count != 8:
+        deadline -= 1
+        assert deadline > 0, "the map was not built"
+        await pilot.pause(0.05)
+    return app.screen.query_one(DeviceTable)
+
+
+async def _post(pilot: Pilot[int], app: GaudiApp, update: MonitorUpdate) -> None:
+    screen = _screen(app)
+    seen = screen.latest
+    screen.post_message(DevicesUpdated(update))
+    deadline = 100
+    while screen.latest is seen:
+        deadline -= 1
+        assert deadline > 0, "the update was not handled"
+        await pilot.pause(0.02)
+    await pilot.pause()
+
+
+async def test_an_unchanged_answer_makes_no_cells_and_redraws_no_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    updates = cycle(ticks=1)
+    app = make_app(updates)
+    async with app.run_test(size=(120, 36)) as pilot:
+        table = await _built(pilot, app)
+        made: list[object] = []
+        monkeypatch.setattr(device_table, "row_cells", _counting(made, device_table.row_cells))
+        redrawn: list[object] = []
+        monkeypatch.setattr(table, "refresh_line", _counting(redrawn, table.refresh_line))
+        again = MonitorUpdate(replace(updates[0].snapshot), HOST, ())  # equal, not the same object
+        await _post(pilot, app, again)
+        assert made == [] and redrawn == []
+
+
+async def test_a_changed_value_is_drawn_in_its_row_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    updates = cycle(ticks=1)
+    app = make_app(updates)
+    async with app.run_test(size=(120, 36)) as pilot:
+        table = await _built(pilot, app)
+        redrawn: list[object] = []
+        monkeypatch.setattr(table, "refresh_line", _counting(redrawn, table.refresh_line))
+        snapshot = updates[0].snapshot
+        devices = list(snapshot.devices)
+        at = next(i for i, d in enumerate(devices) if d.index == 5)
+        devices[at] = replace(devices[at], temperature_c=88.0)
+        changed = MonitorUpdate(replace(snapshot, devices=tuple(devices)), HOST, ())
+        await _post(pilot, app, changed)
+        row = [table.cell_text(r, "idx") for r in range(8)].index("5")
+        assert table.cell_text(row, "temp") == "88°C"
+        assert redrawn == [row + 1]  # line 0 is the header
+
+
+def _own_process() -> tuple[DeviceProcess, ...]:
+    return (DeviceProcess(0, os.getpid(), "python", 1024, None),)
+
+
+def test_the_process_merge_asks_proc_again_only_when_its_inputs_change(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    asked: list[object] = []
+    monkeypatch.setattr(card_processes, "_command", _counting(asked, card_processes._command))
+    merge = ProcessMerge()
+    first = merge(_own_process(), (), "/proc")
+    assert asked == [os.getpid()] and first[0].command  # this process's own command line, from /proc
+    assert merge(_own_process(), (), "/proc") is first  # an equal table: nothing asked
+    assert asked == [os.getpid()]
+    grown = (replace(_own_process()[0], memory_mib=2048),)
+    assert merge(grown, (), "/proc")[0].memory_mib == 2048
+    assert asked == [os.getpid()] * 2
+
+
+def test_the_numa_nodes_are_read_from_sysfs_once_per_feed(tmp_path: Path) -> None:
+    node = tmp_path / "bus" / "pci" / "devices" / "0000:b3:00.0" / "numa_node"
+    node.parent.mkdir(parents=True)
+    node.write_text("1\n")
+    reading = Reading(
+        kind="csv", devices=(Device(index=0, name="HL-225", bus_id="0000:b3:00.0", module_id=2),)
+    )
+    cache: dict[str | None, int | None] = {}
+    assert with_kernel_facts(reading, str(tmp_path), cache).devices[0].numa_node == 1
+    node.write_text("0\n")
+    assert with_kernel_facts(reading, str(tmp_path), cache).devices[0].numa_node == 1  # kept
+    assert with_kernel_facts(reading, str(tmp_path), {}).devices[0].numa_node == 0  # a new feed reads
+    assert with_kernel_facts(reading, str(tmp_path)).devices[0].numa_node == 0  # one-shot callers read
+
+
+async def test_the_palette_is_worked_out_again_only_for_a_new_theme() -> None:
+    app = make_app(cycle(ticks=1))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        first = palette(app)
+        assert palette(app) is first
+        app.theme = "textual-light" if app.theme != "textual-light" else "textual-dark"
+        await pilot.pause()
+        second = palette(app)
+        assert second is not first and second == palette_module._palette(app.theme_variables)
+
+
+def test_the_hl_smi_reader_sleeps_until_a_refresh_is_due() -> None:
+    reader = _TickReader(("index", "name"))
+    assert reader.wait_s(100.0) == IDLE_S  # nothing pending: it wakes on output
+    reader.feed(b"0, HL-225\n", 100.0)
+    assert abs(reader.wait_s(100.0) - QUIET_S) < 1e-9  # the refresh is due when the pipe is quiet
+    assert abs(reader.wait_s(100.1) - (QUIET_S - 0.1)) < 1e-9
+    assert [len(r.devices) for r in reader.ready(100.0 + QUIET_S)] == [1]
+    reader.feed(b"  ", 101.0)  # a blank tail: nothing to give, and no reason to wake at once again
+    assert reader.ready(101.0 + QUIET_S) == []
+    assert reader.wait_s(101.2) == IDLE_S
+
+
+def _spark_over_the_whole_window(
+    values: list[float | None], width: int, window: int, top: float | None
+) -> str:
+    """The sparkline as it was drawn before: the window padded with blanks, every slot sliced."""
+    blank: list[float | None] = [None] * (window - len(values[-window:]))
+    recent = blank + values[-window:]
+    known = [x for x in recent if x is not None]
+    scale = top if top else (max(known) if known else 0)
+    out = []
+    for slot in range(width):
+        seen = [x for x in recent[slot * window // width : (slot + 1) * window // width] if x is not None]
+        level = 0 if scale <= 0 or not seen else int(round(max(seen) / scale * 7))
+        out.append(LEVELS[max(0, min(7, level))] if seen else " ")
+    return "".join(out)
+
+
+def test_the_sparkline_skips_the_empty_window_and_draws_the_same() -> None:
+    """Fewer samples than the window (the first 5 minutes): the blank part is not sliced, the line is
+    the same; also with gaps, no top, a window shorter than the width."""
+    chance = random.Random(28)
+    for _ in range(3000):
+        values = [
+            None if chance.random() < 0.2 else chance.random() * 100 for _ in range(chance.randint(0, 400))
+        ]
+        width, window = chance.randint(0, 60), chance.randint(1, 320)
+        top = chance.choice([None, 0, 100.0, 50.0])
+        assert spark(values, width, window, top) == _spark_over_the_whole_window(values, width, window, top)
