@@ -17,7 +17,12 @@ from tests.shell.test_tmux import NEEDS_TMUX, Tmux, start, tmux, wait_exit  # no
 
 pytestmark = [pytest.mark.slow, NEEDS_TMUX]
 
-BUSY_THEN_IDLE = "gaudi2-hl225-x8-1.20.0-busy-table.txt,gaudi2-hl225-x8-1.12.1-table.txt"
+BUSY, IDLE = "gaudi2-hl225-x8-1.20.0-busy-table.txt", "gaudi2-hl225-x8-1.12.1-table.txt"
+BUSY_REFRESHES = 24
+BUSY_THEN_IDLE = ",".join([IDLE] + [BUSY] * BUSY_REFRESHES)
+"""Refreshes 1-24 busy (12 s at 0.5 s), then idle for good (FAKE_HLSMI_HOLD replays the first
+sample): each state lasts long enough to be seen on a loaded machine. A busy/idle swap at every
+refresh could be missed for good: a panel drawing at a multiple of the period sees one phase."""
 
 
 def fake_env(log: Path, **fake: str) -> str:
@@ -50,9 +55,11 @@ def wait_row(tmux: Tmux, pattern: str, timeout: float = 20.0) -> str:  # noqa: F
 
 def test_live_map_choose_a_card_and_quit_without_orphans(tmux: Tmux, tmp_path: Path) -> None:  # noqa: F811
     log = tmp_path / "hl-smi.log"
-    exit_file = start(tmux, tmp_path, fake_env(log, sample=BUSY_THEN_IDLE, period="0.5"))
+    exit_file = start(
+        tmux, tmp_path, fake_env(log, sample=BUSY_THEN_IDLE, period="0.5", hold=str(BUSY_REFRESHES + 1))
+    )
     tmux.wait_for("8 cards via hl-smi")
-    tmux.wait_for("driver 1.19.1-6f47ddd")
+    tmux.wait_for("driver 1.12.1-cb7a7bc")  # the fake's driver is its first sample's (the idle one)
     wait_row(tmux, r"\s+3\s+7\s+0%\s+\S+\s+94/96G")  # busy refresh … (100 columns: no product column)
     wait_row(tmux, r"\s+3\s+7\s+0%\s+\S+\s+0\.8/96G")  # … then idle: the map is live
     tmux.run("send-keys", "-t", "panel", "Space")
