@@ -32,6 +32,18 @@ cluster, Prometheus, theme, the alerts' webhook...): unset in every test, so a t
 what it made (and no job a test runs posts its end to the user's chat)."""
 
 
+CLUSTERS = ("ray_cluster", "slurm_cluster")
+"""The session's real clusters (tests/ray, tests/slurm): each pytest-xdist worker would start its own."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under `pytest -n 2 --dist loadgroup` (`make test`) every test on a session cluster runs on one
+    worker, one after another, as without xdist; the other tests share the workers."""
+    for item in items:
+        if any(name in getattr(item, "fixturenames", ()) for name in CLUSTERS):
+            item.add_marker(pytest.mark.xdist_group("clusters"))
+
+
 @pytest.fixture(autouse=True)
 def gaudi_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "gaudi-home"
