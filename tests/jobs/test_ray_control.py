@@ -6,6 +6,7 @@ never answers (a frozen tunnel). tests/ray/test_ray_faults.py drills the same wi
 
 from __future__ import annotations
 
+import http.server
 import json
 import socket
 import subprocess
@@ -183,3 +184,44 @@ def test_training_details_mask_secrets() -> None:
     watcher.poll()
     text = details_text(watcher.view(time.time()), run, run.spec())
     assert "hf_secret" not in text and "HF_TOKEN=***" in text and "SEED_NOTE=kept" in text
+
+
+def test_a_kill_waits_for_the_jobs_actors_and_cards_not_for_a_detached_coordinator() -> None:
+    """The state API's actor rows (detail=1, as Ray 2.60 answers): Ray Train's cluster-wide
+    coordinator is detached and holds no card, so it does not hold the kill; a detached actor
+    holding an HPU does (its card stays taken), and a live actor of the job does."""
+
+    def actor(name: str, detached: bool, needs: dict[str, float], state: str = "ALIVE") -> dict:
+        return {"class_name": name, "state": state, "is_detached": detached, "required_resources": needs,
+                "node_id": "ab12cd34ef"}  # fmt: skip
+
+    coordinator = actor("AutoscalingCoordinator", True, {})
+    rows: list[dict] = [coordinator, actor("RayTrainWorker", False, {"CPU": 1.0}, state="DEAD")]
+    asked: list[str] = []
+
+    class StateApi(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            asked.append(self.path)
+            body = json.dumps({"data": {"result": {"result": rows}}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), StateApi)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    address = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        assert cluster.verify_ended(address, "02000000", timeout=5) == ""
+        assert "detail=1" in asked[0] and "filter_values=02000000" in asked[0]
+        rows.append(actor("CardHolder", True, {"CPU": 1.0, "HPU": 1.0}))
+        rows.append(actor("TrainWorker", False, {"CPU": 1.0}))
+        left = cluster.verify_ended(address, "02000000", timeout=1.5)
+        assert left == "still alive: CardHolder on ab12cd34, TrainWorker on ab12cd34", left
+    finally:
+        server.shutdown()
+        server.server_close()

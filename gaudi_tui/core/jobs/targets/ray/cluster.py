@@ -28,6 +28,8 @@ KILL_VERIFY_S = 60.0
 """After a stop, how long a kill waits for the job to end and for its actors to be gone."""
 TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
 LIVE = ("PENDING", "RUNNING")
+CARD_RESOURCES = ("HPU", "GPU")
+"""Ray resources that are cards: a detached actor holding one is left behind by a kill."""
 
 
 class JobGone(ClusterError):
@@ -198,7 +200,7 @@ def verify_ended(address: str, ray_job_id: str | None, timeout: float = KILL_VER
     Detached actors are not the job's to end: they outlive it by design (`ray job stop` never ends
     them), e.g. the cluster-wide `AutoscalingCoordinator` that Ray Train starts with the first
     training job on a cluster. Counted, they held every kill of that job for the whole timeout and
-    named them as left behind."""
+    named them as left behind. One that holds cards is still named: the cards stay taken."""
     if not ray_job_id:
         return ""
     deadline = time.monotonic() + timeout
@@ -215,7 +217,7 @@ def verify_ended(address: str, ray_job_id: str | None, timeout: float = KILL_VER
             return f"not verified that nothing is left ({exc})"
         except (KeyError, TypeError) as exc:
             return f"not verified that nothing is left (the state API answered without {exc})"
-        alive = [r for r in rows if r.get("state") != "DEAD" and not r.get("is_detached")]
+        alive = [r for r in rows if isinstance(r, dict) and _left_behind(r)]
         if not alive:
             return ""
         left = "still alive: " + ", ".join(
@@ -223,6 +225,19 @@ def verify_ended(address: str, ray_job_id: str | None, timeout: float = KILL_VER
         )
         time.sleep(1.0)
     return left
+
+
+def _left_behind(actor: dict) -> bool:
+    """An actor row of the state API (detail=1) the kill should have ended: alive, and either the
+    job's own or a detached one holding cards (HPU or GPU in its required resources)."""
+    if actor.get("state") == "DEAD":
+        return False
+    if not actor.get("is_detached"):
+        return True
+    needs = actor.get("required_resources")
+    if not isinstance(needs, dict):
+        return False
+    return any(isinstance(needs.get(card), (int, float)) and needs[card] > 0 for card in CARD_RESOURCES)
 
 
 def session_name(address: str) -> str:
