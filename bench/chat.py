@@ -32,6 +32,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))  # bench/common
+from common.chat_probes import DecodeWindow, Tmux, process_cpu_s  # noqa: E402
 
 RUNS = 9
 STOP_RUNS = 5
@@ -44,37 +46,6 @@ TMUX_WAIT_S = 120.0
 """The longest the tmux run waits for a screen or an answer."""
 EMPTY = "No messages yet"
 """What the Chat screen shows in an empty conversation."""
-MAIN_CPU = time.pthread_getcpuclockid(threading.main_thread().ident)
-
-
-class DecodeWindow:
-    """The main thread's CPU between an answer's first and last text, stamped as each text reaches
-    `EngineClient.generate` (in its worker thread): what drawing took from the engine while it decoded."""
-
-    def __init__(self) -> None:
-        self.stamps: list[float] = []
-
-    def install(self) -> None:
-        from gaudi_tui.core.chat.client import EngineClient
-
-        original = EngineClient.generate
-
-        def generate(client, messages, params, on_text=None, **kwargs):  # noqa: ANN001, ANN202
-            self.stamps.clear()
-
-            def stamped(text: str) -> None:
-                self.stamps.append(time.clock_gettime(MAIN_CPU))
-                if on_text is not None:
-                    on_text(text)
-
-            return original(client, messages, params, on_text=stamped, **kwargs)
-
-        EngineClient.generate = generate
-
-    def cpu_s(self) -> float:
-        return self.stamps[-1] - self.stamps[0]
-
-
 WINDOW = DecodeWindow()
 
 
@@ -227,7 +198,6 @@ def empty_results() -> dict[str, list[float]]:
 
 def worker_path(client, bare: Bare) -> dict[str, list[float]]:  # noqa: ANN001 - EngineClient
     """Engine + pipe + a worker thread, as the screen runs them (no rendering)."""
-    import threading
 
     from gaudi_tui.core.chat.client import Answer
 
@@ -300,41 +270,12 @@ def report(
         print(f"  {stop_what}: not measured{note}")
 
 
-class Tmux:
-    """The panel in a real terminal: a tmux server of its own (stopped at the end)."""
-
-    def __init__(self) -> None:
-        self.socket = f"gaudi-tui-bench-chat-{os.getpid()}"
-
-    def run(self, *args: str) -> str:
-        return subprocess.run(
-            ["tmux", "-L", self.socket, *args], capture_output=True, text=True, timeout=30
-        ).stdout
-
-    def keys(self, *keys: str, literal: bool = False) -> None:
-        self.run("send-keys", "-t", "panel", *(["-l"] if literal else []), *keys)
-
-    def wait(self, ready, what: str) -> None:  # noqa: ANN001 - () -> bool
-        deadline = time.monotonic() + TMUX_WAIT_S
-        while not ready():
-            if time.monotonic() > deadline:
-                screen = self.run("capture-pane", "-p", "-t", "panel")
-                raise RuntimeError(f"the panel in tmux did not show {what} in time:\n{screen}")
-            time.sleep(0.05)
-
-
-def process_cpu_s(pid: int) -> float:
-    """user + system CPU of a process (all its threads), from /proc."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def in_tmux(bare: Bare) -> dict[str, list[float]]:
     """The same answers from the panel itself in a tmux pane: keys in, figures from its store."""
     from gaudi_tui.core.chat.store import ChatStore
 
     results = empty_results()
-    tmux = Tmux()
+    tmux = Tmux(TMUX_WAIT_S)
     command = f"exec {shlex.quote(sys.executable)} -m gaudi_tui"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     subprocess.run(
