@@ -12,8 +12,8 @@ answer: time to first token from the send, decode rate from token arrival times.
 `model.generate` in this process with a streamer that timestamps each token. All greedy with a
 fixed answer length; each measured run is followed at once by a bare run and the pairs are
 compared (median of N, with min–max, and the load average). Targets: decode ratio ≥ 0.98 on the
-pane's path and ≥ 0.95 for the whole screen, TTFT overhead ≤ 50 ms, stop ≤ 200 ms. Exit 1 only when
-it could not measure.
+pane's path and ≥ 0.97 for the whole screen (headless and in tmux), TTFT overhead ≤ 50 ms, stop
+≤ 200 ms. Exit 1 only when it could not measure.
 """
 
 from __future__ import annotations
@@ -353,7 +353,7 @@ def main() -> int:
         "whole Chat screen, headless (rendering included)",
         pane_results,
         "Esc to stopped answer",
-        0.95,
+        0.97,
         "its main thread's CPU while the answer decoded:",
     )
     if tmux_results is None:
@@ -363,7 +363,7 @@ def main() -> int:
             "whole Chat screen in tmux 100x30 (`python -m gaudi_tui`, a real terminal)",
             tmux_results,
             None,
-            0.95,
+            0.97,
             "the UI process's CPU (all threads, Enter to the stored answer):",
         )
     if not path["stop"] or not pane_results["stop"]:
