@@ -304,8 +304,10 @@ def in_tmux(bare: Bare) -> dict[str, list[float]]:
             time.sleep(0.3)  # an Esc followed at once by a key reads as Alt+key
             tmux.keys("n")  # a new conversation (the first one is empty: its input is focused)
             tmux.wait(lambda: EMPTY in tmux.run("capture-pane", "-p", "-t", "panel"), "a new conversation")
-            store.set_params(max(c.id for c in store.conversations()), params())  # as the headless run does
-            time.sleep(0.3)  # its input takes the focus just after it is drawn
+            newest_id = max(c.id for c in store.conversations())
+            while store.conversation(newest_id).params != params():  # as the headless run does; the
+                store.set_params(newest_id, params())  # panel writes its own back once it has drawn them
+                time.sleep(0.3)  # its input takes the focus just after it is drawn
             tmux.keys(PROMPT, literal=True)
             time.sleep(0.3)
             began = process_cpu_s(pid)

@@ -37,18 +37,16 @@ def empty_state(starters: Sequence[str] | None) -> Vertical:
 
 class ChatLog(VerticalScroll):
     """The messages of the shown conversation; the live answer, while it belongs here, drawn as it
-    streams. The log is anchored to its end (Textual's `anchor`): a frame that lays out a longer
-    answer also scrolls to it, where a `scroll_end` after it would draw a second frame, CPU that a
-    CPU-only engine on the same host needs (bench/chat.py). A reader who scrolls up releases the
-    anchor and stays put; scrolling back to the end, or sending, follows again."""
+    streams. A reader who scrolled up stays put; one at the end follows the answer."""
 
     def __init__(self, id: str | None = None) -> None:  # noqa: A002 - Textual's own name
         super().__init__(id=id, can_focus=True)
         self.live_view: MessageView | None = None
         """Where the live answer is drawn, while its conversation is shown."""
 
-    def on_mount(self) -> None:
-        self.anchor()
+    @property
+    def following(self) -> bool:
+        return self.scroll_y >= self.max_scroll_y - 1
 
     async def show(self, messages: Sequence[StoredMessage], empty: Vertical, live: LiveAnswer | None) -> None:
         """Draw `messages` (`empty` when there are none), and `live` after them when given."""
@@ -58,25 +56,32 @@ class ChatLog(VerticalScroll):
         await self.mount_all(views or [empty])
         if live is not None:
             await self.draw_live(live)
-        self.anchor()
+        self.scroll_end(animate=False)
 
     async def add_question(self, stored: StoredMessage) -> None:
         await self.query(".chat-empty").remove()
         await self.mount(MessageView.from_stored(stored))
-        self.anchor()  # sending follows again
+        self.scroll_end(animate=False)
 
     async def draw_live(self, live: LiveAnswer) -> None:
         self.live_view = MessageView("assistant", live.label, live.text, live=True)
         await self.mount(self.live_view)
-        self.anchor()
+        self.scroll_end(animate=False)
 
     def append(self, text: str) -> None:
         """Streamed text of the live answer, when it is shown."""
-        if self.live_view is not None:
-            self.live_view.append(text)
+        if self.live_view is None:
+            return
+        following = self.following
+        if self.live_view.append(text) and following:
+            self.scroll_end(animate=False)
 
     async def finish(self, text: str, meta: str, note: str) -> None:
         """The live answer ended with `text`: drawn as Markdown with its metrics."""
         view, self.live_view = self.live_view, None
-        if view is not None:
-            await view.finish(text, meta, note)
+        if view is None:
+            return
+        following = self.following
+        await view.finish(text, meta, note)
+        if following:
+            self.scroll_end(animate=False)
