@@ -2,29 +2,29 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 from pathlib import Path
 
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.content import Content
+from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, OptionList, Static
-from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
-from gaudi_tui.core.chat import export
 from gaudi_tui.core.chat.backend import ChatClient
 from gaudi_tui.core.chat.compare import first_options
 from gaudi_tui.core.chat.errors import ChatError
 from gaudi_tui.core.chat.options import LoadOptions
 from gaudi_tui.core.chat.session import ChatSession, EngineState, Job, LiveAnswer
-from gaudi_tui.core.chat.store import ChatStore, Conversation
+from gaudi_tui.core.chat.store import ChatStore
 from gaudi_tui.core.demo import starter_questions
-from gaudi_tui.ui.screens.base import PanelScreen
 from gaudi_tui.ui.screens.chat_compare import CompareDialog, CompareScreen
-from gaudi_tui.ui.screens.chat_dialogs import LoadDialog, RenameDialog
+from gaudi_tui.ui.screens.chat_conversations import ConversationsScreen
+from gaudi_tui.ui.screens.chat_dialogs import LoadDialog
 from gaudi_tui.ui.screens.chat_events import (
     AnswerChunk,
     AnswerDone,
@@ -34,23 +34,30 @@ from gaudi_tui.ui.screens.chat_events import (
     LoadProgress,
     PostedEvents,
 )
-from gaudi_tui.ui.widgets.chat_message import STATUS_WORDS, MessageView
+from gaudi_tui.ui.widgets.chat_log import ChatLog, empty_state
+from gaudi_tui.ui.widgets.chat_message import STATUS_WORDS
 from gaudi_tui.ui.widgets.chat_params import ParamsPanel
-from gaudi_tui.ui.widgets.confirm import ConfirmScreen
 
-EMPTY_HINT = (
-    "No messages yet. i (or Enter on a conversation) moves to the message box; your first "
-    "message loads the model. m chooses the model and load options, p shows the parameters, "
-    "? lists every key."
-)
-DEMO_HINT = (
-    "The demo model is a tiny model shipped to try the panel offline: it knows only the questions "
-    "it was trained on, like these (s, then ↑↓ and Enter sends one). Asked anything else, it answers "
-    "with one of its answers that does not fit. m chooses a real model."
-)
+ANSWER_SWITCH_INTERVAL_S = 0.0005
+"""While an answer streams, the GIL changes hands every 0.5 ms instead of every 5 ms. The engine
+client's reader thread stamps each token as it arrives; while this thread draws a frame, it would
+otherwise wait up to 5 ms for the GIL to read and stamp it (on a 0.6 s answer, most of 1 % of the
+decode rate the pane shows: bench/chat.py). The app does the same for its first second."""
 
 
-class ChatScreen(PanelScreen):
+@contextmanager
+def prompt_switching() -> Iterator[None]:
+    """The GIL every ANSWER_SWITCH_INTERVAL_S until the block ends, then as it was (or as the app
+    set it meanwhile, if that is longer: the app's own first second may end during an answer)."""
+    usual = sys.getswitchinterval()
+    sys.setswitchinterval(min(usual, ANSWER_SWITCH_INTERVAL_S))
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(max(usual, sys.getswitchinterval()))
+
+
+class ChatScreen(ConversationsScreen):
     TITLE = "Chat"
     HELP = (
         "Talk to a Transformers model running in an engine process on the accelerator, streamed "
@@ -101,8 +108,6 @@ class ChatScreen(PanelScreen):
         self.store: ChatStore | None = None
         self.session: ChatSession | None = None
         self.conversation_id: int | None = None
-        self.live_view: MessageView | None = None
-        """Where the live answer is drawn, while its conversation is shown."""
         self.starters: list[str] = []
         self.wanted_model: str | None = None
         """A model to use instead of the configured one (set by Training's "try in Chat")."""
@@ -119,6 +124,9 @@ class ChatScreen(PanelScreen):
     def client(self) -> ChatClient | None:
         return self.session.client if self.session else None
 
+    def answering_in(self, conversation_id: int) -> bool:
+        return self.live is not None and self.live.conversation_id == conversation_id
+
     def _session(self) -> ChatSession:
         assert self.session is not None
         return self.session
@@ -132,7 +140,7 @@ class ChatScreen(PanelScreen):
                 yield Static("", id="chat-model", markup=False)
             with Vertical(id="chat-center"):
                 yield Static("", id="chat-banner", markup=False)
-                yield VerticalScroll(id="chat-log", can_focus=True)
+                yield ChatLog(id="chat-log")
                 yield Input(id="chat-input", placeholder="Ask something — Enter sends, Esc stops or leaves")
                 yield Static("", id="chat-status", markup=False)
             yield ParamsPanel(id="chat-params")
@@ -165,10 +173,12 @@ class ChatScreen(PanelScreen):
         """The session's blocking work runs in a Textual worker thread; a cancelled worker
         (the screen going away) cancels the load or stops the answer. An answer starts once the
         question is drawn: that layout would otherwise take the CPU a CPU-only engine on the same
-        host needs for its first tokens (bench/chat.py)."""
+        host needs for its first tokens (bench/chat.py). While it streams, the GIL changes hands
+        sooner (`prompt_switching`)."""
 
         def work() -> None:
-            job(get_current_worker().cancelled_event)
+            with prompt_switching() if name == "generate" else nullcontext():
+                job(get_current_worker().cancelled_event)
 
         def start() -> None:
             self.run_worker(
@@ -186,61 +196,23 @@ class ChatScreen(PanelScreen):
             start()
 
     # ---- conversations -----------------------------------------------------------------------
-    def _store(self) -> ChatStore:
-        assert self.store is not None
-        return self.store
-
-    def current(self) -> Conversation:
-        assert self.conversation_id is not None
-        return self._store().conversation(self.conversation_id)
-
-    def refresh_conversations(self, select: int | None = None) -> None:
-        conversations = self._store().conversations()
-        listing = self.query_one("#conversations", OptionList)
-        listing.clear_options()
-        listing.add_options([Option(Content(c.title), id=str(c.id)) for c in conversations])
-        wanted = select if select is not None else self.conversation_id
-        ids = [c.id for c in conversations]
-        if wanted in ids:
-            listing.highlighted = ids.index(wanted)
-
-    @on(OptionList.OptionHighlighted, "#conversations")
-    async def _conversation_highlighted(self, event: OptionList.OptionHighlighted) -> None:
-        if event.option.id is not None and int(event.option.id) != self.conversation_id:
-            await self.show_conversation(int(event.option.id))
-
-    @on(OptionList.OptionSelected, "#conversations")
-    def _conversation_chosen(self) -> None:
-        self.action_focus_input()
-
     async def show_conversation(self, conversation_id: int) -> None:
         """Draw a conversation from the store (and the live answer, when it belongs here)."""
-        self.live_view = None
         self.conversation_id = conversation_id
         conversation = self.current()
         live = self.live
-        views = [
-            MessageView.from_stored(m)
-            for m in self._store().messages(conversation_id)
-            if live is None or m.id != live.message_id
-        ]
-        log = self.query_one("#chat-log", VerticalScroll)
-        await log.remove_children()
-        await log.mount_all(views or [self.empty_state()])
-        if live is not None:
-            await self.draw_live(live)
+        here = live if live is not None and live.conversation_id == conversation_id else None
+        messages = self._store().messages(conversation_id)
+        shown = [m for m in messages if live is None or m.id != live.message_id]
+        await self.query_one(ChatLog).show(shown, self.empty_state(), here)
         self.query_one(ParamsPanel).fill(conversation.params, conversation.system_prompt)
-        log.scroll_end(animate=False)
 
     def empty_state(self) -> Vertical:
         """What an empty conversation shows: the keys, and with the demo model, questions it knows."""
-        hint = Static(EMPTY_HINT, classes="chat-hint", markup=False)
         if not self._session().uses_demo_model:
-            return Vertical(hint, classes="chat-empty")
+            return empty_state(None)
         self.starters = starter_questions()
-        options = [Option(Content(q), id=str(i)) for i, q in enumerate(self.starters)]
-        demo = Static(DEMO_HINT, classes="chat-hint", markup=False)
-        return Vertical(hint, demo, OptionList(*options, id="chat-starters"), classes="chat-empty")
+        return empty_state(self.starters)
 
     def action_suggest(self) -> None:
         for starters in self.query("#chat-starters"):
@@ -252,63 +224,6 @@ class ChatScreen(PanelScreen):
         assert event.option.id is not None
         if await self.ask(self.starters[int(event.option.id)]):
             self.action_focus_input()
-
-    async def action_new_conversation(self) -> None:
-        current = self.current()
-        if self._store().messages(current.id):
-            created = self._store().create(system_prompt=current.system_prompt, params=current.params)
-            self.refresh_conversations(select=created.id)
-            await self.show_conversation(created.id)
-        self.action_focus_input()
-
-    def action_rename(self) -> None:
-        conversation = self.current()
-
-        def renamed(title: str | None) -> None:
-            if title:
-                self._store().rename(conversation.id, title)
-                self.refresh_conversations()
-
-        self.app.push_screen(RenameDialog(conversation.title), renamed)
-
-    def action_delete(self) -> None:
-        conversation = self.current()
-        if self.live is not None and self.live.conversation_id == conversation.id:
-            self.notify("This conversation is still answering: Esc stops it first.", severity="warning")
-            return
-        count = len(self._store().messages(conversation.id))
-
-        async def confirmed(yes: bool | None) -> None:
-            if not yes:
-                return
-            self._store().delete(conversation.id)
-            remaining = self._store().conversations() or [self._store().create()]
-            self.refresh_conversations(select=remaining[0].id)
-            await self.show_conversation(remaining[0].id)
-            self.notify(f"Deleted “{conversation.title}”.")
-
-        self.app.push_screen(
-            ConfirmScreen(f"Delete “{conversation.title}” and its {count} message(s)?"), confirmed
-        )
-
-    def action_export(self) -> None:
-        conversation = self.current()
-        try:
-            written = export.export(conversation, self._store().messages(conversation.id))
-        except OSError as exc:  # a full disk, a read-only folder: say so, keep the panel
-            self.notify(f"Cannot export: {exc}", title="Export", severity="error")
-            return
-        self.notify("Exported to " + " and ".join(str(p) for p in written), title="Export")
-
-    def action_copy_answer(self) -> None:
-        answers = [
-            m for m in self._store().messages(self.current().id) if m.role == "assistant" and m.content
-        ]
-        if not answers:
-            self.notify("There is no answer to copy in this conversation yet.", severity="warning")
-            return
-        self.app.copy_to_clipboard(answers[-1].content)
-        self.notify(f"Copied the last answer ({len(answers[-1].content)} characters) to the clipboard.")
 
     def action_toggle_params(self) -> None:
         self.toggle_class("-params")
@@ -324,9 +239,6 @@ class ChatScreen(PanelScreen):
             self._store().set_system_prompt(conversation.id, event.system_prompt)
 
     # ---- focus and keys ----------------------------------------------------------------------
-    def action_focus_input(self) -> None:
-        self.query_one("#chat-input", Input).focus()
-
     def action_escape(self) -> None:
         if self._session().stop():
             self.show_state()
@@ -354,10 +266,7 @@ class ChatScreen(PanelScreen):
         except ChatError as exc:
             self.notify(exc.message, severity="warning")
             return False
-        await self.query(".chat-empty").remove()
-        log = self.query_one("#chat-log", VerticalScroll)
-        await log.mount(MessageView.from_stored(stored))
-        log.scroll_end(animate=False)
+        await self.query_one(ChatLog).add_question(stored)
         self.refresh_conversations(select=conversation.id)
         if live is not None:
             await self.draw_live(live)
@@ -366,20 +275,12 @@ class ChatScreen(PanelScreen):
 
     async def draw_live(self, live: LiveAnswer) -> None:
         """Mount the live answer's view when its conversation is the one shown."""
-        if live.conversation_id != self.conversation_id:
-            return
-        self.live_view = MessageView("assistant", live.label, live.text, live=True)
-        log = self.query_one("#chat-log", VerticalScroll)
-        await log.mount(self.live_view)
-        log.scroll_end(animate=False)
+        if live.conversation_id == self.conversation_id:
+            await self.query_one(ChatLog).draw_live(live)
 
     def on_answer_chunk(self, message: AnswerChunk) -> None:
-        if self._session().add_text(message.text) is None or self.live_view is None:
-            return
-        log = self.query_one("#chat-log", VerticalScroll)
-        following = log.scroll_y >= log.max_scroll_y - 1  # a reader who scrolled up stays put
-        if self.live_view.append(message.text) and following:
-            log.scroll_end(animate=False)
+        if self._session().add_text(message.text) is not None:
+            self.query_one(ChatLog).append(message.text)
 
     def on_answer_warning(self, message: AnswerWarning) -> None:
         self._session().add_warning(message.text)
@@ -392,14 +293,8 @@ class ChatScreen(PanelScreen):
         if end.error is not None and end.error.kind != "engine_died":
             self.notify(end.error.message, title="The answer failed", severity="error", timeout=10)
         self.show_state()
-        view, self.live_view = self.live_view, None
-        if view is not None:
-            log = self.query_one("#chat-log", VerticalScroll)
-            following = log.scroll_y >= log.max_scroll_y - 1
-            meta = end.metrics.summary() if end.metrics is not None else STATUS_WORDS[end.status]
-            await view.finish(end.text, meta, end.note or "")
-            if following:
-                log.scroll_end(animate=False)
+        meta = end.metrics.summary() if end.metrics is not None else STATUS_WORDS[end.status]
+        await self.query_one(ChatLog).finish(end.text, meta, end.note or "")
 
     # ---- the engine --------------------------------------------------------------------------
     def on_load_progress(self, message: LoadProgress) -> None:
