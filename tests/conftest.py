@@ -36,6 +36,15 @@ CLUSTERS = ("ray_cluster", "slurm_cluster")
 """The session's real clusters (tests/ray, tests/slurm): each pytest-xdist worker would start its own."""
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """pytest-xdist's workers run with COLUMNS=80 and LINES=24 set, which a child inherits and
+    takes for its terminal's size (the panel in a 100x30 tmux pane drew at 80 columns): unset,
+    as in a run without workers."""
+    for name in ("COLUMNS", "LINES"):
+        if os.environ.get("PYTEST_XDIST_WORKER"):
+            os.environ.pop(name, None)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under `pytest -n 2 --dist loadgroup` (`make test`) every test on a session cluster runs on one
     worker, one after another, as without xdist; the other tests share the workers."""
