@@ -41,9 +41,12 @@ def slurm_cluster() -> Iterator[SlurmTestCluster]:
 
 @pytest.fixture
 def slurm(slurm_cluster: SlurmTestCluster, monkeypatch: pytest.MonkeyPatch) -> Iterator[SlurmTestCluster]:
-    """The cluster with this test's environment pointing at it (SLURM_CONF); jobs a test left are
-    cancelled and nodes resumed afterwards."""
+    """The cluster with this test's environment pointing at it (SLURM_CONF), every node idle; jobs
+    a test left are cancelled and nodes resumed afterwards."""
     monkeypatch.setenv("SLURM_CONF", str(slurm_cluster.conf))
+    slurm_cluster.wait_idle(
+        timeout=60
+    )  # every node back and idle: a node an earlier test killed may still be down
     yield slurm_cluster
     slurm_cluster.cancel_all()
     slurm_cluster.run("scontrol", "update", "nodename=ALL", "state=resume", check=False)
