@@ -14,14 +14,14 @@ from gaudi_tui.core.alerts import sinks, store
 from gaudi_tui.core.alerts.model import Alert
 from tests.alerts.conftest import configure, wait_for
 from tests.conftest import PYTHON, child_env
-from tests.shell.test_tmux import NEEDS_TMUX, Tmux
+from tests.shell.test_tmux import NEEDS_TMUX, Tmux, socket_name
 
 pytestmark = [pytest.mark.slow, NEEDS_TMUX]
 
 
 @pytest.fixture
 def tmux(tmp_path: Path):
-    server = Tmux(f"gaudi-tui-alerts-{tmp_path.name}", child_env(TERM="xterm-256color"))
+    server = Tmux(socket_name("alerts", tmp_path), child_env(TERM="xterm-256color"))
     yield server
     server.run("kill-server")  # only this test's server (its private socket)
 

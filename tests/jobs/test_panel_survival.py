@@ -14,7 +14,7 @@ from gaudi_tui.core.jobs import control, runfolder
 from gaudi_tui.ui.app import GaudiApp
 from tests.conftest import CPU, PYTHON, child_env
 from tests.jobs.conftest import last_step, wait_done, wait_for
-from tests.shell.test_tmux import NEEDS_TMUX, Tmux
+from tests.shell.test_tmux import NEEDS_TMUX, Tmux, socket_name
 
 pytestmark = [
     pytest.mark.slow,
@@ -35,7 +35,7 @@ async def test_job_survives_a_killed_panel_and_a_new_panel_shows_its_newer_metri
 
 
 async def _scenario(tmp_path: Path) -> None:
-    tmux = Tmux(f"gaudi-tui-jobs-{tmp_path.name}", child_env())
+    tmux = Tmux(socket_name("jobs", tmp_path), child_env())
     command = f"exec {shlex.quote(PYTHON)} -m gaudi_tui"
     tmux.run("new-session", "-d", "-s", "panel", "-x", "100", "-y", "30", command)
     try:

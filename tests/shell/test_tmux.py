@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
 import time
@@ -13,6 +14,12 @@ from tests.conftest import PYTHON, child_env
 
 NEEDS_TMUX = pytest.mark.usefixtures("tmux_installed")  # tests/conftest.py: required under CI
 pytestmark = [pytest.mark.slow, NEEDS_TMUX]
+
+
+def socket_name(kind: str, tmp_path: Path) -> str:
+    """A private tmux socket's name, this test's alone: the test's folder name repeats across
+    pytest-xdist workers (each numbers its own), so the worker's PID is in it too."""
+    return f"gaudi-tui-{kind}-{os.getpid()}-{tmp_path.name}"
 
 
 class Tmux:
@@ -50,7 +57,7 @@ class Tmux:
 @pytest.fixture
 def tmux(tmp_path: Path):
     env = child_env(TERM="xterm-256color")
-    server = Tmux(f"gaudi-tui-test-{tmp_path.name}", env)
+    server = Tmux(socket_name("test", tmp_path), env)
     yield server
     server.run("kill-server")
 
