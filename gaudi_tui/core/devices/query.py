@@ -35,18 +35,17 @@ def with_kernel_facts(
     `numa_of_bus`: the sysfs NUMA node of each bus ID read so far, kept by a feed that asks every
     refresh (a card's NUMA node does not change while it is on the bus)."""
     modules = sysfs.module_ids(sys_root) if any(d.module_id is None for d in reading.devices) else {}
+    read = {} if numa_of_bus is None else numa_of_bus
     devices = []
     for device in reading.devices:
         module = device.module_id if device.module_id is not None else modules.get(device.index)
         numa = device.numa_node
         if numa is None:
             numa = reading.numa_by_module.get(module) if module is not None else None
-        if numa is None and numa_of_bus is None:
-            numa = sysfs.numa_node(device.bus_id, sys_root)
-        elif numa is None and numa_of_bus is not None:
-            if device.bus_id not in numa_of_bus:  # read once per bus ID
-                numa_of_bus[device.bus_id] = sysfs.numa_node(device.bus_id, sys_root)
-            numa = numa_of_bus[device.bus_id]
+        if numa is None:
+            if device.bus_id not in read:  # read once per bus ID
+                read[device.bus_id] = sysfs.numa_node(device.bus_id, sys_root)
+            numa = read[device.bus_id]
         devices.append(replace(device, module_id=module, numa_node=numa))
     return replace(reading, devices=tuple(devices))
 
