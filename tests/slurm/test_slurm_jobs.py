@@ -20,6 +20,7 @@ from gaudi_tui.core.jobs.targets import slurm as slurm_target
 from gaudi_tui.core.jobs.targets.slurm import record as slurm_record
 from gaudi_tui.core.jobs.targets.slurm import script
 from gaudi_tui.core.jobs.validate import InvalidSpec
+from gaudi_tui.core.jobs.worker import slurm_rank
 from tests.conftest import ROOT
 from tests.jobs.conftest import events, log_tail, wait_done, wait_for
 from tests.slurm.cluster import SlurmTestCluster
@@ -71,11 +72,15 @@ def test_two_node_fine_tune_stops_gracefully_and_resumes(slurm: SlurmTestCluster
     for info in ranks.values():  # type: ignore[union-attr]
         assert len(info["cards"]) == 1  # the card Slurm allocated on that node
         assert info["habana_visible_modules"] == ",".join(str(c) for c in info["cards"])
+    # both ends agree: every rank met at the first node on the port derived from the job id
+    masters = {info["master"] for info in ranks.values()}  # type: ignore[union-attr]
+    assert masters == {f"127.0.0.1:{slurm_rank.master_port(rec.job_id)}"}
     assert events(run, "begin")[0]["world_size"] == 2
     assert (run.path / "slurm" / "attempt-1.sbatch").exists()
     assert slurm_target.TARGET.where(run) == f"Slurm job {rec.job_id} on n1,n2: running"
     details = slurm_target.TARGET.details(run)
     assert "rank 0: node n1 cards" in details and "rank 1: node n2 cards" in details
+    assert f"rendezvous (MASTER_ADDR:MASTER_PORT, from the job id): {masters.pop()}" in details
 
     control.stop(run)
     assert wait_done(run, 90) == "stopped"

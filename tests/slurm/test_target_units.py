@@ -8,6 +8,8 @@ import shlex
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec
 from gaudi_tui.core.jobs.targets.slurm import checks, script
@@ -109,6 +111,22 @@ def test_rank_environment_from_a_real_srun_step() -> None:
     hpu, hpu_info = slurm_rank.rank_env(env, "hpu", hl_smi=None)
     assert "HABANA_VISIBLE_MODULES" not in hpu and "names no cards" in str(hpu_info["modules_from"])
     assert slurm_rank.tasks_per_node("2(x3),1") == [2, 2, 2, 1]
+
+
+@pytest.mark.parametrize("job_id", [1, 36036, 4294967294])
+def test_the_rendezvous_port_is_valid_and_clear_of_ephemeral_ports_for_any_job_id(job_id: int) -> None:
+    env = {**_recorded_step_env(), "SLURM_JOB_ID": str(job_id)}
+    ports = {
+        int(slurm_rank.rank_env({**env, "SLURM_PROCID": r}, "gpu", None)[0]["MASTER_PORT"]) for r in "01"
+    }
+    assert len(ports) == 1  # every rank of the job derives the same port
+    port = ports.pop()
+    # 20000-29499: below Linux's default ephemeral range (32768-60999), short of torchrun's 29500
+    assert 20000 <= port < 29500 and port == slurm_rank.master_port(job_id)
+    neighbours = {slurm_rank.master_port(job_id + step) for step in range(100)}
+    assert len(neighbours) == 100  # array tasks and jobs submitted in turn never share one
+    info = slurm_rank.rank_env(env, "gpu", None)[1]
+    assert info["master"] == f"127.0.0.1:{port}"
 
 
 def test_indices_map_to_module_ids_through_hl_smi(tmp_path: Path) -> None:

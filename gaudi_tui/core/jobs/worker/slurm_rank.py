@@ -37,8 +37,15 @@ from gaudi_tui.core.jobs.spec import SpecError
 from gaudi_tui.core.jobs.worker.logstream import RANK_PREFIX
 
 HL_SMI_TIMEOUT_S = 10.0
-MASTER_PORT_BASE = 29500
-MASTER_PORT_SPAN = 20000
+MASTER_PORT_BASE = 20000
+MASTER_PORT_SPAN = 9500
+"""A job's rendezvous port is MASTER_PORT_BASE + its id modulo MASTER_PORT_SPAN: 20000-29499. Every
+rank derives it from SLURM_JOB_ID alone, so all agree without talking. Any id fits (federated ids
+reach 2**32); consecutive ids (array tasks, jobs submitted in turn) get distinct ports, so two jobs
+sharing a first node meet only 9,500 ids apart; a requeue keeps its id and so its port (Slurm ends
+the old attempt's steps first). The range lies below Linux's default ephemeral range (32768-60999,
+where outgoing connections take their local ports), above Ray's worker ports (10002-19999) and
+short of 29500 (the default of torchrun, DeepSpeed and gaudi_spawn.py: a run started by hand)."""
 
 
 def tasks_per_node(text: str) -> list[int]:
@@ -82,6 +89,11 @@ def module_ids(indices: tuple[int, ...], hl_smi: str | None) -> tuple[tuple[int,
     return tuple(table[i] for i in indices), "mapped with hl-smi -Q index,module_id"
 
 
+def master_port(job_id: int) -> int:
+    """The rendezvous port of Slurm job `job_id` (see MASTER_PORT_BASE)."""
+    return MASTER_PORT_BASE + job_id % MASTER_PORT_SPAN
+
+
 def rank_env(
     env: Mapping[str, str], gres: str, hl_smi: str | None
 ) -> tuple[dict[str, str], dict[str, object]]:
@@ -96,7 +108,7 @@ def rank_env(
     out["LOCAL_WORLD_SIZE"] = str(per_node[node] if node < len(per_node) else per_node[-1])
     out["NODE_RANK"] = env.get("SLURM_NODEID", "0")
     out["MASTER_ADDR"] = env.get("SLURM_LAUNCH_NODE_IPADDR") or env.get("SLURMD_NODENAME", "127.0.0.1")
-    out["MASTER_PORT"] = str(MASTER_PORT_BASE + job % MASTER_PORT_SPAN)
+    out["MASTER_PORT"] = str(master_port(job))
     # As torchrun does: one thread per CPU Slurm gave the task, not one per core of the host (ranks
     # sharing a host would otherwise oversubscribe it many times over).
     out.setdefault("OMP_NUM_THREADS", env.get("SLURM_CPUS_PER_TASK") or "1")
@@ -106,6 +118,7 @@ def rank_env(
         "node_rank": int(out["NODE_RANK"]),
         "local_rank": int(out["LOCAL_RANK"]),
         "job_id": job,
+        "master": f"{out['MASTER_ADDR']}:{out['MASTER_PORT']}",
     }
     indices, source = allocated_indices(env)
     info["cards"] = list(indices)

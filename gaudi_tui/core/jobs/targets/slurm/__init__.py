@@ -158,6 +158,8 @@ class SlurmTarget:
             lines.append(
                 f"rank {rank}: node {info.get('node', '?')} cards {cards} modules {modules} ({info.get('modules_from', '')})"
             )
+        if master := record.ranks.get("0", {}).get("master"):
+            lines.append(f"rendezvous (MASTER_ADDR:MASTER_PORT, from the job id): {master}")
         return "\n".join(lines)
 
 
