@@ -13,9 +13,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from gaudi_tui.core.http_get import MAX_BODY, GetError, get, is_loopback
 from gaudi_tui.core.serve import ready
 from gaudi_tui.core.serve.figures import FiguresError, fetch_figures
-from gaudi_tui.core.serve.http_get import MAX_BODY, GetError, get, is_loopback
 from tests.chat.serving import free_port
 from tests.conftest import ROOT
 

@@ -16,8 +16,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from gaudi_tui.core.chat.errors import ChatError, first_line
 from gaudi_tui.core.chat.openai_api import parse_url
+from gaudi_tui.core.http_get import GetError, get
 from gaudi_tui.core.serve import ready
-from gaudi_tui.core.serve.http_get import GetError, get
 
 FETCH_TIMEOUT_S = 2.0
 NO_FIGURES = "the server exports no metrics (no vLLM figures on /metrics)"

@@ -16,9 +16,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from gaudi_tui.core.http_get import GetError, get
 from gaudi_tui.core.jobs.status import write_atomic
 from gaudi_tui.core.jobs.tailing import AppendReader
-from gaudi_tui.core.serve.http_get import GetError, get
 from gaudi_tui.core.serve.warmup import WarmupReader
 
 SERVE_FILE = "serve.json"

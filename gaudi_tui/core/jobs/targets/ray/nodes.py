@@ -1,25 +1,28 @@
 """The cluster's nodes and free resources, from the dashboard's REST API (`/api/v0/nodes`,
-`/api/cluster_status`): the port an SSH tunnel forwards. Every request has a timeout."""
+`/api/cluster_status`): the port an SSH tunnel forwards. Every request goes through the shared
+bounded GET (`core/http_get.py`: a deadline over the whole answer, a bounded body, a loopback
+tunnel asked past `$http_proxy`, no redirect followed)."""
 
 from __future__ import annotations
 
 import json
 import sys
-import urllib.error
-import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from gaudi_tui.core import http_get
 from gaudi_tui.core.jobs.targets import TargetError, seconds_from_env
 
 TIMEOUT_ENV = "GAUDI_TUI_RAY_TIMEOUT_S"
 DEFAULT_TIMEOUT_S = 10.0
+MAX_ANSWER = 32 << 20
+"""The most a REST answer may hold: `/api/v0/nodes?detail=1` for 1,000 nodes is a few MB."""
 
 
 def request_timeout() -> float:
-    """The bound of every request to a Ray cluster (dashboard REST API and Jobs API, connect and
-    each read): 10 s, or $GAUDI_TUI_RAY_TIMEOUT_S."""
+    """The bound of every request to a Ray cluster (the REST API's whole answer; the Jobs API's
+    connect and each read): 10 s, or $GAUDI_TUI_RAY_TIMEOUT_S."""
     return seconds_from_env(TIMEOUT_ENV, DEFAULT_TIMEOUT_S)
 
 
@@ -62,17 +65,19 @@ def normalize_address(address: str) -> str:
 def get_json(address: str, path: str) -> Any:
     url = normalize_address(address) + path
     try:
-        with urllib.request.urlopen(url, timeout=request_timeout()) as reply:  # noqa: S310 - http(s) URL
-            return json.loads(reply.read().decode("utf-8"))
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        reason = getattr(exc, "reason", exc)
-        if isinstance(reason, TimeoutError):
-            reason = f"it did not answer in {request_timeout():g} s"
-        raise ClusterError(
-            f"cannot reach the Ray cluster at {normalize_address(address)} ({reason}): is its head "
-            "running with the dashboard (`ray start --head --dashboard-host 127.0.0.1`), and for a "
-            "remote cluster is the dashboard port tunnelled (`ssh -L 8265:127.0.0.1:8265 HEAD`)?"
-        ) from None
+        answer = http_get.get(url, timeout=request_timeout(), max_bytes=MAX_ANSWER)
+        if answer.status == 200:
+            return json.loads(answer.body.decode("utf-8"))
+        reason = f"HTTP {answer.status} {answer.reason}"
+    except http_get.GetError as exc:
+        reason = exc.reason
+    except ValueError as exc:
+        reason = str(exc)
+    raise ClusterError(
+        f"cannot reach the Ray cluster at {normalize_address(address)} ({reason}): is its head "
+        "running with the dashboard (`ray start --head --dashboard-host 127.0.0.1`), and for a "
+        "remote cluster is the dashboard port tunnelled (`ssh -L 8265:127.0.0.1:8265 HEAD`)?"
+    )
 
 
 def list_nodes(address: str) -> list[Node]:
