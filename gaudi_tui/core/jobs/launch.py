@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import cast
 
 from gaudi_tui.core.accelerator import Accelerator
+from gaudi_tui.core.jobs.jobspec import JobSpec, Launcher
 from gaudi_tui.core.jobs.runfolder import RunFolder
-from gaudi_tui.core.jobs.spec import JobSpec, Launcher
 
 TRAIN_MODULE = "gaudi_tui.core.jobs.worker.train"
 

@@ -24,7 +24,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from gaudi_tui.core.jobs.spec import JobSpec, ServeEngine, is_secret
+from gaudi_tui.core.jobs.jobspec import ServeEngine
+from gaudi_tui.core.jobs.spec import JobSpec, is_secret
 from gaudi_tui.core.jobs.validate import Problem
 
 ENGINES = ("vllm", "transformers")

@@ -10,7 +10,6 @@ reason. Enter opens a host's cards with 5-minute sparklines from one `query_rang
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rich.style import Style
@@ -22,17 +21,11 @@ from textual.message import Message
 from textual.widgets import Input, Static
 
 from gaudi_tui.core.fleet.address import ENV_VAR, prometheus_url
-from gaudi_tui.core.fleet.model import (
-    HOST_CARDS,
-    JOB_SIZES,
-    Fleet,
-    Host,
-    HostSummary,
-    Overview,
-    worst_first,
-)
+from gaudi_tui.core.fleet.model import JOB_SIZES, Host, Overview
 from gaudi_tui.ui.screens.base import PanelScreen
 from gaudi_tui.ui.screens.fleet_rows import cells, theme_styles
+from gaudi_tui.ui.screens.fleet_source import FleetSource, Loader
+from gaudi_tui.ui.screens.fleet_status import METRICS, SORTS, age_line, banner_text, shown_hosts, status_text
 from gaudi_tui.ui.widgets.host_grid import HostGrid, Row
 
 if TYPE_CHECKING:
@@ -44,15 +37,6 @@ if TYPE_CHECKING:
 REFRESH_S = 5.0
 SCROLL_WAIT_S = 0.15
 """Cards for rows scrolled into view are asked for once scrolling rests this long."""
-METRICS = (("utilization", "util %"), ("hbm", "HBM %"), ("power", "power % of cap"), ("temperature", "°C"))
-Sort = Callable[[list[HostSummary]], list[HostSummary]]
-SORTS: tuple[tuple[str, Sort], ...] = (
-    ("worst first", worst_first),
-    ("name", lambda hosts: sorted(hosts, key=lambda h: h.name)),
-    ("free cards", lambda hosts: sorted(hosts, key=lambda h: (-len(h.free_ids), h.name))),
-    ("busiest", lambda hosts: sorted(hosts, key=lambda h: (-(h.mean_util or -1.0), h.name))),
-)
-Loader = Callable[[], Fleet]
 
 
 class FleetLoaded(Message):
@@ -104,10 +88,7 @@ class FleetScreen(PanelScreen):
         """`loader` replaces Prometheus (a saved /metrics, tests); `url` overrides the app's setting;
         `reader` replaces the one made from the URL (the bench reads a backfilled TSDB at a fixed time)."""
         super().__init__()
-        self._loader = loader
-        self._url = reader.client.url if reader is not None else url
-        self._reader = reader
-        """The `fetch.ScreenReader`, made in the worker (its module is imported after the first frame)."""
+        self.source = FleetSource(loader, url, reader)
         self.interval = interval
         self.overview: Overview | None = None
         self.cards: dict[str, Host] = {}
@@ -127,9 +108,9 @@ class FleetScreen(PanelScreen):
         """Composed with their first text (an update on mount would lay them out once more); the
         banner only once there is something to say (`_banner`), the row styles with the first rows
         (`_draw`): fewer widgets in the first frame."""
-        if self._loader is None:
-            self._url = self._url or prometheus_url(getattr(self.app, "prometheus", None))
-        if self._loader is None and self._url is None:
+        if self.source.loader is None:
+            self.source.url = self.source.url or prometheus_url(getattr(self.app, "prometheus", None))
+        if self.source.none:
             yield self._banner_box(
                 [f"No Prometheus server: start with `gaudi-tui --prometheus URL` or set {ENV_VAR}."]
             )
@@ -141,17 +122,11 @@ class FleetScreen(PanelScreen):
         self.set_interval(self.interval, self._tick)
 
     def on_unmount(self) -> None:
-        if self._reader is not None:
-            self._reader.client.close()  # its kept-alive connections
+        self.source.close()
 
     @property
     def client(self) -> PrometheusClient | None:
-        from gaudi_tui.core.fleet.prometheus import PrometheusClient, PrometheusError
-
-        try:
-            return PrometheusClient(self._url) if self._url and self._loader is None else None
-        except PrometheusError:
-            return None
+        return self.source.client
 
     @property
     def ready(self) -> bool:
@@ -185,39 +160,17 @@ class FleetScreen(PanelScreen):
     def _visible_names(self) -> list[str]:
         return [row.host.name for row in self.query_one(HostGrid).rows_on_screen()]
 
-    def _screen_reader(self) -> ScreenReader | None:
-        from gaudi_tui.core.fleet import fetch  # in the worker thread, after the first frame
-        from gaudi_tui.core.fleet.prometheus import PrometheusClient
-
-        if self._reader is None and self._url is not None:
-            self._reader = fetch.ScreenReader(PrometheusClient(self._url))
-        return self._reader
-
-    def _load(self, visible: list[str], mean_util: bool) -> tuple[Overview, dict[str, Host]] | None:
-        if self._loader is not None:
-            fleet = self._loader()
-            return fleet.overview(), {host.name: host for host in fleet.hosts}
-        if self._url is None:
-            return None
-        from gaudi_tui.core.fleet.prometheus import PrometheusError  # in the worker, as `fetch`
-
-        try:
-            reader = self._screen_reader()
-        except PrometheusError as error:  # a URL that is not http(s)
-            return Overview(self._url, problems=(str(error),)), {}
-        return reader.refresh(visible, mean_util) if reader is not None else None
-
     @work(thread=True, exclusive=True, group="fleet", exit_on_error=False, description="fleet refresh")
     def refresh_fleet(self, visible: list[str], mean_util: bool = False) -> None:
-        loaded = self._load(visible, mean_util)
+        loaded = self.source.load(visible, mean_util)
         if loaded is not None:
             self.post_message(FleetLoaded(*loaded, time.time()))
 
     @work(thread=True, exclusive=True, group="fleet-cards", exit_on_error=False, description="fleet cards")
     def load_cards(self, names: list[str]) -> None:
-        reader = self._screen_reader()
-        if reader is not None:
-            self.post_message(CardsLoaded(*reader.cards(names)))
+        answer = self.source.cards(names)
+        if answer is not None:
+            self.post_message(CardsLoaded(*answer))
 
     def on_fleet_loaded(self, message: FleetLoaded) -> None:
         overview = message.overview
@@ -249,7 +202,7 @@ class FleetScreen(PanelScreen):
 
     def _ask_missing_cards(self) -> None:
         """Cards for the rows on screen that have none yet (scrolled into view, filtered, sorted)."""
-        if self._loader is not None or self.overview is None:
+        if self.source.loader is not None or self.overview is None:
             return
         missing = [row.host.name for row in self.query_one(HostGrid).rows_on_screen() if row.cards is None]
         if missing:
@@ -260,61 +213,28 @@ class FleetScreen(PanelScreen):
         boxes = self.query("#fleet-banner")
         if boxes:
             banner = boxes.first(Static)
-            banner.update(self._banner_text(lines))
+            banner.update(banner_text(lines))
             banner.set_class(bool(lines), "shown")
         elif lines:
             self.mount(self._banner_box(lines), before=self.query_one("#fleet-status"))
 
     def _banner_box(self, lines: list[str]) -> Static:
-        return Static(self._banner_text(lines), id="fleet-banner", markup=False, classes="shown")
-
-    @staticmethod
-    def _banner_text(lines: list[str]) -> str:
-        return "\n".join(f"⚠ {line}" for line in lines)
+        return Static(banner_text(lines), id="fleet-banner", markup=False, classes="shown")
 
     def _banner_now(self) -> None:
         """The reason Prometheus gave no answer, and how old the rows shown are."""
         lines = list(self.problems)
         if self.seen_at is not None:
-            age = max(0, round(time.time() - self.seen_at))
-            lines.append(
-                f"showing the last answer, {age} s old (from {time.strftime('%H:%M:%S', time.localtime(self.seen_at))})"
-            )
+            lines.append(age_line(self.seen_at))
         self._banner(lines)
 
     def _status(self) -> None:
         self.query_one("#fleet-status", Static).update(self._status_text())
 
     def _status_text(self) -> str:
-        overview = self.overview
-        parts = []
-        if overview is not None:
-            cards = sum(h.cards for h in overview.hosts)
-            free = sum(len(h.free_ids) for h in overview.hosts)
-            down = sum(h.state != "up" for h in overview.hosts)
-            parts.append(f"{len(overview.hosts)} hosts · {cards} cards · {free} free · {down} down/stale")
-            size = JOB_SIZES[self.job]
-            fits = sum(h.fits(size) for h in overview.hosts)
-            if size > HOST_CARDS:
-                need = -(-size // HOST_CARDS)
-                verdict = "fits" if fits >= need else "does not fit"
-                parts.append(
-                    f"a {size}-card job needs {need} whole hosts with scale-out up: {fits} ready, {verdict}"
-                )
-            else:
-                parts.append(f"a {size}-card job fits on {fits} host(s)")
-        elif self._loader is None and self._url is None:
-            parts.append("no Prometheus server")
-        else:
-            parts.append(
-                f"asking Prometheus at {self._url}…" if self._loader is None else "reading the fleet…"
-            )
-        line2 = f"colour: {METRICS[self.metric][1]} · sort: {SORTS[self.sort][0]}"
-        if self.filter:
-            line2 += f" · filter: {self.filter}"
-        if overview is not None:
-            line2 += f" · from {overview.source}"
-        return " · ".join(parts) + "\n" + line2
+        return status_text(
+            self.overview, self.source, JOB_SIZES[self.job], self.metric, self.sort, self.filter
+        )
 
     def _cells(self, row: Row) -> tuple[Text, ...]:
         """One host row (built only when the row is on screen)."""
@@ -329,12 +249,10 @@ class FleetScreen(PanelScreen):
         if restyle or styles != self._styles:
             self._styles = styles
             grid.restyle()
-        hosts = SORTS[self.sort][1](list(self.overview.hosts))
-        if self.filter:
-            needle = self.filter.lower()
-            hosts = [h for h in hosts if needle in " ".join((h.name, h.state, *h.flags)).lower()]
         cards = self.cards
-        grid.show([Row(h, cards.get(h.name)) for h in hosts])
+        grid.show(
+            [Row(h, cards.get(h.name)) for h in shown_hosts(self.overview.hosts, self.sort, self.filter)]
+        )
         self.call_after_refresh(self._ask_missing_cards)
 
     # -- keys ---------------------------------------------------------------------------------
@@ -345,7 +263,7 @@ class FleetScreen(PanelScreen):
     def action_cycle_sort(self) -> None:
         self.sort = (self.sort + 1) % len(SORTS)
         self._draw()
-        if SORTS[self.sort][0] == "busiest" and self._loader is None:
+        if SORTS[self.sort][0] == "busiest" and self.source.loader is None:
             self._refresh()  # the mean utilization is asked only for this order
 
     def action_cycle_job(self) -> None:
