@@ -67,11 +67,12 @@ async def chat_conversation(pilot) -> None:
     for question in ("Which card is HL-225?", "What is hl-smi?"):
         await pilot.press("n", *question, "enter")
         await pilot.pause(0.2)
-        deadline = time.monotonic() + 180
-        while screen.engine_state != "ready" or screen.live is not None or screen.query("LiveText"):
-            if time.monotonic() > deadline:
-                raise RuntimeError("the demo model did not answer in time")
-            await pilot.pause(0.1)
+        await until(
+            pilot,
+            lambda: screen.engine_state == "ready" and screen.live is None and not screen.query("LiveText"),
+            "the demo model's answer",
+            timeout=180,
+        )
         await pilot.press("escape")
     await pilot.press("p")  # and the parameters panel
 
@@ -107,6 +108,15 @@ async def until(pilot, ready: Callable[[], bool], what: str, timeout: float = 30
         await pilot.pause(0.1)
 
 
+async def select_run(pilot, run_id: str, what: str, pane: str, settle: float = 1.5) -> None:
+    """Training with the recorded run `run_id` selected once it shows up, on `pane`'s key."""
+    screen = pilot.app.screen
+    await until(pilot, lambda: run_id in screen.views, what, timeout=10)
+    screen.selected = run_id
+    await pilot.press(pane)
+    await pilot.pause(settle)
+
+
 async def fleet_recorded(pilot) -> None:
     """Fleet on a recorded /federate dump of a real Prometheus scraping three `gaudi-tui exporter`s
     (replayed Gaudi 1, 2, 2E samples) and a dead target (tests/fleet/data, tests/fleet/record_federate.py)."""
@@ -123,16 +133,7 @@ async def fleet_recorded(pilot) -> None:
 
 async def ray_job_details(pilot) -> None:
     """Training with a recorded Ray job (tests/jobs/data/ray-runs) selected, on its Details pane."""
-    run_id = replay_run("ray-runs")
-    screen = pilot.app.screen
-    deadline = time.monotonic() + 10
-    while run_id not in screen.views:
-        if time.monotonic() > deadline:
-            raise RuntimeError("the recorded Ray job did not show up")
-        await pilot.pause(0.1)
-    screen.selected = run_id
-    await pilot.press("d")
-    await pilot.pause(1.5)
+    await select_run(pilot, replay_run("ray-runs"), "the recorded Ray job", "d")
 
 
 async def slurm_recorded(pilot) -> None:
@@ -142,26 +143,13 @@ async def slurm_recorded(pilot) -> None:
 
     screen = recorded_screen()
     await pilot.app.push_screen(screen)
-    deadline = time.monotonic() + 10
-    while not screen.rows:
-        if time.monotonic() > deadline:
-            raise RuntimeError("the recorded Slurm queue did not show up")
-        await pilot.pause(0.1)
+    await until(pilot, lambda: bool(screen.rows), "the recorded Slurm queue", timeout=10)
 
 
 async def command_job(pilot) -> None:
     """Training with a recorded command job selected (tests/commands/data/runs: a user's Trainer
     script on 2 torchrun ranks, stopped gracefully at step 96), on its Charts pane."""
-    run_id = replay_run("runs", tests="commands")
-    screen = pilot.app.screen
-    deadline = time.monotonic() + 10
-    while run_id not in screen.views:
-        if time.monotonic() > deadline:
-            raise RuntimeError("the recorded command job did not show up")
-        await pilot.pause(0.1)
-    screen.selected = run_id
-    await pilot.press("c")
-    await pilot.pause(1.5)
+    await select_run(pilot, replay_run("runs", tests="commands"), "the recorded command job", "c")
 
 
 async def serve_warming_up(pilot) -> None:
@@ -204,15 +192,7 @@ async def insight_run(pilot, label: str, pane: str) -> None:
         shutil.copytree(source, target)
         for item in target.iterdir():
             item.write_bytes(item.read_bytes().replace(b"{RUN}", str(target).encode()))
-    screen = pilot.app.screen
-    deadline = time.monotonic() + 10
-    while source.name not in screen.views:
-        if time.monotonic() > deadline:
-            raise RuntimeError("the recorded insight run did not show up")
-        await pilot.pause(0.1)
-    screen.selected = source.name
-    await pilot.press(pane)
-    await pilot.pause(2.5)
+    await select_run(pilot, source.name, "the recorded insight run", pane, settle=2.5)
 
 
 async def alerts_list(pilot) -> None:
