@@ -26,15 +26,22 @@ def tmux(tmp_path: Path):
     server.run("kill-server")  # only this test's server (its private socket)
 
 
-def test_watch_in_tmux_rings_and_passes_the_notification_escapes_through(tmux: Tmux, tmp_path: Path) -> None:
-    configure(off=["hbm_full"])  # the replay's busy cards are near full too: only the port here
+def start_piped(tmux: Tmux, tmp_path: Path, program: str, size: tuple[int, int]) -> Path:
+    """`program` in session "panel", passthrough on, its raw output piped to the file returned;
+    the program starts only once the pipe is on (so none of its output is missed)."""
     raw, go = tmp_path / "pane.raw", tmp_path / "go"
-    watch = f"{shlex.quote(PYTHON)} -m gaudi_tui watch --replay gaudi2-port-down --interval 0.1"
-    command = f"while [ ! -e {shlex.quote(str(go))} ]; do sleep 0.05; done; exec {watch}"
-    tmux.run("new-session", "-d", "-s", "panel", "-x", "160", "-y", "20", command)
+    command = f"while [ ! -e {shlex.quote(str(go))} ]; do sleep 0.05; done; exec {program}"
+    tmux.run("new-session", "-d", "-s", "panel", "-x", str(size[0]), "-y", str(size[1]), command)
     tmux.run("set-option", "-g", "allow-passthrough", "on")
     tmux.run("pipe-pane", "-O", "-t", "panel", f"cat >> {shlex.quote(str(raw))}")
     go.touch()
+    return raw
+
+
+def test_watch_in_tmux_rings_and_passes_the_notification_escapes_through(tmux: Tmux, tmp_path: Path) -> None:
+    configure(off=["hbm_full"])  # the replay's busy cards are near full too: only the port here
+    watch = f"{shlex.quote(PYTHON)} -m gaudi_tui watch --replay gaudi2-port-down --interval 0.1"
+    raw = start_piped(tmux, tmp_path, watch, (160, 20))
     tmux.wait_for("CRITICAL Scale-out port down: ")
     (alert,) = store.NotificationReader(from_start=True).poll()
     title, body = "Scale-out port down", alert.text
@@ -66,13 +73,7 @@ def test_outside_tmux_the_escapes_are_not_wrapped_and_the_text_cannot_break_out(
 
 def test_the_panel_in_tmux_toasts_a_jobs_alert_and_rings_its_own_terminal(tmux: Tmux, tmp_path: Path) -> None:
     configure(retries=99)  # a bad value: its toast says the panel's alerts have started
-    raw, go = tmp_path / "pane.raw", tmp_path / "go"
-    panel = f"{shlex.quote(PYTHON)} -m gaudi_tui"
-    command = f"while [ ! -e {shlex.quote(str(go))} ]; do sleep 0.05; done; exec {panel}"
-    tmux.run("new-session", "-d", "-s", "panel", "-x", "120", "-y", "30", command)
-    tmux.run("set-option", "-g", "allow-passthrough", "on")
-    tmux.run("pipe-pane", "-O", "-t", "panel", f"cat >> {shlex.quote(str(raw))}")
-    go.touch()
+    raw = start_piped(tmux, tmp_path, f"{shlex.quote(PYTHON)} -m gaudi_tui", (120, 30))
     tmux.wait_for("alerts.retries must be")
     job = Alert("job_ended", "critical", "run-2", "Job failed", "tiny (run-2) — exit code 3", "run-2:ended:1")
     store.append(job)  # as a supervisor does, from another process

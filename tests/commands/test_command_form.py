@@ -13,14 +13,7 @@ from gaudi_tui.ui.screens.job_form import JobFormScreen
 from gaudi_tui.ui.screens.training import TrainingScreen
 from tests.conftest import CPU, PYTHON
 from tests.jobs.conftest import events
-
-
-async def settle(pilot, predicate, timeout: float = 10.0) -> None:  # noqa: ANN001
-    for _ in range(int(timeout / 0.1)):
-        if predicate():
-            return
-        await pilot.pause(0.1)
-    raise AssertionError("the screen did not reach the expected state")
+from tests.pilot import settle
 
 
 async def test_your_command_from_the_form(project: Path) -> None:

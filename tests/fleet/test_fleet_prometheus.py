@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import time
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -15,6 +16,10 @@ from gaudi_tui.core.fleet.prometheus import PrometheusClient
 from gaudi_tui.ui.app import GaudiApp
 from tests.conftest import CPU, PYTHON, ROOT, child_env
 from tests.fleet.stack import CARD_VALUES, REPLAYED, SCRAPE_S, FleetStack, expected_cards
+from tests.pilot import settle
+
+if TYPE_CHECKING:
+    from gaudi_tui.ui.screens.fleet import FleetScreen
 
 pytestmark = pytest.mark.slow
 
@@ -30,6 +35,18 @@ def wait_fleet(stack: FleetStack, ready, timeout: float = 60.0) -> Fleet:  # noq
         time.sleep(0.25)
         fleet = fetch.refresh(client)
     return fleet
+
+
+async def open_fleet(pilot, app: GaudiApp) -> FleetScreen:  # noqa: ANN001 (a Pilot)
+    """Key 5, then wait until the screen shows the stack's 4 hosts with the cards of those on screen."""
+    from gaudi_tui.ui.screens.fleet import FleetScreen
+
+    await pilot.press("5")
+    screen = app.screen
+    assert isinstance(screen, FleetScreen)
+    ready = lambda: screen.overview is not None and len(screen.overview.hosts) >= 4 and screen.ready  # noqa: E731
+    await settle(pilot, ready, 30, "the Fleet screen")
+    return screen
 
 
 def all_up(stack: FleetStack):  # noqa: ANN201
@@ -91,13 +108,7 @@ async def test_fleet_screen_shows_every_host_with_its_values(fleet_stack: FleetS
     wait_fleet(fleet_stack, all_up(fleet_stack))
     app = GaudiApp(accelerator=CPU, hostname="gaudi-host", prometheus=fleet_stack.url)
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("5")
-        screen = app.screen
-        assert isinstance(screen, FleetScreen)
-        deadline = time.monotonic() + 30
-        while screen.overview is None or len(screen.overview.hosts) < 4 or not screen.ready:
-            assert time.monotonic() < deadline, "the Fleet screen never loaded"
-            await pilot.pause(0.2)
+        screen = await open_fleet(pilot, app)
         grid = screen.query_one(HostGrid)
         rows = {grid.row_text(i)[0]: grid.row_text(i) for i in range(grid.row_count)}
         assert set(rows) == {e.instance for e in fleet_stack.exporters} | {fleet_stack.dead}
@@ -192,20 +203,14 @@ def test_card_values_read_from_the_answer_bytes_equal_the_json_decode(fleet_stac
 async def test_rows_scrolled_into_view_get_their_cards(fleet_stack: FleetStack) -> None:
     """On a short terminal the refresh asks for the cards of the rows on screen only; the rows
     scrolled to get theirs from one more query."""
-    from gaudi_tui.ui.screens.fleet import FleetScreen
     from gaudi_tui.ui.widgets.host_grid import HostGrid
 
     wait_fleet(fleet_stack, all_up(fleet_stack))
     app = GaudiApp(accelerator=CPU, hostname="gaudi-host", prometheus=fleet_stack.url)
     async with app.run_test(size=(80, 11)) as pilot:
-        await pilot.press("5")
-        screen = app.screen
-        assert isinstance(screen, FleetScreen)
+        screen = await open_fleet(pilot, app)
         grid = screen.query_one(HostGrid)
         deadline = time.monotonic() + 30
-        while screen.overview is None or len(screen.overview.hosts) < 4 or not screen.ready:
-            assert time.monotonic() < deadline, "the Fleet screen never loaded"
-            await pilot.pause(0.2)
         shown = [row.host.name for row in grid.rows_on_screen()]
         assert 0 < len(shown) < 4 and set(screen.cards) <= set(shown)
         last = grid.hosts[-1].host.name

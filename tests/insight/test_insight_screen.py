@@ -12,14 +12,7 @@ from gaudi_tui.ui.app import GaudiApp
 from gaudi_tui.ui.widgets.insight_panel import CompilesChart, InsightPanel
 from tests.conftest import CPU
 from tests.insight.test_findings import compiles_at, make_run, write_logs, write_runtime
-
-
-async def settle(pilot, predicate, timeout: float = 10.0) -> None:  # noqa: ANN001
-    for _ in range(int(timeout / 0.1)):
-        if predicate():
-            return
-        await pilot.pause(0.1)
-    raise AssertionError("the screen did not reach the expected state")
+from tests.pilot import settle
 
 
 async def test_a_recompiling_job_shows_its_finding_and_compile_chart() -> None:

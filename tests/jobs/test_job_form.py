@@ -10,14 +10,7 @@ from gaudi_tui.core.jobs import runfolder
 from gaudi_tui.ui.app import GaudiApp
 from gaudi_tui.ui.screens.job_form import JobFormScreen
 from tests.conftest import CPU
-
-
-async def settle(pilot, predicate, timeout: float = 10.0) -> None:  # noqa: ANN001
-    for _ in range(int(timeout / 0.1)):
-        if predicate():
-            return
-        await pilot.pause(0.1)
-    raise AssertionError("the form did not reach the expected state")
+from tests.pilot import settle
 
 
 def visible(widget: Widget) -> bool:

@@ -14,8 +14,8 @@ from gaudi_tui.core.jobs.kinds.serve_kind import LOCAL_OR_SLURM
 from gaudi_tui.core.jobs.spec import JobSpec, SpecError
 from gaudi_tui.ui.app import GaudiApp
 from gaudi_tui.ui.screens.job_form import JobFormScreen
-from tests.commands.test_command_form import settle
 from tests.conftest import CPU
+from tests.pilot import settle
 
 SLURM = {"slurm_partition": "debug", "slurm_cards_per_node": "1", "slurm_time_limit": "30",
          "slurm_account": "acct", "slurm_qos": "normal", "slurm_gres_type": "gaudi2"}  # fmt: skip

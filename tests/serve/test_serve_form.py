@@ -11,9 +11,9 @@ from gaudi_tui.core.serve import ready
 from gaudi_tui.ui.app import GaudiApp
 from gaudi_tui.ui.screens.job_form import JobFormScreen
 from gaudi_tui.ui.screens.training import TrainingScreen
-from tests.commands.test_command_form import settle
 from tests.conftest import CPU
 from tests.jobs.conftest import log_tail
+from tests.pilot import settle
 from tests.serve.conftest import READY_S, need_serving
 
 need_serving()
