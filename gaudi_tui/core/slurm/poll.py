@@ -1,5 +1,6 @@
-"""One `squeue --json` for everyone: a snapshot of the queue, cached, shared by the panel's views
-and by every supervisor of this machine.
+"""One `squeue` for everyone: a snapshot of the queue, cached, shared by the panel's views and by
+every supervisor of this machine. The call prints only the fields they read, in squeue's text form
+(queue_fields.py; `squeue --json` where that squeue cannot).
 
 In one process, callers within `max_age` get the same snapshot and concurrent callers wait for the
 one call in flight. Across processes (each job has its own supervisor), the snapshot is also
@@ -31,9 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from gaudi_tui.core.slurm import queue_fields
 from gaudi_tui.core.slurm.cli import Slurm, SlurmError, conf_key
 from gaudi_tui.core.slurm.model import QueueJob
-from gaudi_tui.core.slurm.queue_text import jobs_from_text
 
 MAX_AGE_S = 2.0
 LOCK_WAIT_S = 20.0
@@ -109,11 +110,11 @@ class Snapshot:
 
 
 def take(slurm: Slurm, clock: Callable[[], float] = time.time) -> Snapshot:
-    """A fresh snapshot (one squeue --json call), stamped with the time the call began. Any
+    """A fresh snapshot (one squeue call), stamped with the time the call began. Any
     failure is the snapshot's `error`: a stranger's job must not break a supervisor's poll."""
     now, mono = clock(), time.monotonic()
     try:
-        return Snapshot(now, tuple(jobs_from_text(slurm.squeue_text())), mono=mono, boot=boot_id())
+        return Snapshot(now, tuple(queue_fields.read(slurm)), mono=mono, boot=boot_id())
     except SlurmError as exc:
         return Snapshot(now, error=str(exc), mono=mono, boot=boot_id())
     except Exception as exc:  # noqa: BLE001 - a queue document this code cannot read is an error, not a crash
