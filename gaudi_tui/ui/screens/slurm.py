@@ -1,6 +1,6 @@
 """Slurm (key 6): the queue — yours or everyone's — and each node's cards, like turm with cards.
 
-A thread worker takes one shared queue snapshot (`core.slurm.poll`: one `squeue --json` however
+A thread worker takes one shared queue snapshot (`core.slurm.poll`: one `squeue` call however
 many jobs and views want it) and one `sinfo --json` every REFRESH_S while the screen is shown; the
 screen only draws. `t` tails the selected job's output file (the path `scontrol show job` gives,
 expanded), `c` cancels it with a chosen signal, `a` switches between your jobs and everyone's.
@@ -124,7 +124,7 @@ class SlurmScreen(PanelScreen):
         "with state, why a job waits in words, nodes, cards (nodes × cards per node), elapsed and time "
         "left; below, each node's cards total/used/free, drained and down nodes with their reason. t tails "
         "the selected job's output file (Slurm sites share the filesystem), c cancels it with a chosen "
-        "signal. One squeue --json call a refresh serves this screen and every Slurm job of the panel; a "
+        "signal. One squeue call a refresh serves this screen and every Slurm job of the panel; a "
         "controller that does not answer is said as such, and no job is taken for ended."
     )
     DEFAULT_CSS = """
