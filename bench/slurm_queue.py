@@ -11,11 +11,14 @@ the scheduler's passes rewrite; only JSON has it) and one job in fifty a new sta
 job changes": every job a new `last_sched_evaluation` (the text answer then differs only in its
 separator); "every row changes": every job also a new state reason, a field the screen shows (the
 worst case: every job read again). Each refresh is timed (`process_time`) from the answer's text to
-the rows of one screen and the nodes, through three paths, each from its own form of the same answer:
+the shared file's text (what the poll writes for the other processes), the rows of one screen and
+the nodes, through three paths, each from its own form of the same answer:
 
-- `text form` (the poll now: `queue_fields.jobs`, only changed jobs decoded);
-- `json by job` (the poll before: `queue_text.jobs_from_text`, changed jobs' lines patched);
-- `whole decode` (`json.loads` + `model.jobs_from_json`, the path before that).
+- `text form` (the poll now: `queue_fields.jobs`, only changed jobs decoded; the file holds the
+  answer's text);
+- `json by job` (the poll before: `queue_text.jobs_from_text`, changed jobs' lines patched; the file
+  held every decoded job, `dataclasses.asdict`);
+- `whole decode` (`json.loads` + `model.jobs_from_json`, the path before that; the same file).
 
 BLOCKS blocks of each, alternating, each of WARMUP answers (not counted: they warm that path's own
 caches) and REFRESHES timed ones. `new ÷ old` is the text form's median over json by job's.
@@ -24,6 +27,7 @@ Not timed: reading the answer from squeue's pipe (0.5 MB of text against 2.6 MB 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import statistics
@@ -97,11 +101,12 @@ class Queue:
         return "".join(sep.join(r) + sep + "\n" for r in self.records), sep
 
 
-def refresh(parse: Callable[[], list], nodes_text: str) -> float:
+def refresh(parse: Callable[[], list], write: Callable[[list], str], nodes_text: str) -> float:
     from gaudi_tui.core.slurm import model, table
 
     start = time.process_time()
     jobs = parse()
+    write(jobs)  # the shared file's text (written for the other processes)
     nodes = model.nodes_from_json(json.loads(nodes_text))
     rows = [table.queue_row(j) for j in table.mine(jobs, "root")[:60]]  # what one screen draws
     rows += [table.node_row(n) for n in nodes]
@@ -109,20 +114,27 @@ def refresh(parse: Callable[[], list], nodes_text: str) -> float:
 
 
 def main() -> int:
-    from gaudi_tui.core.slurm import model, queue_fields
+    from gaudi_tui.core.slurm import model, poll, queue_fields
     from gaudi_tui.core.slurm.queue_text import jobs_from_text
 
-    def text_form(queue: Queue) -> Callable[[], list]:
-        text, sep = queue.text()
-        return lambda: queue_fields.jobs(text, sep)
+    def text_form(queue: Queue) -> tuple[Callable[[], list], Callable[[list], str]]:
+        answer = queue_fields.Answer(*queue.text())
+        file = lambda jobs: json.dumps(
+            poll.Snapshot(0.0, tuple(jobs), answer=answer).to_json(), separators=(",", ":")
+        )  # noqa: E731
+        return answer.jobs, file
 
-    def by_job(queue: Queue) -> Callable[[], list]:
+    def by_job(queue: Queue) -> tuple[Callable[[], list], Callable[[list], str]]:
         text = queue.json_text()
-        return lambda: jobs_from_text(text)
+        return lambda: jobs_from_text(text), jobs_file
 
-    def whole(queue: Queue) -> Callable[[], list]:
+    def whole(queue: Queue) -> tuple[Callable[[], list], Callable[[list], str]]:
         text = queue.json_text()
-        return lambda: model.jobs_from_json(json.loads(text))
+        return lambda: model.jobs_from_json(json.loads(text)), jobs_file
+
+    def jobs_file(jobs: list) -> str:
+        """What the poll wrote before: every decoded job (poll.Snapshot.to_json of then)."""
+        return json.dumps({"jobs": [dataclasses.asdict(j) for j in jobs]}, separators=(",", ":"))
 
     nodes_text = (DATA / "sinfo.json").read_text()
     print(
@@ -137,7 +149,7 @@ def main() -> int:
                 queue = Queue()
                 for timed in [False] * WARMUP + [True] * REFRESHES:
                     queue.change(share, shown)
-                    cost = refresh(answer(queue), nodes_text)  # the answer's printing is not timed
+                    cost = refresh(*answer(queue), nodes_text)  # the answer's printing is not timed
                     if timed:
                         costs[name].append(cost)
         for path, values in costs.items():

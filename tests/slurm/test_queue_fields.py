@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gaudi_tui.core.slurm import model, queue_fields
+from gaudi_tui.core.slurm import model, poll, queue_fields
 from gaudi_tui.core.slurm.model import QueueJob
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "slurm"
@@ -156,3 +156,17 @@ def test_time_limits_as_squeue_prints_them(limit: str, minutes: int | None) -> N
 def test_a_time_limit_laid_out_otherwise_is_refused(limit: str) -> None:
     with pytest.raises(queue_fields.LayoutError):
         queue_fields.minutes(limit)
+
+
+@pytest.mark.parametrize(("name", "sep"), [("squeue_fields.txt", SEP), ("squeue_fields.json", "")])
+def test_the_shared_file_holds_the_answer_and_reads_back_the_same_jobs(name: str, sep: str) -> None:
+    """Writing 1,000 decoded jobs cost more than decoding them: the file holds what squeue printed."""
+    text = (DATA / name).read_text()
+    answer = queue_fields.Answer(text, sep)
+    snap = poll.Snapshot(1.0, tuple(answer.jobs()), answer=answer)
+    data = json.loads(json.dumps(snap.to_json()))
+    assert data["answer"] == [text, sep] and "jobs" not in data
+    fresh("", SEP)  # a reader that has read nothing yet
+    assert poll.Snapshot.from_json(data).jobs == snap.jobs and len(snap.jobs) == 19
+    with pytest.raises(ValueError, match="with the answer"):
+        poll.Snapshot(1.0, snap.jobs).to_json()

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import operator
 import secrets
+from dataclasses import dataclass
 from typing import Any
 
 from gaudi_tui.core.slurm.cli import Slurm, SlurmError, conf_key
@@ -87,21 +88,35 @@ def format_arg(sep: str) -> str:
     return ",".join(f"{name}:0{sep}" for name, _ in FIELDS)
 
 
-def read(slurm: Slurm) -> list[QueueJob]:
+@dataclass(frozen=True)
+class Answer:
+    """What squeue printed: the text form with its separator, or `squeue --json` (sep '')."""
+
+    text: str
+    sep: str = ""
+
+    def jobs(self) -> list[QueueJob]:
+        """Its jobs (LayoutError, or SlurmError for JSON that is an error or not JSON)."""
+        return jobs(self.text, self.sep) if self.sep else jobs_from_text(self.text)
+
+
+def read(slurm: Slurm) -> tuple[Answer, list[QueueJob]]:
     """Every job the controller holds, from the text form; from `squeue --json` where this squeue
-    does not print it (a SlurmError when squeue fails either way)."""
+    does not print it (a SlurmError when squeue fails either way); with the answer they came from."""
     key = conf_key(slurm.env)
     if key not in _JSON_ONLY:
         sep = separator()
         try:
-            return jobs(slurm.squeue_fields(format_arg(sep)), sep)
+            answer = Answer(slurm.squeue_fields(format_arg(sep)), sep)
+            return answer, answer.jobs()
         except LayoutError:
             _JSON_ONLY.add(key)
         except SlurmError as exc:
             if exc.kind != "refused":  # no answer: nothing is known, and JSON would not answer either
                 raise
             _JSON_ONLY.add(key)  # it refused these options (another version)
-    return jobs_from_text(slurm.squeue_text())
+    answer = Answer(slurm.squeue_text())
+    return answer, answer.jobs()
 
 
 def jobs(text: str, sep: str) -> list[QueueJob]:
