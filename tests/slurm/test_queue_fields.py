@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gaudi_tui.core.slurm import model, poll, queue_fields
+from gaudi_tui.core.slurm import model, poll, queue_fields, table
 from gaudi_tui.core.slurm.model import QueueJob
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "slurm"
@@ -45,13 +45,17 @@ def fresh(text: str, sep: str) -> list[QueueJob]:
 
 
 def comparable(job: QueueJob) -> dict[str, object]:
-    """What the text form holds as JSON does: all but each node's card indices (no text field) and
-    an active job's end time (JSON's estimate; NONE in text, never read while a job is active)."""
+    """What the text form holds as JSON does: all but each node's card indices (no text field), an
+    active job's end time (JSON's estimate; NONE in text, never read while a job is active) and the
+    array id of a job without an array task (0 in text; an array's cancelled pending record keeps
+    its own id in JSON; read only with a task: the same label, scancel id and output path)."""
     out = dataclasses.asdict(job)
     del out["cards_by_node"]
     if job.active:
         del out["end_time"]
-    out["stdout"] = job.stdout_path()
+    if not job.array_task and job.array_job_id in (0, job.job_id):
+        del out["array_job_id"]
+    out["stdout"], out["label"], out["scancel"] = job.stdout_path(), job.label, table.scancel_id(job)
     return out
 
 

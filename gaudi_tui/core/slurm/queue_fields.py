@@ -18,8 +18,9 @@ How the text differs from the JSON record (read here as JSON reads): `N/A`, `NON
 for an empty value; an array's id (ArrayJobID) on jobs that are not arrays (JSON: 0); a time limit
 as `[D-]H:MM:SS` or UNLIMITED (JSON: minutes); STDOUT filled with Slurm's default
 `<workdir>/slurm-<id>.out` when no `-o` was given (JSON: ''; for an array task the default is really
-`slurm-%A_%a.out`, which QueueJob.stdout_path() then makes); a pending job's end time NONE (JSON: its
-estimate, never shown). `gres_detail` (each node's card indices) has no text field: QueueJob's
+`slurm-%A_%a.out`, which QueueJob.stdout_path() then makes); an active job's end time NONE where
+JSON gives an estimate (read only once a job ended); an array's id 0 on an array record without a
+task (JSON: its own id there, on an array's cancelled pending record; read only with a task). `gres_detail` (each node's card indices) has no text field: QueueJob's
 `cards_by_node` stays empty here (`gaudi-tui slurm --json`, which shows it, reads the JSON).
 
 A squeue without one of these fields (another version) prints `Invalid job format specification`
