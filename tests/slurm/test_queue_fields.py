@@ -174,3 +174,16 @@ def test_the_shared_file_holds_the_answer_and_reads_back_the_same_jobs(name: str
     assert poll.Snapshot.from_json(data).jobs == snap.jobs and len(snap.jobs) == 19
     with pytest.raises(ValueError, match="with the answer"):
         poll.Snapshot(1.0, snap.jobs).to_json()
+
+
+def test_a_row_shows_no_control_character_of_a_name() -> None:
+    """`gaudi-tui slurm queue` prints rows to a terminal and the screen draws them: a newline would
+    break a row, an escape sequence (anyone names their job) would drive the terminal."""
+    jobs = {j.job_id: j for j in fresh(recorded(), SEP)}
+    assert table.queue_row(jobs[2])[1] == "we|ird\ufffdname\ufffdü 日本 %j"
+    assert table.queue_row(jobs[11])[1] == "new\ufffdline|x"
+    escape = dataclasses.replace(jobs[3], name="\x1b]0;pwned\x07\x1b[2J\x9b31m", reason="a\nb")
+    row = table.queue_row(escape)
+    assert row[1] == "\ufffd]0;pwned\ufffd\ufffd[2J\ufffd31m" and "\n" not in "".join(row)
+    text = table.text_table(table.QUEUE_COLUMNS, [table.queue_row(j) for j in jobs.values()])
+    assert len(text.splitlines()) == len(jobs) + 1
