@@ -119,9 +119,10 @@ def main() -> int:
 
     def text_form(queue: Queue) -> tuple[Callable[[], list], Callable[[list], str]]:
         answer = queue_fields.Answer(*queue.text())
-        file = lambda jobs: json.dumps(
-            poll.Snapshot(0.0, tuple(jobs), answer=answer).to_json(), separators=(",", ":")
-        )  # noqa: E731
+
+        def file(jobs: list) -> str:
+            return json.dumps(poll.Snapshot(0.0, tuple(jobs), answer=answer).to_json(), separators=(",", ":"))
+
         return answer.jobs, file
 
     def by_job(queue: Queue) -> tuple[Callable[[], list], Callable[[list], str]]:
