@@ -1,5 +1,5 @@
-"""Slurm: the real squeue call (the poll's text form and `squeue --json`), and the same 2-process demo fine-tune on a 2-node Slurm
-cluster (this machine, loopback) vs local `torchrun`, in one run.
+"""Slurm: the real squeue call (the poll's text form and `squeue --json`), and the same 2-process
+demo fine-tune on a 2-node Slurm cluster (this machine, loopback) vs local `torchrun`, in one run.
 
 1. The squeue call. One refresh of the Slurm screen makes one squeue call; it is timed on the test
    cluster holding `--held` held jobs, in the poll's text form and as `squeue --json` read job by
