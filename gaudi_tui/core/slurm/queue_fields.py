@@ -2,7 +2,7 @@
 the QueueJob that `squeue --json`'s record of the same job gives (model.job_from_json).
 
 With 1,000 jobs `squeue --json` prints ~2.6 MB, and reading it is most of a refresh's cost; these
-fields are ~0.2 MB. The call (22.05.8, tests/data/slurm/squeue_fields.txt):
+fields are ~0.5 MB (a third of it separators). The call (22.05.8, tests/data/slurm/squeue_fields.txt):
 
     SLURM_TIME_FORMAT=%s squeue --all --states=all --noheader --Format=JobID:0S,...,Dependency:0S
 
@@ -20,8 +20,9 @@ as `[D-]H:MM:SS` or UNLIMITED (JSON: minutes); STDOUT filled with Slurm's defaul
 `<workdir>/slurm-<id>.out` when no `-o` was given (JSON: ''; for an array task the default is really
 `slurm-%A_%a.out`, which QueueJob.stdout_path() then makes); an active job's end time NONE where
 JSON gives an estimate (read only once a job ended); an array's id 0 on an array record without a
-task (JSON: its own id there, on an array's cancelled pending record; read only with a task). `gres_detail` (each node's card indices) has no text field: QueueJob's
-`cards_by_node` stays empty here (`gaudi-tui slurm --json`, which shows it, reads the JSON).
+task (JSON: its own id there, on an array's cancelled pending record; read only with a task).
+`gres_detail` (each node's card indices) has no text field: QueueJob's `cards_by_node` stays empty
+here (`gaudi-tui slurm --json`, which shows it, reads the JSON).
 
 A squeue without one of these fields (another version) prints `Invalid job format specification`
 on stderr, exits 0 and prints the separator alone: every value that cannot be empty is checked, and
