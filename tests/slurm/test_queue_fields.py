@@ -174,6 +174,10 @@ def test_the_shared_file_holds_the_answer_and_reads_back_the_same_jobs(name: str
     assert poll.Snapshot.from_json(data).jobs == snap.jobs and len(snap.jobs) == 19
     with pytest.raises(ValueError, match="with the answer"):
         poll.Snapshot(1.0, snap.jobs).to_json()
+    with pytest.raises(ValueError, match="without its answer"):  # not an empty queue
+        poll.Snapshot.from_json({**data, "answer": None})
+    failed = poll.Snapshot(1.0, error="the Slurm controller did not answer")
+    assert poll.Snapshot.from_json(json.loads(json.dumps(failed.to_json()))) == failed
 
 
 def test_a_row_shows_no_control_character_of_a_name() -> None:

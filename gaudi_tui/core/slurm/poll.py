@@ -78,7 +78,7 @@ class Snapshot:
     def to_json(self) -> dict[str, object]:
         """The answer's text, not its jobs: a reader decodes only the jobs that changed since its last
         read (queue_fields.py), and writing 1,000 decoded jobs cost more than decoding them."""
-        if self.jobs and self.answer is None:
+        if self.error is None and self.answer is None:
             raise ValueError("a snapshot is written with the answer its jobs came from")
         answer = [self.answer.text, self.answer.sep] if self.answer is not None else None
         return {
@@ -91,11 +91,16 @@ class Snapshot:
 
     @classmethod
     def from_json(cls, data: dict[str, object]) -> Snapshot:
-        """A written snapshot (ValueError, SlurmError or TypeError for one this cannot read)."""
+        """A written snapshot (ValueError, SlurmError or TypeError for one this cannot read: without
+        an error, a snapshot without the answer is not an empty queue)."""
         error, mono, answer = data.get("error"), data.get("mono"), data.get("answer")
-        read = (
-            queue_fields.Answer(*map(str, answer)) if isinstance(answer, list) and len(answer) == 2 else None
-        )
+        read = None
+        if not error:
+            if not (
+                isinstance(answer, list) and len(answer) == 2 and all(isinstance(a, str) for a in answer)
+            ):
+                raise ValueError("a written snapshot without its answer")
+            read = queue_fields.Answer(*answer)
         return cls(
             float(data.get("taken") or 0.0),  # type: ignore[arg-type]
             tuple(read.jobs()) if read is not None else (),
