@@ -1,9 +1,10 @@
-"""Slurm: the real `squeue --json` call, and the same 2-process demo fine-tune on a 2-node Slurm
-cluster (this machine, loopback) vs local `torchrun`, in one run.
+"""Slurm: the real squeue call (the poll's text form and `squeue --json`), and the same 2-process
+demo fine-tune on a 2-node Slurm cluster (this machine, loopback) vs local `torchrun`, in one run.
 
-1. The squeue call. One refresh of the Slurm screen makes one `squeue --json`; it is timed on the
-   test cluster holding `--held` held jobs (its own CPU is the squeue child's). The panel's CPU to
-   read a 1,000-job answer that changes at every poll is `bench/slurm_queue.py`'s (the path the
+1. The squeue call. One refresh of the Slurm screen makes one squeue call; it is timed on the test
+   cluster holding `--held` held jobs, in the poll's text form and as `squeue --json` read job by
+   job (the poll before), alternating: wall, the squeue child's CPU, this process's CPU (answers
+   that barely change: held jobs). The panel's CPU to read a 1,000-job answer that changes at every poll is `bench/slurm_queue.py`'s (the path the
    poll takes, against a whole-document decode).
 2. Jobs. Steady-state steps/s (1 / the median seconds per step of the log windows after step 20,
    from metrics.jsonl's timestamps) and submit → first step (from `control.submit` to the wall
@@ -37,23 +38,35 @@ from common.job_runs import STEPS, WARMUP_STEPS, alternating, spec  # noqa: E402
 RUNS = 4
 
 
-def real_squeue(cluster, held: int) -> tuple[list[float], list[float], int]:  # noqa: ANN001
-    """Wall and child-CPU seconds of real `squeue --json` calls with `held` held jobs queued."""
+def real_squeue(cluster, held: int) -> dict[str, tuple[list[float], list[float], list[float], int]]:  # noqa: ANN001
+    """Real calls with `held` held jobs queued, the poll's text form (`queue_fields.read`) and
+    `squeue --json` read job by job (`queue_text`, the poll before), alternating: wall, squeue's
+    own CPU and this process's CPU (reading the pipe and the jobs) in seconds, and the jobs seen."""
+    from gaudi_tui.core.slurm import queue_fields
     from gaudi_tui.core.slurm.cli import Slurm
+    from gaudi_tui.core.slurm.queue_text import jobs_from_text
 
     for _ in range(held):
         cluster.run("sbatch", "-H", "-J", "held", "--wrap", "true")
     slurm = Slurm(env=cluster.env)
-    walls, cpus, jobs = [], [], 0
-    for _ in range(5):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        start = time.perf_counter()
-        jobs = len(slurm.squeue()["jobs"])
-        walls.append(time.perf_counter() - start)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpus.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+    forms = {
+        "text form": lambda: queue_fields.read(slurm)[1],
+        "json by job": lambda: jobs_from_text(slurm.squeue_text()),
+    }
+    out: dict[str, tuple[list[float], list[float], list[float], int]] = {n: ([], [], [], 0) for n in forms}
+    for _ in range(6):
+        for name, call in forms.items():
+            walls, cpus, own, _ = out[name]
+            before, cpu = resource.getrusage(resource.RUSAGE_CHILDREN), time.process_time()
+            start = time.perf_counter()
+            jobs = len(call())
+            walls.append(time.perf_counter() - start)
+            own.append(time.process_time() - cpu)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpus.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+            out[name] = (walls, cpus, own, jobs)
     cluster.cancel_all()
-    return walls, cpus, jobs
+    return out
 
 
 def main() -> int:
@@ -80,9 +93,10 @@ def main() -> int:
     try:
         with running_cluster() as cluster:
             os.environ["SLURM_CONF"] = str(cluster.conf)
-            walls, cpus, seen = real_squeue(cluster, args.held)
-            print(f"real squeue --json with {seen} jobs: {spread([w * 1000 for w in walls], '{:.0f}')} ms wall, "
-                  f"squeue's own CPU {spread([c * 1000 for c in cpus], '{:.0f}')} ms (one call a refresh)")  # fmt: skip
+            for name, (walls, cpus, own, seen) in real_squeue(cluster, args.held).items():
+                print(f"real squeue, {name}, {seen} jobs: {spread([w * 1000 for w in walls], '{:.0f}')} ms wall, "
+                      f"squeue's own CPU {spread([c * 1000 for c in cpus], '{:.0f}')} ms, the panel's "
+                      f"{spread([c * 1000 for c in own], '{:.0f}')} ms (one call a refresh)")  # fmt: skip
             if args.squeue_only:
                 return 0
             local, on_slurm = alternating(

@@ -1,25 +1,36 @@
 """The Slurm screen's queue poll with 1,000 jobs whose answers change at every poll (issue 28,
 item 3): the panel's CPU per refresh ÷ the 2 s refresh, target ≤ 2 % of a core.
 
-The answer is a GENERATED `squeue --json` of 1,000 jobs (the 9 real 22.05.8 job records of
-tests/data/slurm/squeue_all.json, copied with new ids), laid out as Slurm prints it (two-space
-indent). Before every poll it changes: in the "some change" case a tenth of the jobs get a new
-`last_sched_evaluation` (what the scheduler's passes rewrite) and one job in fifty a new state
-reason; in the "every job changes" case every job gets a new `last_sched_evaluation` (a field the
-screen does not read, which the panel's path cuts before comparing); in the "every row changes"
-case every job also gets a new state reason, a field the screen shows (the worst case: every job
-parsed again). Each refresh is timed (`process_time`)
-from the answer's text to the rows of one screen and the nodes, through the path the panel takes
-(`queue_text.jobs_from_text`: only changed jobs decoded, a job whose own one-line fields changed
-only from those lines) and through a whole-document decode
-(`json.loads` + `model.jobs_from_json`, the path before it): BLOCKS blocks of each, alternating,
-each of WARMUP answers (not counted: they warm that path's own caches) and REFRESHES timed ones.
+The answers are GENERATED from one real 22.05.8 moment recorded twice: tests/data/slurm/
+squeue_fields.json (`squeue --json`) and squeue_fields.txt (the poll's text form, the same 18
+jobs: running, pending, held, array, requeued, failed, cancelled, odd names). Their jobs are copied
+with new ids to 1,000, in both forms alike, and laid out as Slurm prints them (JSON: two-space
+indent; text: a new random separator at every answer, as each real call draws one). Before every
+poll the queue changes: "some change": a tenth of the jobs get a new `last_sched_evaluation` (what
+the scheduler's passes rewrite; only JSON has it) and one job in fifty a new state reason; "every
+job changes": every job a new `last_sched_evaluation` (the text answer then differs only in its
+separator); "every row changes": every job also a new state reason, a field the screen shows (the
+worst case: every job read again). Each refresh is timed (`process_time`) from the answer's text to
+the shared file's text (what the poll writes for the other processes), the rows of one screen and
+the nodes, through three paths, each from its own form of the same answer:
+
+- `text form` (the poll now: `queue_fields.jobs`, only changed jobs decoded; the file holds the
+  answer's text);
+- `json by job` (the poll before: `queue_text.jobs_from_text`, changed jobs' lines patched; the file
+  held every decoded job, `dataclasses.asdict`);
+- `whole decode` (`json.loads` + `model.jobs_from_json`, the path before that; the same file).
+
+BLOCKS blocks of each, alternating, each of WARMUP answers (not counted: they warm that path's own
+caches) and REFRESHES timed ones. `new ÷ old` is the text form's median over json by job's.
+Not timed: reading the answer from squeue's pipe (0.5 MB of text against 2.6 MB of JSON).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -31,45 +42,71 @@ sys.path.insert(0, str(ROOT))
 from common.figures import load, spread  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "slurm"
+RECORDED_SEP = "|5eb2a0c4d19f7e38|"
+"""The separator squeue_fields.txt was printed with."""
 JOBS = 1000
 BLOCKS = 3
 WARMUP = 2
 REFRESHES = 10
 REFRESH_S = 2.0
+REASON = 6
+"""The state reason's place in a text record (queue_fields.FIELDS)."""
 
 
 class Queue:
-    """A 1,000-job answer that a poll changes."""
+    """A 1,000-job queue that a poll changes, printed in either form."""
 
     def __init__(self) -> None:
-        real = json.loads((DATA / "squeue_all.json").read_text())
+        from gaudi_tui.core.slurm import queue_fields
+
+        self.fields = queue_fields
+        real = json.loads((DATA / "squeue_fields.json").read_text())
+        values = (DATA / "squeue_fields.txt").read_text().split(RECORDED_SEP)
+        width = queue_fields.WIDTH
+        records = {
+            int(v[0].lstrip("\n")): [v[0].lstrip("\n"), *v[1:]]
+            for v in (values[i : i + width] for i in range(0, len(values) - 1, width))
+        }
         self.head = {k: v for k, v in real.items() if k != "jobs"}
-        self.jobs = []
+        self.jobs, self.records = [], []
         for i in range(JOBS):
             row = dict(real["jobs"][i % len(real["jobs"])])
+            record = list(records[row["job_id"]])
             row["job_id"] = 1000 + i
+            record[0] = str(1000 + i)
             self.jobs.append(row)
+            self.records.append(record)
         self.rng = random.Random(28)
         self.tick = 0
 
-    def answer(self, share: float, shown: float) -> str:
+    def change(self, share: float, shown: float) -> None:
         """`share` of the jobs get a new `last_sched_evaluation`, `shown` of them a new state reason."""
         self.tick += 1
-        for row in self.jobs:
+        for row, record in zip(self.jobs, self.records, strict=True):
             if self.rng.random() < share:
                 row["last_sched_evaluation"] = 1_796_000_000 + self.tick
+            reason = None
             if shown >= 1:
-                row["state_reason"] = f"Priority ({self.tick})"  # new at every answer
+                reason = f"Priority ({self.tick})"  # new at every answer
             elif self.rng.random() < shown:
-                row["state_reason"] = self.rng.choice(["Resources", "Priority", "Dependency", "None"])
+                reason = self.rng.choice(["Resources", "Priority", "Dependency", "None"])
+            if reason is not None:
+                row["state_reason"] = record[REASON] = reason
+
+    def json_text(self) -> str:
         return json.dumps({**self.head, "jobs": self.jobs}, indent=2)
 
+    def text(self) -> tuple[str, str]:
+        sep = self.fields.separator()
+        return "".join(sep.join(r) + sep + "\n" for r in self.records), sep
 
-def refresh(parse: Callable[[str], list], text: str, nodes_text: str) -> float:
+
+def refresh(parse: Callable[[], list], write: Callable[[list], str], nodes_text: str) -> float:
     from gaudi_tui.core.slurm import model, table
 
     start = time.process_time()
-    jobs = parse(text)
+    jobs = parse()
+    write(jobs)  # the shared file's text (written for the other processes)
     nodes = model.nodes_from_json(json.loads(nodes_text))
     rows = [table.queue_row(j) for j in table.mine(jobs, "root")[:60]]  # what one screen draws
     rows += [table.node_row(n) for n in nodes]
@@ -77,32 +114,51 @@ def refresh(parse: Callable[[str], list], text: str, nodes_text: str) -> float:
 
 
 def main() -> int:
-    from gaudi_tui.core.slurm import model
+    from gaudi_tui.core.slurm import model, poll, queue_fields
     from gaudi_tui.core.slurm.queue_text import jobs_from_text
 
-    def whole(text: str) -> list:
-        return model.jobs_from_json(json.loads(text))
+    def text_form(queue: Queue) -> tuple[Callable[[], list], Callable[[list], str]]:
+        answer = queue_fields.Answer(*queue.text())
+
+        def file(jobs: list) -> str:
+            return json.dumps(poll.Snapshot(0.0, tuple(jobs), answer=answer).to_json(), separators=(",", ":"))
+
+        return answer.jobs, file
+
+    def by_job(queue: Queue) -> tuple[Callable[[], list], Callable[[list], str]]:
+        text = queue.json_text()
+        return lambda: jobs_from_text(text), jobs_file
+
+    def whole(queue: Queue) -> tuple[Callable[[], list], Callable[[list], str]]:
+        text = queue.json_text()
+        return lambda: model.jobs_from_json(json.loads(text)), jobs_file
+
+    def jobs_file(jobs: list) -> str:
+        """What the poll wrote before: every decoded job (poll.Snapshot.to_json of then)."""
+        return json.dumps({"jobs": [dataclasses.asdict(j) for j in jobs]}, separators=(",", ":"))
 
     nodes_text = (DATA / "sinfo.json").read_text()
     print(
-        f"slurm queue: {JOBS} jobs (generated from real 22.05.8 records), answers changing at every poll; {load()}"
+        f"slurm queue: {JOBS} jobs (generated from a real 22.05.8 moment), answers changing at every poll; {load()}"
     )
-    paths = {"jobs_from_text": jobs_from_text, "whole decode": whole}
+    paths = {"text form": text_form, "json by job": by_job, "whole decode": whole}
     cases = (("some change", 0.1, 0.02), ("every job changes", 1.0, 0.0), ("every row changes", 1.0, 1.0))
     for case, share, shown in cases:
         costs: dict[str, list[float]] = {name: [] for name in paths}
         for _ in range(BLOCKS):  # blocks alternate; each path's first answers warm its own caches
-            for name, parse in paths.items():
+            for name, answer in paths.items():
                 queue = Queue()
-                for _ in range(WARMUP):
-                    refresh(parse, queue.answer(share, shown), nodes_text)
-                costs[name] += [
-                    refresh(parse, queue.answer(share, shown), nodes_text) for _ in range(REFRESHES)
-                ]
+                for timed in [False] * WARMUP + [True] * REFRESHES:
+                    queue.change(share, shown)
+                    cost = refresh(*answer(queue), nodes_text)  # the answer's printing is not timed
+                    if timed:
+                        costs[name].append(cost)
         for path, values in costs.items():
             share_pct = [v / REFRESH_S * 100 for v in values]
-            print(f"  {case:<18} {path:<15} {spread([v * 1000 for v in values], '{:.1f}')} ms a refresh = "
+            print(f"  {case:<18} {path:<13} {spread([v * 1000 for v in values], '{:.1f}')} ms a refresh = "
                   f"{spread(share_pct, '{:.2f}')} % of a core at {REFRESH_S:g} s (target ≤ 2 %)")  # fmt: skip
+        ratio = statistics.median(costs["text form"]) / statistics.median(costs["json by job"])
+        print(f"  {case:<18} new ÷ old     {ratio:.2f} (text form ÷ json by job, medians)")
     print(f"  at the end: {load()}")
     return 0
 

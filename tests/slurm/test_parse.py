@@ -166,14 +166,24 @@ from gaudi_tui.core.slurm.cli import Slurm
 from gaudi_tui.core.slurm.poll import QueuePoll
 cache, now, path = Path(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
 poll = QueuePoll(Slurm(env={"PATH": path}), max_age=30.0, cache=cache, clock=lambda: now)
-print(*(poll.get().job(4).state for _ in range(3)), poll.get().job(7).reason)
+print(*(poll.get().job(4).state for _ in range(3)), poll.get().job(7).reason, poll.get().job(11).name)
 """
+
+
+SAID = "RUNNING RUNNING RUNNING DependencyNeverSatisfied new\nline|x"
 
 
 def test_one_call_serves_every_caller_across_processes(tmp_path: Path) -> None:
     calls = tmp_path / "calls"
     # slow enough that the four pollers, started together, all ask while the first call runs
-    env = _fake_tool(tmp_path, "squeue", f"echo x >> {calls}\nsleep 0.5\ncat {DATA / 'squeue_all.json'}\n")
+    # it prints the real recorded text form with the separator it was asked for (squeue --json: JSON)
+    recorded, sep = DATA / "squeue_fields.txt", "|5eb2a0c4d19f7e38|"
+    env = _fake_tool(
+        tmp_path,
+        "squeue",
+        f'echo x >> {calls}\nsleep 0.5\nargs="$*"\ncase "$args" in *--json*) cat {DATA / "squeue_all.json"}; exit;; esac\n'
+        f'sep=${{args#*--Format=JobID:0}}\nsep=${{sep%%,*}}\nsed "s#{sep}#$sep#g" {recorded}\n',
+    )
     cache = tmp_path / "queue.json"
 
     def pollers(now: float) -> list[str]:
@@ -187,13 +197,13 @@ def test_one_call_serves_every_caller_across_processes(tmp_path: Path) -> None:
         ]
         return [p.communicate(timeout=60)[0].strip() for p in started]
 
-    assert pollers(1000.0) == ["RUNNING RUNNING RUNNING Resources"] * 4
+    assert pollers(1000.0) == [SAID] * 4
     assert calls.read_text().count("x") == 1 and _taken(cache) == 1000.0
     # still fresh: no call (max_age 30 s: the snapshot's real monotonic age, which the fake clock
     # cannot hold back, stays under it however slowly the second four start)
-    assert pollers(1010.0) == ["RUNNING RUNNING RUNNING Resources"] * 4
+    assert pollers(1010.0) == [SAID] * 4
     assert calls.read_text().count("x") == 1
-    assert pollers(1040.0) == ["RUNNING RUNNING RUNNING Resources"] * 4  # older than max_age: one more
+    assert pollers(1040.0) == [SAID] * 4  # older than max_age: one more
     assert calls.read_text().count("x") == 2
 
 

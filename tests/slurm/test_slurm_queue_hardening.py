@@ -19,7 +19,7 @@ from textual.widgets import DataTable, OptionList, Static
 
 from gaudi_tui.cli import main
 from gaudi_tui.core.jobs import control
-from gaudi_tui.core.slurm import model, poll, table
+from gaudi_tui.core.slurm import model, poll, queue_fields, table
 from gaudi_tui.core.slurm.cli import Slurm
 from gaudi_tui.ui.app import GaudiApp
 from gaudi_tui.ui.screens.slurm import SignalDialog, SlurmScreen
@@ -93,22 +93,30 @@ def test_the_poll_answers_without_a_lock(
     assert answer[0].error is None and answer[0].job(job_id) is not None
 
 
+NONE = queue_fields.Answer("", "|0123456789abcdef|")
+"""An answer with no job, as squeue prints an empty queue."""
+
+
 def test_a_queue_cache_from_the_future_is_stale(slurm: SlurmTestCluster, tmp_path: Path) -> None:
     job_id = slurm.sbatch("-J", "future", "--wrap", "sleep 60")
     client = Slurm(env=slurm.env)
     cache = tmp_path / "queue.json"
-    empty = poll.Snapshot(time.time() + 3600)  # a clock stepped back, or another host's clock ahead
+    empty = poll.Snapshot(
+        time.time() + 3600, answer=NONE
+    )  # a clock stepped back, or another host's clock ahead
     cache.write_text(json.dumps(empty.to_json()))
     reader = poll.QueuePoll(client, cache=cache)
     snap = reader.get()
     assert snap.job(job_id) is not None and reader.calls == 1
     assert json.loads(cache.read_text())["taken"] <= time.time()  # the future one was replaced
 
-    ahead = poll.Snapshot(time.time(), mono=time.monotonic() + 3600, boot=poll.boot_id())  # same boot
+    ahead = poll.Snapshot(
+        time.time(), mono=time.monotonic() + 3600, boot=poll.boot_id(), answer=NONE
+    )  # same boot
     cache.write_text(json.dumps(ahead.to_json()))
     assert poll.QueuePoll(client, cache=cache).get().job(job_id) is not None
 
-    skewed = poll.Snapshot(time.time() + 0.5)  # within the skew: still served, no call
+    skewed = poll.Snapshot(time.time() + 0.5, answer=NONE)  # within the skew: still served, no call
     cache.write_text(json.dumps(skewed.to_json()))
     close = poll.QueuePoll(client, cache=cache)
     assert close.get().jobs == () and close.calls == 0

@@ -7,6 +7,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from rich.text import Text
 from textual.pilot import Pilot
 from textual.widgets import DataTable, OptionList, Static
 
@@ -212,3 +213,24 @@ async def test_the_slurm_screen_works_at_80_by_24() -> None:
         )
         await pilot.press("escape")
         assert app.screen is screen
+
+
+async def test_names_and_reasons_are_shown_as_text_not_markup() -> None:
+    """A job's name is anyone's text and a node's reason an admin's: `[/oops]` is a markup error
+    for a table that reads its cells as markup (the panel stopped), `[bold]` a style."""
+    first = recorded_view()
+    odd = "[/oops] [bold]x[/bold] [link=https://example.com]y[/link]"
+    jobs = tuple(replace(j, name=odd) if j.job_id == 7 else j for j in first.snapshot.jobs)
+    nodes = tuple(replace(n, reason=odd) for n in first.nodes)
+    view = replace(first, snapshot=poll.Snapshot(first.now, jobs), nodes=nodes)
+    screen = SlurmScreen(loader=lambda: view, user="root")
+    app = GaudiApp(accelerator=CPU, hostname="login-1")
+    async with app.run_test(size=(160, 30)) as pilot:
+        await app.push_screen(screen)
+        await loaded(pilot, screen)
+        await pilot.pause()
+        grid = screen.query_one("#slurm-queue", DataTable)
+        row = grid.get_row_at([j.job_id for j in screen.rows].index(7))
+        assert isinstance(row[1], Text) and row[1].plain == odd and not row[1].spans  # drawn as it is
+        cells = screen.query_one("#slurm-nodes", DataTable).get_row_at(0)
+        assert isinstance(cells[-1], Text) and cells[-1].plain == odd and not cells[-1].spans

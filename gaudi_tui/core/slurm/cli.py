@@ -68,16 +68,25 @@ class Slurm:
     env: Mapping[str, str] | None = None
     timeout: float = CALL_TIMEOUT_S
 
-    def run(self, argv: Sequence[str], timeout: float | None = None, cwd: Path | None = None) -> str:
+    def run(
+        self,
+        argv: Sequence[str],
+        timeout: float | None = None,
+        cwd: Path | None = None,
+        extra_env: Mapping[str, str] | None = None,
+    ) -> str:
         """stdout of a command that exited 0, else SlurmError with its stderr's last line."""
         limit = self.timeout if timeout is None else timeout
+        env = dict(self.env) if self.env is not None else None
+        if extra_env:
+            env = {**(os.environ if env is None else env), **extra_env}
         try:
             child = subprocess.Popen(
                 list(argv),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                env=dict(self.env) if self.env is not None else None,
+                env=env,
                 cwd=cwd,
                 start_new_session=True,  # at the limit its whole group is killed, helpers included
             )
@@ -115,6 +124,11 @@ class Slurm:
     def squeue_text(self) -> str:
         """`squeue --json` as it printed it (the poll decodes only the jobs that changed: queue_text.py)."""
         return self.run(["squeue", "--json"])
+
+    def squeue_fields(self, fields: str) -> str:
+        """Every job's `--Format` fields, times in epoch seconds (the poll's text form: queue_fields.py)."""
+        argv = ["squeue", "--all", "--states=all", "--noheader", f"--Format={fields}"]
+        return self.run(argv, extra_env={"SLURM_TIME_FORMAT": "%s"})
 
     def sinfo(self) -> dict[str, Any]:
         return self.json(["sinfo", "--json"], "the nodes")

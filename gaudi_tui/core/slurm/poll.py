@@ -1,10 +1,12 @@
-"""One `squeue --json` for everyone: a snapshot of the queue, cached, shared by the panel's views
-and by every supervisor of this machine.
+"""One `squeue` for everyone: a snapshot of the queue, cached, shared by the panel's views and by
+every supervisor of this machine. The call prints only the fields they read, in squeue's text form
+(queue_fields.py; `squeue --json` where that squeue cannot).
 
 In one process, callers within `max_age` get the same snapshot and concurrent callers wait for the
 one call in flight. Across processes (each job has its own supervisor), the snapshot is also
-written to a small file beside the runs (`<state>/slurm/queue-<cluster>.json`, compact: only what
-`QueueJob` keeps); a process whose own copy is older reads the file first and calls squeue only
+written to a small file beside the runs (`<state>/slurm/queue-<cluster>-answer.json`: what squeue
+printed, which each reader decodes job by job as its own poll would; writing the decoded jobs cost
+more than decoding them); a process whose own copy is older reads the file first and calls squeue only
 when the file is older too, under an `fcntl` lock, so N jobs cost one call a refresh, not N.
 
 Nothing here may break a caller: any failure of the call (a document it cannot read, a byte that is
@@ -18,7 +20,6 @@ time too (a wall-clock step moves neither).
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import fcntl
 import functools
 import hashlib
@@ -31,9 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from gaudi_tui.core.slurm import queue_fields
 from gaudi_tui.core.slurm.cli import Slurm, SlurmError, conf_key
 from gaudi_tui.core.slurm.model import QueueJob
-from gaudi_tui.core.slurm.queue_text import jobs_from_text
 
 MAX_AGE_S = 2.0
 LOCK_WAIT_S = 20.0
@@ -65,6 +66,8 @@ class Snapshot:
     mono: float | None = None
     """`time.monotonic()` when taken, valid on the boot `boot`."""
     boot: str = ""
+    answer: queue_fields.Answer | None = field(default=None, compare=False, repr=False)
+    """What squeue printed (written to the shared file instead of the jobs)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "by_id", {j.job_id: j for j in self.jobs})
@@ -73,26 +76,38 @@ class Snapshot:
         return self.by_id.get(job_id)
 
     def to_json(self) -> dict[str, object]:
-        jobs = [dataclasses.asdict(j) for j in self.jobs]
-        return {"taken": self.taken, "mono": self.mono, "boot": self.boot, "error": self.error, "jobs": jobs}
+        """The answer's text, not its jobs: a reader decodes only the jobs that changed since its last
+        read (queue_fields.py), and writing 1,000 decoded jobs cost more than decoding them."""
+        if self.error is None and self.answer is None:
+            raise ValueError("a snapshot is written with the answer its jobs came from")
+        answer = [self.answer.text, self.answer.sep] if self.answer is not None else None
+        return {
+            "taken": self.taken,
+            "mono": self.mono,
+            "boot": self.boot,
+            "error": self.error,
+            "answer": answer,
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, object]) -> Snapshot:
-        jobs = []
-        for row in data.get("jobs") or []:  # type: ignore[attr-defined]
-            row = dict(row)
-            for key in ("nodes",):
-                row[key] = tuple(row[key])
-            row["cards_by_node"] = {k: tuple(v) for k, v in row["cards_by_node"].items()}
-            jobs.append(QueueJob(**row))
-        error = data.get("error")
-        mono = data.get("mono")
+        """A written snapshot (ValueError, SlurmError or TypeError for one this cannot read: without
+        an error, a snapshot without the answer is not an empty queue)."""
+        error, mono, answer = data.get("error"), data.get("mono"), data.get("answer")
+        read = None
+        if not error:
+            if not (
+                isinstance(answer, list) and len(answer) == 2 and all(isinstance(a, str) for a in answer)
+            ):
+                raise ValueError("a written snapshot without its answer")
+            read = queue_fields.Answer(*answer)
         return cls(
             float(data.get("taken") or 0.0),  # type: ignore[arg-type]
-            tuple(jobs),
+            tuple(read.jobs()) if read is not None else (),
             str(error) if error else None,
             mono=float(mono) if isinstance(mono, (int, float)) else None,
             boot=str(data.get("boot") or ""),
+            answer=read,
         )
 
     def age(self, now: float) -> float | None:
@@ -109,11 +124,12 @@ class Snapshot:
 
 
 def take(slurm: Slurm, clock: Callable[[], float] = time.time) -> Snapshot:
-    """A fresh snapshot (one squeue --json call), stamped with the time the call began. Any
+    """A fresh snapshot (one squeue call), stamped with the time the call began. Any
     failure is the snapshot's `error`: a stranger's job must not break a supervisor's poll."""
     now, mono = clock(), time.monotonic()
     try:
-        return Snapshot(now, tuple(jobs_from_text(slurm.squeue_text())), mono=mono, boot=boot_id())
+        answer, jobs = queue_fields.read(slurm)
+        return Snapshot(now, tuple(jobs), mono=mono, boot=boot_id(), answer=answer)
     except SlurmError as exc:
         return Snapshot(now, error=str(exc), mono=mono, boot=boot_id())
     except Exception as exc:  # noqa: BLE001 - a queue document this code cannot read is an error, not a crash
@@ -203,7 +219,7 @@ class QueuePoll:
 def _read(path: Path) -> Snapshot | None:
     try:
         return Snapshot.from_json(json.loads(path.read_text()))
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, SlurmError):
         return None
 
 
@@ -215,7 +231,9 @@ def cache_path(key: str) -> Path:
     from gaudi_tui.core import paths
 
     digest = hashlib.blake2b(key.encode(), digest_size=6).hexdigest()
-    return paths.state_dir() / "slurm" / f"queue-{digest}.json"
+    return (
+        paths.state_dir() / "slurm" / f"queue-{digest}-answer.json"
+    )  # earlier versions wrote decoded jobs to queue-<digest>.json
 
 
 def shared(slurm: Slurm | None = None) -> QueuePoll:

@@ -15,6 +15,15 @@ QUEUE_COLUMNS = ("job", "name", "user", "state", "partition", "nodes", "cards", 
 NODE_COLUMNS = ("node", "state", "partitions", "cards", "used", "free", "cpus", "reason")
 
 
+_CONTROLS = dict.fromkeys([*range(0x20), *range(0x7F, 0xA0)], "\ufffd")
+
+
+def shown(text: str) -> str:
+    """Text from the cluster as a row shows it: control characters (a newline, a tab, an escape
+    sequence in a job's name, which anyone chooses) as U+FFFD, so no row breaks or drives the terminal."""
+    return text.translate(_CONTROLS)
+
+
 def me() -> str:
     """The user whose jobs "mine" means (Slurm's user_name for jobs submitted here)."""
     try:
@@ -68,15 +77,15 @@ def queue_row(job: QueueJob, now: float | None = None) -> tuple[str, ...]:
     nodes = ",".join(job.nodes) if job.nodes else (f"({job.node_count})" if job.node_count > 1 else "—")
     return (
         job.label,
-        job.name,
-        job.user,
-        job.state.lower(),
-        job.partition,
-        nodes,
+        shown(job.name),
+        shown(job.user),
+        shown(job.state.lower()),
+        shown(job.partition),
+        shown(nodes),
         cards,
         duration(job.elapsed(now)),
         _left(job, now),
-        why(job, now),
+        shown(why(job, now)),
     )
 
 
@@ -113,14 +122,14 @@ def queue_json(job: QueueJob, now: float | None = None) -> dict[str, object]:
 
 def node_row(node: SlurmNode) -> tuple[str, ...]:
     return (
-        node.name,
-        node.state_words,
-        ",".join(node.partitions),
+        shown(node.name),
+        shown(node.state_words),
+        shown(",".join(node.partitions)),
         str(node.cards_total),
         str(node.cards_used),
         str(node.cards_free),
         f"{node.cpus_used}/{node.cpus}",
-        node.reason,
+        shown(node.reason),
     )
 
 

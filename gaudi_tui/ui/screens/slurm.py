@@ -1,6 +1,6 @@
 """Slurm (key 6): the queue — yours or everyone's — and each node's cards, like turm with cards.
 
-A thread worker takes one shared queue snapshot (`core.slurm.poll`: one `squeue --json` however
+A thread worker takes one shared queue snapshot (`core.slurm.poll`: one `squeue` call however
 many jobs and views want it) and one `sinfo --json` every REFRESH_S while the screen is shown; the
 screen only draws. `t` tails the selected job's output file (the path `scontrol show job` gives,
 expanded), `c` cancels it with a chosen signal, `a` switches between your jobs and everyone's.
@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -124,7 +125,7 @@ class SlurmScreen(PanelScreen):
         "with state, why a job waits in words, nodes, cards (nodes × cards per node), elapsed and time "
         "left; below, each node's cards total/used/free, drained and down nodes with their reason. t tails "
         "the selected job's output file (Slurm sites share the filesystem), c cancels it with a chosen "
-        "signal. One squeue --json call a refresh serves this screen and every Slurm job of the panel; a "
+        "signal. One squeue call a refresh serves this screen and every Slurm job of the panel; a "
         "controller that does not answer is said as such, and no job is taken for ended."
     )
     DEFAULT_CSS = """
@@ -215,7 +216,7 @@ class SlurmScreen(PanelScreen):
         nodes = self.query_one("#slurm-nodes", DataTable)
         nodes.clear()
         for node in view.nodes:
-            nodes.add_row(*table.node_row(node), key=node.name)
+            nodes.add_row(*map(Text, table.node_row(node)), key=node.name)
         running = sum(j.state == "RUNNING" for j in jobs)
         pending = sum(j.state == "PENDING" for j in jobs)
         free = sum(n.cards_free for n in view.nodes)
@@ -234,7 +235,8 @@ class SlurmScreen(PanelScreen):
     def _draw_queue(self, jobs: list[model.QueueJob], now: float) -> None:
         """The same jobs in the same order: only the cells that changed are updated (a table
         cleared and filled again costs a frame of every row: ~0.4 s with 1,000 jobs); others: the
-        table is filled again, the selected job kept selected."""
+        table is filled again, the selected job kept selected. Cells are Text: a table reads a str
+        as markup, and a job's name is anyone's (`[/x]` stopped the panel)."""
         queue = self.query_one("#slurm-queue", DataTable)
         rows = [table.queue_row(job, now) for job in jobs]
         keys = [str(job.job_id) for job in jobs]
@@ -242,12 +244,12 @@ class SlurmScreen(PanelScreen):
             for key, row, drawn in zip(keys, rows, self._drawn, strict=True):
                 for column, value, was in zip(self._columns, row, drawn, strict=True):
                     if value != was:
-                        queue.update_cell(key, column, value, update_width=True)
+                        queue.update_cell(key, column, Text(value), update_width=True)
         else:
             selected = self.selected()
             queue.clear()
             for key, row in zip(keys, rows, strict=True):
-                queue.add_row(*row, key=key)
+                queue.add_row(*map(Text, row), key=key)
             if selected is not None and selected.job_id in {j.job_id for j in jobs}:
                 queue.move_cursor(row=next(i for i, j in enumerate(jobs) if j.job_id == selected.job_id))
         self.rows, self._keys, self._drawn = jobs, keys, rows
