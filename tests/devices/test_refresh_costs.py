@@ -13,6 +13,10 @@ from pathlib import Path
 from typing import TypeVar
 
 import pytest
+from rich.console import Console
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
 from textual.pilot import Pilot
 
 from gaudi_tui.core.devices import card_processes
@@ -188,3 +192,43 @@ def test_the_sparkline_skips_the_empty_window_and_draws_the_same() -> None:
         width, window = chance.randint(0, 60), chance.randint(1, 320)
         top = chance.choice([None, 0, 100.0, 50.0])
         assert spark(values, width, window, top) == _spark_over_the_whole_window(values, width, window, top)
+
+
+def _rich_cell(cell: Text, before: str, after: str, console: Console) -> list[Segment]:
+    """How the map drew a cell before: Rich's render of the margins and the cell in one Text."""
+    text = Text(no_wrap=True, end="")
+    text.append(before)
+    text.append_text(cell)
+    text.append(after)
+    return list(text.render(console))
+
+
+def test_a_cell_of_one_style_is_made_as_rich_renders_it() -> None:
+    """The map's cells without Rich's render: the same segments (text and style) for plain, styled,
+    empty, wide-character and spanned cells."""
+    console = Console(color_system="truecolor", force_terminal=True)
+    chance = random.Random(28)
+    styles: list[str | Style] = ["", "bold", "#50fa7b", "bold red", Style(color="red"), Style(), "on #202020"]
+    words = ["", "7", "45% ▁▂▃▄▅", "96/96G ██", "HL-225", "—", "卡片", "0000:b3:00.0"]
+    for _ in range(2000):
+        cell = Text(chance.choice(words), style=chance.choice(styles), justify=chance.choice(["right", None]))
+        if chance.random() < 0.2 and cell.plain:
+            cell.stylize("bold", 0, 1)
+        before, after = " " * chance.randint(1, 4), " " * chance.randint(1, 4)
+        made = device_table.cell_segments(cell, before, after, console)
+        assert made == _rich_cell(cell, before, after, console), (cell, cell.style, cell.spans)
+
+
+async def test_a_refresh_of_new_values_asks_rich_to_render_no_cell(monkeypatch: pytest.MonkeyPatch) -> None:
+    app = make_app(cycle(ticks=1))
+    async with app.run_test(size=(120, 36)) as pilot:
+        table = await _built(pilot, app)
+        rendered: list[object] = []
+        monkeypatch.setattr(Text, "render", _counting(rendered, Text.render))
+        index = table.current_index
+        assert index is not None
+        cells = tuple(
+            Text(f"{cell.plain}9", style=cell.style, justify=cell.justify) for cell in table._cells[index]
+        )
+        table._line(cells)  # every cell new: none in the cache
+        assert rendered == []
