@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import random
+import subprocess
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -232,3 +233,26 @@ async def test_a_refresh_of_new_values_asks_rich_to_render_no_cell(monkeypatch: 
         )
         table._line(cells)  # every cell new: none in the cache
         assert rendered == []
+
+
+def test_the_benchs_hl_smi_moves_live_values_and_keeps_each_cards_identity(fake_hl_smi: object) -> None:
+    """bench/devices.py's input (`FAKE_HLSMI_VARY`): one host whose utilization, power and temperature
+    move at each refresh, as a real host's do, while bus IDs, modules and HBM reserved stay."""
+    fields = "index,bus_id,module_id,memory.used,utilization.aip,power.draw,temperature.aip"
+    env = dict(os.environ, FAKE_HLSMI_VARY="1", FAKE_HLSMI_PERIOD="0.01")
+    child = subprocess.Popen(
+        ["hl-smi", "-Q", fields, "-f", "csv,noheader,nounits", "-l", "1"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert child.stdout is not None
+    lines = [child.stdout.readline() for _ in range(8 * 4)]
+    child.kill()
+    child.wait()
+    rows = [[cell.strip() for cell in line.split(",")] for line in lines]
+    refreshes = [rows[at : at + 8] for at in range(0, len(rows), 8)]
+    assert len({tuple(tuple(row[:4]) for row in refresh) for refresh in refreshes}) == 1  # identity, HBM
+    assert len({tuple(tuple(row[4:]) for row in refresh) for refresh in refreshes}) == 4  # live values
+    busy = [row for refresh in refreshes[1:] for row in refresh if int(row[3]) > 2048]
+    assert busy and all(40 <= int(row[4]) <= 100 for row in busy)
