@@ -19,6 +19,7 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.pilot import Pilot
+from textual.widgets import Static
 
 from gaudi_tui.core.devices import card_processes
 from gaudi_tui.core.devices.card_processes import ProcessMerge
@@ -256,3 +257,36 @@ def test_the_benchs_hl_smi_moves_live_values_and_keeps_each_cards_identity(fake_
     assert len({tuple(tuple(row[4:]) for row in refresh) for refresh in refreshes}) == 4  # live values
     busy = [row for refresh in refreshes[1:] for row in refresh if int(row[3]) > 2048]
     assert busy and all(40 <= int(row[4]) <= 100 for row in busy)
+
+
+async def test_a_refresh_of_live_values_repaints_the_detail_pane_s_live_part_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The card's title, links and processes stay drawn while its utilization, power and temperature
+    move (the detail pane is three Statics; only the changed one is updated)."""
+    updates = cycle(ticks=1)
+    app = make_app(updates)
+    async with app.run_test(size=(120, 36)) as pilot:
+        table = await _built(pilot, app)
+        updated: list[str] = []
+        for part in ("head", "live", "rest"):
+            static = app.screen.query_one(f"#devices-detail-{part}", Static)
+
+            def update(
+                *args: object, _real: Callable[..., None] = static.update, _part: str = part, **kw: bool
+            ) -> None:
+                updated.append(_part)
+                _real(*args, **kw)
+
+            monkeypatch.setattr(static, "update", update)
+        snapshot = updates[0].snapshot
+        index = table.current_index
+        devices = tuple(
+            replace(d, power_draw_w=(d.power_draw_w or 0) + 7, temperature_c=(d.temperature_c or 0) + 1)
+            if d.index == index
+            else d
+            for d in snapshot.devices
+        )
+        await _post(pilot, app, MonitorUpdate(replace(snapshot, devices=devices), HOST, ()))
+        assert updated == ["live"]
+        assert "Power" in str(app.screen.query_one("#devices-detail-live", Static).render())
