@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual.geometry import Region
 from textual.pilot import Pilot
 from textual.widgets import Static
 
@@ -49,6 +50,21 @@ def _counting(calls: list[object], real: Callable[..., T]) -> Callable[..., T]:
         return real(*args)
 
     return call
+
+
+def _refreshes(monkeypatch: pytest.MonkeyPatch, table: DeviceTable) -> list[tuple[int, ...]]:
+    """Each `table.refresh` call from now on that marks lines dirty (Textual's own whole-widget
+    refreshes, of styles, say, are left out), as those lines."""
+    calls: list[tuple[int, ...]] = []
+    real = table.refresh
+
+    def refresh(*regions: Region, **options: bool) -> DeviceTable:
+        if regions:
+            calls.append(tuple(region.y for region in regions))
+        return real(*regions, **options)
+
+    monkeypatch.setattr(table, "refresh", refresh)
+    return calls
 
 
 def _screen(app: GaudiApp) -> DevicesScreen:
@@ -84,8 +100,7 @@ async def test_an_unchanged_answer_makes_no_cells_and_redraws_no_row(monkeypatch
         table = await _built(pilot, app)
         made: list[object] = []
         monkeypatch.setattr(device_table, "row_cells", _counting(made, device_table.row_cells))
-        redrawn: list[object] = []
-        monkeypatch.setattr(table, "refresh_line", _counting(redrawn, table.refresh_line))
+        redrawn = _refreshes(monkeypatch, table)
         again = MonitorUpdate(replace(updates[0].snapshot), HOST, ())  # equal, not the same object
         await _post(pilot, app, again)
         assert made == [] and redrawn == []
@@ -96,8 +111,7 @@ async def test_a_changed_value_is_drawn_in_its_row_only(monkeypatch: pytest.Monk
     app = make_app(updates)
     async with app.run_test(size=(120, 36)) as pilot:
         table = await _built(pilot, app)
-        redrawn: list[object] = []
-        monkeypatch.setattr(table, "refresh_line", _counting(redrawn, table.refresh_line))
+        redrawn = _refreshes(monkeypatch, table)
         snapshot = updates[0].snapshot
         devices = list(snapshot.devices)
         at = next(i for i, d in enumerate(devices) if d.index == 5)
@@ -106,7 +120,21 @@ async def test_a_changed_value_is_drawn_in_its_row_only(monkeypatch: pytest.Monk
         await _post(pilot, app, changed)
         row = [table.cell_text(r, "idx") for r in range(8)].index("5")
         assert table.cell_text(row, "temp") == "88°C"
-        assert redrawn == [row + 1]  # line 0 is the header
+        assert redrawn == [(row + 1,)]  # line 0 is the header
+
+
+async def test_new_values_in_every_row_are_marked_dirty_in_one_refresh(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    updates = cycle(ticks=1)
+    app = make_app(updates)
+    async with app.run_test(size=(120, 36)) as pilot:
+        table = await _built(pilot, app)
+        redrawn = _refreshes(monkeypatch, table)
+        snapshot = updates[0].snapshot
+        devices = tuple(replace(d, temperature_c=(d.temperature_c or 0) + 3) for d in snapshot.devices)
+        await _post(pilot, app, MonitorUpdate(replace(snapshot, devices=devices), HOST, ()))
+        assert redrawn == [tuple(range(1, 9))]  # one call, the eight rows' lines (line 0 is the header)
 
 
 def _own_process() -> tuple[DeviceProcess, ...]:
