@@ -33,7 +33,7 @@ from gaudi_tui.ui import palette as palette_module
 from gaudi_tui.ui.app import GaudiApp
 from gaudi_tui.ui.palette import palette
 from gaudi_tui.ui.screens.devices import DevicesScreen
-from gaudi_tui.ui.screens.devices_feeds import DevicesUpdated
+from gaudi_tui.ui.screens.devices_feeds import DevicesUpdated, HostUpdated
 from gaudi_tui.ui.widgets import device_table
 from gaudi_tui.ui.widgets.device_table import DeviceTable
 from gaudi_tui.ui.widgets.sparkline_text import LEVELS, spark
@@ -318,3 +318,18 @@ async def test_a_refresh_of_live_values_repaints_the_detail_pane_s_live_part_alo
         await _post(pilot, app, MonitorUpdate(replace(snapshot, devices=devices), HOST, ()))
         assert updated == ["live"]
         assert "Power" in str(app.screen.query_one("#devices-detail-live", Static).render())
+
+
+async def test_the_feeds_messages_stay_with_the_screen(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A refresh is handled by the Devices screen and not passed on to the app (which has no handler,
+    and would look for one in each of its classes at every refresh)."""
+    updates = cycle(ticks=1)
+    app = make_app(updates)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await _built(pilot, app)
+        reached: list[object] = []
+        monkeypatch.setattr(app, "post_message", _counting(reached, app.post_message))
+        await _post(pilot, app, MonitorUpdate(replace(updates[0].snapshot), HOST, ()))
+        _screen(app).post_message(HostUpdated(HOST))
+        await pilot.pause()
+        assert not [m for m in reached if isinstance(m, (DevicesUpdated, HostUpdated))]
