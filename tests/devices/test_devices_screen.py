@@ -94,6 +94,10 @@ def cycle(ticks: int = 30, holders: tuple[CardHolder, ...] = ()) -> list[Monitor
 
 
 def text(app: GaudiApp, selector: str) -> str:
+    """A Static's text; the detail pane's (`#devices-detail`, three Statics) its parts' shown, joined."""
+    if selector == "#devices-detail":
+        parts = app.screen.query_one(selector).query(Static)
+        return "\n".join(str(part.render()) for part in parts if part.display)
     return str(app.screen.query_one(selector, Static).render())
 
 

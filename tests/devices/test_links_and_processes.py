@@ -29,7 +29,7 @@ from gaudi_tui.ui.screens.devices import DevicesScreen
 from gaudi_tui.ui.widgets.device_table import COLUMNS, DeviceTable
 from tests.conftest import CPU, PYTHON
 from tests.devices.conftest import FakeHlSmi
-from tests.devices.test_devices_screen import HOST, replayed
+from tests.devices.test_devices_screen import HOST, replayed, text
 from tests.shell.test_tmux import NEEDS_TMUX, Tmux, tmux, wait_exit  # noqa: F401 (tmux is a fixture)
 
 UP, DOWN = "made-gaudi2-x8-nic-link-up.txt", "made-gaudi2-x8-nic-link-card3-port8-down.txt"
@@ -57,10 +57,6 @@ def once(update: MonitorUpdate) -> Callable:
         return Once()
 
     return feed
-
-
-def text(app: GaudiApp, selector: str) -> str:
-    return str(app.screen.query_one(selector, Static).render())
 
 
 def links_cell(app: GaudiApp, row: int):  # noqa: ANN201

@@ -7,13 +7,20 @@ from __future__ import annotations
 
 import os
 import random
+import subprocess
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
 
 import pytest
+from rich.console import Console
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual.geometry import Region
 from textual.pilot import Pilot
+from textual.widgets import Static
 
 from gaudi_tui.core.devices import card_processes
 from gaudi_tui.core.devices.card_processes import ProcessMerge
@@ -26,7 +33,7 @@ from gaudi_tui.ui import palette as palette_module
 from gaudi_tui.ui.app import GaudiApp
 from gaudi_tui.ui.palette import palette
 from gaudi_tui.ui.screens.devices import DevicesScreen
-from gaudi_tui.ui.screens.devices_feeds import DevicesUpdated
+from gaudi_tui.ui.screens.devices_feeds import DevicesUpdated, HostUpdated
 from gaudi_tui.ui.widgets import device_table
 from gaudi_tui.ui.widgets.device_table import DeviceTable
 from gaudi_tui.ui.widgets.sparkline_text import LEVELS, spark
@@ -43,6 +50,21 @@ def _counting(calls: list[object], real: Callable[..., T]) -> Callable[..., T]:
         return real(*args)
 
     return call
+
+
+def _refreshes(monkeypatch: pytest.MonkeyPatch, table: DeviceTable) -> list[tuple[int, ...]]:
+    """Each `table.refresh` call from now on that marks lines dirty (Textual's own whole-widget
+    refreshes, of styles, say, are left out), as those lines."""
+    calls: list[tuple[int, ...]] = []
+    real = table.refresh
+
+    def refresh(*regions: Region, **options: bool) -> DeviceTable:
+        if regions:
+            calls.append(tuple(region.y for region in regions))
+        return real(*regions, **options)
+
+    monkeypatch.setattr(table, "refresh", refresh)
+    return calls
 
 
 def _screen(app: GaudiApp) -> DevicesScreen:
@@ -78,8 +100,7 @@ async def test_an_unchanged_answer_makes_no_cells_and_redraws_no_row(monkeypatch
         table = await _built(pilot, app)
         made: list[object] = []
         monkeypatch.setattr(device_table, "row_cells", _counting(made, device_table.row_cells))
-        redrawn: list[object] = []
-        monkeypatch.setattr(table, "refresh_line", _counting(redrawn, table.refresh_line))
+        redrawn = _refreshes(monkeypatch, table)
         again = MonitorUpdate(replace(updates[0].snapshot), HOST, ())  # equal, not the same object
         await _post(pilot, app, again)
         assert made == [] and redrawn == []
@@ -90,8 +111,7 @@ async def test_a_changed_value_is_drawn_in_its_row_only(monkeypatch: pytest.Monk
     app = make_app(updates)
     async with app.run_test(size=(120, 36)) as pilot:
         table = await _built(pilot, app)
-        redrawn: list[object] = []
-        monkeypatch.setattr(table, "refresh_line", _counting(redrawn, table.refresh_line))
+        redrawn = _refreshes(monkeypatch, table)
         snapshot = updates[0].snapshot
         devices = list(snapshot.devices)
         at = next(i for i, d in enumerate(devices) if d.index == 5)
@@ -100,7 +120,21 @@ async def test_a_changed_value_is_drawn_in_its_row_only(monkeypatch: pytest.Monk
         await _post(pilot, app, changed)
         row = [table.cell_text(r, "idx") for r in range(8)].index("5")
         assert table.cell_text(row, "temp") == "88°C"
-        assert redrawn == [row + 1]  # line 0 is the header
+        assert redrawn == [(row + 1,)]  # line 0 is the header
+
+
+async def test_new_values_in_every_row_are_marked_dirty_in_one_refresh(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    updates = cycle(ticks=1)
+    app = make_app(updates)
+    async with app.run_test(size=(120, 36)) as pilot:
+        table = await _built(pilot, app)
+        redrawn = _refreshes(monkeypatch, table)
+        snapshot = updates[0].snapshot
+        devices = tuple(replace(d, temperature_c=(d.temperature_c or 0) + 3) for d in snapshot.devices)
+        await _post(pilot, app, MonitorUpdate(replace(snapshot, devices=devices), HOST, ()))
+        assert redrawn == [tuple(range(1, 9))]  # one call, the eight rows' lines (line 0 is the header)
 
 
 def _own_process() -> tuple[DeviceProcess, ...]:
@@ -188,3 +222,114 @@ def test_the_sparkline_skips_the_empty_window_and_draws_the_same() -> None:
         width, window = chance.randint(0, 60), chance.randint(1, 320)
         top = chance.choice([None, 0, 100.0, 50.0])
         assert spark(values, width, window, top) == _spark_over_the_whole_window(values, width, window, top)
+
+
+def _rich_cell(cell: Text, before: str, after: str, console: Console) -> list[Segment]:
+    """How the map drew a cell before: Rich's render of the margins and the cell in one Text."""
+    text = Text(no_wrap=True, end="")
+    text.append(before)
+    text.append_text(cell)
+    text.append(after)
+    return list(text.render(console))
+
+
+def test_a_cell_of_one_style_is_made_as_rich_renders_it() -> None:
+    """The map's cells without Rich's render: the same segments (text and style) for plain, styled,
+    empty, wide-character and spanned cells."""
+    console = Console(color_system="truecolor", force_terminal=True)
+    chance = random.Random(28)
+    styles: list[str | Style] = ["", "bold", "#50fa7b", "bold red", Style(color="red"), Style(), "on #202020"]
+    words = ["", "7", "45% ▁▂▃▄▅", "96/96G ██", "HL-225", "—", "卡片", "0000:b3:00.0"]
+    for _ in range(2000):
+        cell = Text(chance.choice(words), style=chance.choice(styles), justify=chance.choice(["right", None]))
+        if chance.random() < 0.2 and cell.plain:
+            cell.stylize("bold", 0, 1)
+        before, after = " " * chance.randint(1, 4), " " * chance.randint(1, 4)
+        made = device_table.cell_segments(cell, before, after, console)
+        assert made == _rich_cell(cell, before, after, console), (cell, cell.style, cell.spans)
+
+
+async def test_a_refresh_of_new_values_asks_rich_to_render_no_cell(monkeypatch: pytest.MonkeyPatch) -> None:
+    app = make_app(cycle(ticks=1))
+    async with app.run_test(size=(120, 36)) as pilot:
+        table = await _built(pilot, app)
+        rendered: list[object] = []
+        monkeypatch.setattr(Text, "render", _counting(rendered, Text.render))
+        index = table.current_index
+        assert index is not None
+        cells = tuple(
+            Text(f"{cell.plain}9", style=cell.style, justify=cell.justify) for cell in table._cells[index]
+        )
+        table._line(cells)  # every cell new: none in the cache
+        assert rendered == []
+
+
+def test_the_benchs_hl_smi_moves_live_values_and_keeps_each_cards_identity(fake_hl_smi: object) -> None:
+    """bench/devices.py's input (`FAKE_HLSMI_VARY`): one host whose utilization, power and temperature
+    move at each refresh, as a real host's do, while bus IDs, modules and HBM reserved stay."""
+    fields = "index,bus_id,module_id,memory.used,utilization.aip,power.draw,temperature.aip"
+    env = dict(os.environ, FAKE_HLSMI_VARY="1", FAKE_HLSMI_PERIOD="0.01")
+    child = subprocess.Popen(
+        ["hl-smi", "-Q", fields, "-f", "csv,noheader,nounits", "-l", "1"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert child.stdout is not None
+    lines = [child.stdout.readline() for _ in range(8 * 4)]
+    child.kill()
+    child.wait()
+    rows = [[cell.strip() for cell in line.split(",")] for line in lines]
+    refreshes = [rows[at : at + 8] for at in range(0, len(rows), 8)]
+    assert len({tuple(tuple(row[:4]) for row in refresh) for refresh in refreshes}) == 1  # identity, HBM
+    assert len({tuple(tuple(row[4:]) for row in refresh) for refresh in refreshes}) == 4  # live values
+    busy = [row for refresh in refreshes[1:] for row in refresh if int(row[3]) > 2048]
+    assert busy and all(40 <= int(row[4]) <= 100 for row in busy)
+
+
+async def test_a_refresh_of_live_values_repaints_the_detail_pane_s_live_part_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The card's title, links and processes stay drawn while its utilization, power and temperature
+    move (the detail pane is three Statics; only the changed one is updated)."""
+    updates = cycle(ticks=1)
+    app = make_app(updates)
+    async with app.run_test(size=(120, 36)) as pilot:
+        table = await _built(pilot, app)
+        updated: list[str] = []
+        for part in ("head", "live", "rest"):
+            static = app.screen.query_one(f"#devices-detail-{part}", Static)
+
+            def update(
+                *args: object, _real: Callable[..., None] = static.update, _part: str = part, **kw: bool
+            ) -> None:
+                updated.append(_part)
+                _real(*args, **kw)
+
+            monkeypatch.setattr(static, "update", update)
+        snapshot = updates[0].snapshot
+        index = table.current_index
+        devices = tuple(
+            replace(d, power_draw_w=(d.power_draw_w or 0) + 7, temperature_c=(d.temperature_c or 0) + 1)
+            if d.index == index
+            else d
+            for d in snapshot.devices
+        )
+        await _post(pilot, app, MonitorUpdate(replace(snapshot, devices=devices), HOST, ()))
+        assert updated == ["live"]
+        assert "Power" in str(app.screen.query_one("#devices-detail-live", Static).render())
+
+
+async def test_the_feeds_messages_stay_with_the_screen(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A refresh is handled by the Devices screen and not passed on to the app (which has no handler,
+    and would look for one in each of its classes at every refresh)."""
+    updates = cycle(ticks=1)
+    app = make_app(updates)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await _built(pilot, app)
+        reached: list[object] = []
+        monkeypatch.setattr(app, "post_message", _counting(reached, app.post_message))
+        await _post(pilot, app, MonitorUpdate(replace(updates[0].snapshot), HOST, ()))
+        _screen(app).post_message(HostUpdated(HOST))
+        await pilot.pause()
+        assert not [m for m in reached if isinstance(m, (DevicesUpdated, HostUpdated))]

@@ -24,6 +24,8 @@ from gaudi_tui.ui.screens.devices_stop import HolderStopScreen
 from gaudi_tui.ui.widgets.static_update import composed, show
 
 if TYPE_CHECKING:
+    from rich.text import Text
+
     # The sources, parsers and psutil load in the feed threads; the model, the map's table, its
     # texts and dialogs when the map is built or used: all after the first frame (a test checks).
     from gaudi_tui.core.devices.feed import MonitorUpdate
@@ -59,6 +61,7 @@ class DevicesScreen(HolderStopScreen):
     DevicesScreen #devices-body { height: 1fr; }
     DevicesScreen #devices-choice { height: auto; padding: 0 1; border-top: solid $primary; }
     DevicesScreen #devices-detail-box { height: 1fr; border-top: solid $primary; padding: 0 1; }
+    DevicesScreen #devices-detail { height: auto; }
     DevicesScreen #devices-detail-note { color: $text-muted; }
     DevicesScreen #devices-detail-note.-hidden { display: none; }
     """
@@ -102,14 +105,19 @@ class DevicesScreen(HolderStopScreen):
         yield Vertical(id="devices-body")  # filled after the first frame (`_after_first_frame`)
 
     def _compose_map(self) -> list[Widget]:
-        from gaudi_tui.ui.screens.devices_detail import DETAIL_NOTE
+        from gaudi_tui.ui.screens.devices_detail import DETAIL_NOTE, DETAIL_PARTS
         from gaudi_tui.ui.widgets.device_table import DeviceTable
 
         return [
             DeviceTable(id="devices-table"),
             Static("", id="devices-choice", markup=False),
             VerticalScroll(
-                Static("", id="devices-detail", markup=False),
+                # The card's identity, its live values, its links and processes: apart, so a refresh
+                # repaints the live values alone (`detail_parts`).
+                Vertical(
+                    *(Static("", id=f"devices-detail-{part}", markup=False) for part in DETAIL_PARTS),
+                    id="devices-detail",
+                ),
                 # Constant, so apart from the detail: the detail is drawn again every refresh, this never.
                 Static(DETAIL_NOTE, id="devices-detail-note", markup=False, classes="-hidden"),
                 id="devices-detail-box",
@@ -217,19 +225,21 @@ class DevicesScreen(HolderStopScreen):
         if not self._built:
             return
         from gaudi_tui.ui.palette import palette
-        from gaudi_tui.ui.screens.devices_detail import NO_CARD, detail_text
+        from gaudi_tui.ui.screens.devices_detail import DETAIL_PARTS, NO_CARD, detail_parts
 
-        detail = self._static("devices-detail")
         device = self._current_device()
         self._static("devices-detail-note").set_class(device is None, "-hidden")
         if device is None:
-            show(detail, NO_CARD)
-            return
-        live = self.snapshot.source in ("hl-smi", "hlml")
-        text = detail_text(
-            device, self.history, self.uses, live, self.card_links, self.link_errors, palette(self.app)
-        )
-        show(detail, text)
+            parts: tuple[str | Text, ...] = (NO_CARD, "", "")
+        else:
+            live = self.snapshot.source in ("hl-smi", "hlml")
+            parts = detail_parts(
+                device, self.history, self.uses, live, self.card_links, self.link_errors, palette(self.app)
+            )
+        for name, text in zip(DETAIL_PARTS, parts, strict=True):
+            part = self._static(f"devices-detail-{name}")
+            show(part, text)
+            part.display = bool(text)  # an empty part takes no line
 
     def _render_choice(self) -> None:
         if not self._built:

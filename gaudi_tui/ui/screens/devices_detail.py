@@ -17,6 +17,8 @@ from gaudi_tui.ui.palette import Palette
 from gaudi_tui.ui.widgets.sparkline_text import spark
 
 DETAIL_SPARK = 50
+DETAIL_PARTS = ("head", "live", "rest")
+"""The detail's Statics (`#devices-detail-head` …), one for each part `detail_parts` makes."""
 DETAIL_NOTE = (
     "Sparklines: last 5 minutes, left to right. HBM rsvd = hl-smi memory.used (reserved, not in use); "
     "power from `-Q power.draw` is the 54 V rail only."
@@ -27,7 +29,7 @@ NO_CARD = (
 )
 
 
-def detail_text(
+def detail_parts(
     device: Device,
     history: History,
     uses: Mapping[int, CardUse],
@@ -35,14 +37,18 @@ def detail_text(
     links: tuple[CardLinks, ...],
     link_errors: Sequence[str],
     colours: Palette,
-) -> Text:
-    """`live`: the snapshot is a live hl-smi's or HLML's (not a replay's or a saved output's)."""
+) -> tuple[Text, Text, Text]:
+    """The card's detail in three parts, drawn one under another: its identity (the title line), its
+    live values (utilization, HBM and power with their sparklines, the temperature line) and what
+    changes seldom (its NIC links every 30 s, its processes). Apart, so that a refresh repaints the
+    live part alone. `live`: the snapshot is a live hl-smi's or HLML's (not a replay's or a saved output's)."""
     window = history.size
-    text = Text()
     title = f"Card {device.index} · module {device.module_id if device.module_id is not None else '?'}"
     title += f" · {device.product or '?'} ({device.name or '?'}) · {device.bus_id or 'bus ?'}"
     title += f" · NUMA {device.numa_node if device.numa_node is not None else '?'}"
-    text.append(title + "\n", style="bold")
+    head = Text()
+    head.append(title, style="bold")
+    values = Text()
     rows = (
         ("Util ", f"{_fmt(device.utilization_pct)} %", "utilization", 100),
         (
@@ -60,22 +66,22 @@ def detail_text(
     )
     for label, value, metric, top in rows:
         line = spark(history.series(device.index, metric), DETAIL_SPARK, window, top)
-        text.append(f"{label} {line} {value}\n")
-    text.append(
+        values.append(f"{label} {line} {value}\n")
+    values.append(
         f"Temp {_fmt(device.temperature_c)} °C · uncorrected ECC errors {_fmt(device.uncorrected_errors)}"
-        f" · UUID {device.uuid or '?'}\n"
+        f" · UUID {device.uuid or '?'}"
     )
-    text.append_text(links_line(device, links, link_errors, colours))
+    rest = links_line(device, links, link_errors, colours)
     use = uses.get(device.index)
     if use is not None and use.processes:
-        text.append(f"Processes on card {device.index} ({len(use.processes)}):\n")
+        rest.append(f"Processes on card {device.index} ({len(use.processes)}):\n")
     for process in use.processes if use else ():
         holder = use is not None and bool(use.holders) and process.pid == use.holders[0].pid
-        text.append(process_line(process, holder, live))
+        rest.append(process_line(process, holder, live))
     if use and (why := use.explanation()):
-        text.append("Busy, holder not visible: " + why + "\n", style=colours.warning)
-    text.rstrip()
-    return text
+        rest.append("Busy, holder not visible: " + why + "\n", style=colours.warning)
+    rest.rstrip()
+    return head, values, rest
 
 
 def links_line(device: Device, links: tuple[CardLinks, ...], errors: Sequence[str], colours: Palette) -> Text:

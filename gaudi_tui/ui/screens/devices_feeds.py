@@ -48,19 +48,26 @@ DetailsFactory = Callable[
 HostReading = Callable[[], "HostStats | None"]
 
 
-class DevicesUpdated(Message):
+class DevicesUpdated(Message, bubble=False):
+    """A refresh of the device feed. For this screen only: it does not bubble (the app would look
+    for a handler in each of its classes, once a second)."""
+
     def __init__(self, update: MonitorUpdate) -> None:
         super().__init__()
         self.update = update
 
 
-class HostUpdated(Message):
+class HostUpdated(Message, bubble=False):
+    """New host figures; for this screen only, as `DevicesUpdated`."""
+
     def __init__(self, stats: HostStats) -> None:
         super().__init__()
         self.stats = stats
 
 
-class DetailsRead(Message):
+class DetailsRead(Message, bubble=False):
+    """A round of the details reader; for this screen only, as `DevicesUpdated`."""
+
     def __init__(self, details: CardDetails) -> None:
         super().__init__()
         self.details = details
