@@ -4,6 +4,7 @@ ends; the whole answer is drawn at the end."""
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -12,7 +13,8 @@ from textual.widgets import Markdown
 from gaudi_tui.core.accelerator import Accelerator
 from gaudi_tui.core.chat.options import GenerationParams
 from gaudi_tui.ui.app import GaudiApp
-from gaudi_tui.ui.screens.chat import ANSWER_SWITCH_INTERVAL_S, ChatScreen, prompt_switching
+from gaudi_tui.ui.gil_switching import PROMPT_S, prompt_switching
+from gaudi_tui.ui.screens.chat import ChatScreen
 from gaudi_tui.ui.widgets.chat_message import LiveText
 from tests.chat.test_screen import send, wait_until
 
@@ -30,17 +32,41 @@ def usual_switching() -> Iterator[None]:
 
 def test_switching_is_prompt_inside_and_as_it_was_after(usual_switching: None) -> None:
     with prompt_switching():
-        assert sys.getswitchinterval() == ANSWER_SWITCH_INTERVAL_S
+        assert sys.getswitchinterval() == PROMPT_S
     assert sys.getswitchinterval() == USUAL_S
     with pytest.raises(RuntimeError), prompt_switching():
         raise RuntimeError("the answer failed")
     assert sys.getswitchinterval() == USUAL_S
 
 
-def test_the_apps_first_second_ending_during_an_answer_is_kept(usual_switching: None) -> None:
-    sys.setswitchinterval(ANSWER_SWITCH_INTERVAL_S)  # the app's first second (ui/app.py)
-    with prompt_switching():
-        sys.setswitchinterval(USUAL_S)  # ...which ends now
+def test_two_overlapping_holders_keep_it_prompt_until_the_last_lets_go(usual_switching: None) -> None:
+    """Two answers side by side (or an answer in the app's first second): the one that ends first
+    must not put 5 ms back while the other still streams."""
+    first, second = prompt_switching(), prompt_switching()
+    with first:
+        second.__enter__()
+    assert sys.getswitchinterval() == PROMPT_S  # the second still streams
+    second.__exit__(None, None, None)
+    assert sys.getswitchinterval() == USUAL_S
+
+
+def test_holders_in_two_threads_and_a_release_counted_once(usual_switching: None) -> None:
+    started, end = threading.Event(), threading.Event()
+
+    def answer() -> None:
+        with prompt_switching():
+            started.set()
+            end.wait(10)
+
+    other = threading.Thread(target=answer)
+    other.start()
+    assert started.wait(10)
+    hold = prompt_switching()
+    hold.release()
+    hold.release()  # a timer and an unmount may both release the app's first second
+    assert sys.getswitchinterval() == PROMPT_S
+    end.set()
+    other.join(10)
     assert sys.getswitchinterval() == USUAL_S
 
 
@@ -62,7 +88,7 @@ async def test_switching_is_prompt_while_an_answer_streams_and_the_whole_answer_
         await pilot.press("i")
         await send(pilot, "What is HL-225?")
         await wait_until(pilot, lambda: screen.live is not None and bool(screen.live.text))
-        assert sys.getswitchinterval() == ANSWER_SWITCH_INTERVAL_S
+        assert sys.getswitchinterval() == PROMPT_S
         await wait_until(pilot, lambda: screen.live is None)
         answer = store.messages(conversation.id)[-1]
         assert answer.status == "complete" and answer.metrics is not None and answer.metrics.tokens_out == 230
