@@ -57,11 +57,16 @@ from common.figures import load, spread  # noqa: E402
 from common.timeslice import ENDLESS_STEPS, Marks, Side, cpu_seconds, pair_ratios, take_turns, warm_up  # noqa: E402
 
 PAIRS = 20
-SLICE_S = 2.0
-"""Each side's turn: about 55 steps and 11 log stamps at this machine's 35 ms a step."""
+SLICE_S = 3.0
+"""Each side's turn: about 55 steps and 11 log stamps at this machine's ~55 ms a step (one thread)."""
 WARMUP_STEPS = 40
-THREADS = 2
-"""torch's threads on both sides (OMP_NUM_THREADS): the same on every machine, so runs compare."""
+THREADS = 1
+"""torch's threads on both sides (OMP_NUM_THREADS): the same on every machine, so runs compare. One,
+not two: a team of two on a shared 2-core machine stalls whenever another process takes one of its
+cores (each step's parallel regions wait for the descheduled thread, spinning): at load 4 a step
+took 300–800 ms instead of ~35 ms and 0 of 20 pairs of 2 s turns held three stamps. One thread's
+CPU a step moves only with its work (and its caches); the supervisor's CPU is still charged to the
+supervised side, so the core it may use meanwhile is not free."""
 KEY_SAMPLES = 20
 FLOOD_LINES_PER_S = 10_000
 LINE_BYTES = 62
