@@ -23,7 +23,7 @@ moved 3.1 % across three runs; the CPU a process spends on a step moves with the
 is what the callbacks and the supervisor add, so the same turns give a figure that repeats (three
 runs, target spread < 2 %, in docs/benches.md). Both sides still do the same real work in the same
 turns, and the wall-time ratio per pair is printed beside it. PAIRS is 20 (it was 12): the median
-of more pairs moves less. Time the callbacks spend blocked rather than on the CPU (a
+of more pairs moves less; turns are 3 s (were 2) with one torch thread a side (THREADS says why). Time the callbacks spend blocked rather than on the CPU (a
 slow disk under metrics.jsonl) would not show in CPU seconds: the wall ratio and the callbacks' own
 timing per step below are there for that. Medians with min–max over the pairs. Also: the callbacks
 alone (stop-flag check + metrics lines) timed per step in this process, with the adaptive check
