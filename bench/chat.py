@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT / "bench"))  # bench/common
 from common.chat_bare import Bare, default_threads  # noqa: E402
 from common.chat_probes import DecodeWindow, Tmux, engine_pid, process_cpu_s, settle  # noqa: E402
 
-PAIRS = 21
+PAIRS = 15
 WARMUPS = 2
 """Untimed answers on each side before its pairs (the engine's load also ends with one of its own)."""
 STOP_RUNS = 5
@@ -272,12 +272,8 @@ def in_tmux(bare: Bare, pairs: int) -> dict[str, list[float]]:
     tmux = Tmux(TMUX_WAIT_S)
     command = f"exec {shlex.quote(sys.executable)} -m gaudi_tui"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    subprocess.run(
-        ["tmux", "-L", tmux.socket, "new-session", "-d", "-s", "panel", "-x", "100", "-y", "30", command],
-        env=env,
-        check=True,
-        timeout=30,
-    )
+    session = ["new-session", "-d", "-s", "panel", "-x", "100", "-y", "30", command]
+    subprocess.run(["tmux", "-L", tmux.socket, *session], env=env, check=True, timeout=30)
     store: ChatStore | None = None
     try:
         pid = int(tmux.run("display-message", "-p", "-t", "panel", "#{pane_pid}").strip())
@@ -347,6 +343,7 @@ def main() -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ["OMP_NUM_THREADS"] = str(args.threads)  # the engines (and the panel's) inherit it
     parts = {"path", "screen", "tmux"} if args.part == "all" else {args.part}
+    began, load_before = time.monotonic(), os.getloadavg()
     client = EngineClient()
     client.start()
     try:
@@ -369,17 +366,18 @@ def main() -> int:
         f"threads both sides; {args.pairs} pairs (measured then bare, bare then measured, alternated), "
         f"{WARMUPS} untimed answers each side first; medians (min–max)"
     )
-    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    load = lambda values: " ".join(f"{x:.2f}" for x in values)  # noqa: E731
+    print(
+        f"load average {load(load_before)} at the start, {load(os.getloadavg())} at the end; {time.monotonic() - began:.0f} s"
+    )
     if path is not None:
         report("engine + pipe + worker (the pane's path)", path, "stop request to stopped answer", 0.98)
     if screen is not None:
-        report(
+        headless, main_cpu = (
             "whole Chat screen, headless (rendering included)",
-            screen,
-            "Esc to stopped answer",
-            0.97,
-            "its main thread's CPU while the answer decoded:",
+            "its main thread's CPU while it decoded:",
         )
+        report(headless, screen, "Esc to stopped answer", 0.97, main_cpu)
     if "tmux" in parts and tmux is None:
         print("whole Chat screen in tmux: skipped (tmux is not installed)")
     elif tmux is not None:
