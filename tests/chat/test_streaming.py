@@ -8,14 +8,17 @@ import threading
 from collections.abc import Iterator
 
 import pytest
+from textual.app import App, ComposeResult
 from textual.widgets import Markdown
 
 from gaudi_tui.core.accelerator import Accelerator
 from gaudi_tui.core.chat.options import GenerationParams
+from gaudi_tui.core.chat.session import LiveAnswer
 from gaudi_tui.ui.app import GaudiApp
 from gaudi_tui.ui.gil_switching import PROMPT_S, prompt_switching
 from gaudi_tui.ui.screens.chat import ChatScreen
-from gaudi_tui.ui.widgets.chat_message import LiveText
+from gaudi_tui.ui.widgets.chat_log import ChatLog
+from gaudi_tui.ui.widgets.chat_message import LiveText, MessageView
 from tests.chat.test_screen import send, wait_until
 
 USUAL_S = 0.005
@@ -95,3 +98,31 @@ async def test_switching_is_prompt_while_an_answer_streams_and_the_whole_answer_
         await wait_until(pilot, lambda: not screen.query(LiveText))
         assert sys.getswitchinterval() == USUAL_S  # as it was
         assert screen.query_one(Markdown).source == answer.content  # the whole text, once
+
+
+class LogApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield ChatLog(id="chat-log")
+
+
+async def test_a_growing_live_answer_is_laid_out_and_followed_at_every_new_line() -> None:
+    """The live answer and its message view skip Textual's second layout when they grow: each new
+    line must still be placed at once, the view as tall as its text, the log at its end."""
+    app = LogApp()
+    async with app.run_test(size=(40, 10)) as pilot:
+        log = app.query_one(ChatLog)
+        await log.draw_live(LiveAnswer(1, 1, "demo"))
+        await pilot.pause()
+        live, view = app.query_one(LiveText), app.query_one(MessageView)
+        for chunk in range(1, 13):
+            log.append(f"line {chunk} " + "word " * 5)  # 36 characters: a new line every chunk or so
+            await pilot.pause()
+            lines = live.get_content_height(live.size, live.size, live.content_size.width)
+            assert live.content_size.height == lines
+            assert view.outer_size.height == 1 + lines  # who, then the text
+            assert log.virtual_size.height >= view.region.bottom - log.region.y + log.scroll_y
+            if log.max_scroll_y:
+                assert log.scroll_y == log.max_scroll_y  # following the answer
+        assert lines >= 8 and log.max_scroll_y > 0  # it outgrew the log
+        bottom = log.content_region.bottom
+        assert bottom - 2 <= live.region.bottom <= bottom  # its last line on screen, above the margin
