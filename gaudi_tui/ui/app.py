@@ -33,10 +33,10 @@ if TYPE_CHECKING:  # these load on use, after the first frame: the probe, the re
 log = logging.getLogger(__name__)
 
 START_SWITCH_FOR_S = 1.0
-"""For the first second the GIL changes hands every 0.5 ms instead of every 5 ms (`gil_switching`): the first frames go
-to the terminal through Textual's output thread while this thread builds the rest (the settings, the
-Devices map), and each of that thread's writes would otherwise wait up to 5 ms for the GIL
-(bench/startup.py: ~15 ms later on the terminal)."""
+"""For the first second the GIL changes hands every 0.5 ms instead of every 5 ms (`gil_switching`):
+the first frames go to the terminal through Textual's output thread while this thread builds the
+rest (the settings, the Devices map), and each of that thread's writes would otherwise wait up to
+5 ms for the GIL (bench/startup.py: ~15 ms later on the terminal)."""
 
 SCREENS_BY_KEY = (
     ("1", "devices", "Devices"),
