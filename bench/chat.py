@@ -1,23 +1,29 @@
 """Chat speed: the pane's path vs. bare `model.generate`, same model, prompt and settings, same run.
 
 Path (the target): the engine child + the JSON-lines pipe + a worker thread calling
-`EngineClient.generate`, exactly as the Chat screen's worker does. Screen: the whole Chat screen,
-headless — the prompt typed into its input, the answer streamed into it and drawn as Markdown
-when it ends; on a 2-core machine its drawing takes CPU from the engine, so it is printed too,
-with the CPU the screen's main thread used while the answer decoded (stamped as each text
-reached the client: a figure the machine's load hardly moves). Screen in tmux: the panel itself
-(`python -m gaudi_tui`) in a real tmux pane at 100×30, driven by keys, its figures read from its
-store, with the UI process's CPU per answer. The figures are the ones the pane records with each
-answer: time to first token from the send, decode rate from token arrival times. Bare:
-`model.generate` in this process with a streamer that timestamps each token. All greedy with a
-fixed answer length; each measured run is followed at once by a bare run and the pairs are
-compared (median of N, with min–max, and the load average). Targets: decode ratio ≥ 0.98 on the
+`EngineClient.generate`, as the Chat screen's worker does. Screen: the whole Chat screen, headless —
+the prompt typed into its input, the answer streamed into it and drawn as Markdown when it ends,
+with the CPU its main thread used while the answer decoded (stamped as each text reached the
+client) and the frames drawn meanwhile. Screen in tmux: the panel itself (`python -m gaudi_tui`)
+in a tmux pane at 100×30, driven by keys, its figures read from its store, with the UI process's CPU
+per answer. The figures are the ones the pane records: time to first token from the send, decode
+rate from token arrival times. Bare: `model.generate` in a plain process of its own
+(`bench/common/chat_bare.py`), a streamer stamping each token. Engine and bare CPU per answer beside.
+
+Fair and steady (docs/benches.md): every answer is NEW_TOKENS long, greedy (the demo model's 256
+positions allow no more: ~0.5 s an answer; 128-token answers took ~0.3 s, about one frame, and
+their pairs ranged 0.55–1.9 in one run); torch's threads are the same on both sides (`--threads`,
+by default torch's own default here, what a user's engine gets: the engine inherits
+OMP_NUM_THREADS, the bare process sets it and says so; one thread each would leave a core free for
+the screen, easier than the real thing); each side answers WARMUPS times untimed first; PAIRS
+pairs, measured then bare and bare then measured in turn, each run starting on an idle screen;
+ratios per pair, median (min–max), and the load average. Targets: decode ratio ≥ 0.98 on the
 pane's path and ≥ 0.97 for the whole screen (headless and in tmux), TTFT overhead ≤ 50 ms, stop
-≤ 200 ms. Exit 1 only when it could not measure.
-"""
+≤ 200 ms. Exit 1 only when it could not measure."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import shlex
@@ -33,17 +39,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))  # bench/common
-from common.chat_probes import DecodeWindow, Tmux, process_cpu_s  # noqa: E402
+from common.chat_bare import Bare, default_threads  # noqa: E402
+from common.chat_probes import DecodeWindow, Tmux, engine_pid, process_cpu_s, settle  # noqa: E402
 
-RUNS = 9
+PAIRS = 15
+WARMUPS = 2
+"""Untimed answers on each side before its pairs (the engine's load also ends with one of its own)."""
 STOP_RUNS = 5
 STOP_ATTEMPTS = 15
 """A stop run whose answer finished before the stop arrived is counted apart and tried again."""
 PROMPT = "What is hl-smi?"
-NEW_TOKENS = 128
+NEW_TOKENS = 224
 STOP_TOKENS = 230  # within the demo model's 256 positions
-TMUX_WAIT_S = 120.0
-"""The longest the tmux run waits for a screen or an answer."""
+TMUX_WAIT_S = 120.0  # the longest the tmux run waits for a screen or an answer
 EMPTY = "No messages yet"
 """What the Chat screen shows in an empty conversation."""
 WINDOW = DecodeWindow()
@@ -55,55 +63,7 @@ def params(tokens: int = NEW_TOKENS):  # noqa: ANN201 - imported late to keep th
     return GenerationParams(max_new_tokens=tokens, min_new_tokens=tokens)
 
 
-class Bare:
-    """The baseline: the demo model in this process, the same chat template and settings, on the
-    device and dtype the engine loaded it with (its load report), so the ratio means the same thing
-    on a CPU, CUDA or Gaudi host."""
-
-    def __init__(self, device: str, dtype: str) -> None:
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        from gaudi_tui.core.demo import resolve_model
-
-        if device.startswith("hpu"):
-            import habana_frameworks.torch.core  # noqa: F401 - registers the hpu device, as the engine does
-        path = resolve_model("demo")
-        self.device, self.dtype = device, dtype
-        self.tokenizer = AutoTokenizer.from_pretrained(path)
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
-        self.model = model.to(device).eval()
-
-    def run(self) -> tuple[float, float, int]:
-        """(ttft_s, decode tok/s, tokens_in) of one answer."""
-        import torch
-
-        times: list[float] = []
-
-        class Stamp:
-            def put(self, value: object) -> None:
-                times.append(time.perf_counter())
-
-            def end(self) -> None:
-                pass
-
-        started = time.perf_counter()
-        text = self.tokenizer.apply_chat_template(
-            [{"role": "user", "content": PROMPT}], tokenize=False, add_generation_prompt=True
-        )
-        ids = self.tokenizer(text, add_special_tokens=False, return_tensors="pt")["input_ids"].to(self.device)
-        with torch.inference_mode():
-            self.model.generate(
-                input_ids=ids,
-                attention_mask=torch.ones_like(ids),
-                streamer=Stamp(),
-                pad_token_id=self.tokenizer.pad_token_id,
-                **params().generate_kwargs(),
-            )
-        first, last = times[1], times[-1]  # times[0] is the prompt
-        return first - started, (len(times) - 2) / (last - first), ids.shape[1]
-
-
-async def pane(bare: Bare) -> dict[str, list[float]]:
+async def pane(bare: Bare, pairs: int) -> dict[str, list[float]]:
     from textual import events
 
     from gaudi_tui.core.accelerator import Accelerator
@@ -142,10 +102,8 @@ async def pane(bare: Bare) -> dict[str, list[float]]:
             )
             store.set_params(screen.current().id, params(tokens))
             await pilot.press(*PROMPT)
+            await pilot.pause()  # typed and drawn: the answer starts on an idle screen
             return asyncio.ensure_future(pilot.press("enter"))
-
-        await (await ask())  # load the engine (and warm it up); not measured
-        await wait(lambda: screen.engine_state == "ready" and screen.live is None)
 
         def answered() -> bool:
             """The answer is stored (a fast engine can finish between two checks of `live`). The
@@ -155,13 +113,27 @@ async def pane(bare: Bare) -> dict[str, list[float]]:
             messages = store.messages(screen.current().id)
             return len(messages) == 2 and messages[-1].status == "complete"
 
-        for _ in range(RUNS):
+        async def measured() -> tuple[object, float]:
             await (await ask())
+            pid = screen.client.pid if screen.client is not None else None
+            began = process_cpu_s(pid) if pid else 0.0
             await wait(answered)
-            metrics = store.messages(screen.current().id)[-1].metrics
-            assert metrics is not None and metrics.tokens_out == NEW_TOKENS, metrics
+            used = process_cpu_s(pid) - began if pid else 0.0
+            await pilot.pause()  # the finished answer drawn before anything else runs
+            return store.messages(screen.current().id)[-1].metrics, used
+
+        for _ in range(WARMUPS + 1):  # the first loads the engine (and warms it up); not measured
+            await measured()
+        for i in range(pairs):
+            if i % 2:
+                answer = bare.run(NEW_TOKENS)
+            metrics, engine_cpu = await measured()
             results["ui_cpu"].append(WINDOW.cpu_s())
-            record(results, metrics, bare)
+            results["frames"].append(WINDOW.made("frames"))
+            results["layouts"].append(WINDOW.made("layouts"))
+            if not i % 2:
+                answer = bare.run(NEW_TOKENS)
+            record(results, metrics, engine_cpu, answer)
         attempts = 0
         while len(results["stop"]) < STOP_RUNS and attempts < STOP_ATTEMPTS:
             attempts += 1
@@ -180,23 +152,24 @@ async def pane(bare: Bare) -> dict[str, list[float]]:
     return results
 
 
-def record(results: dict[str, list[float]], metrics, bare: Bare) -> None:  # noqa: ANN001
-    """One measured answer, then a bare run at once."""
+def record(results: dict[str, list[float]], metrics, engine_cpu: float, bare: dict[str, float]) -> None:  # noqa: ANN001
+    """One pair: a measured answer's figures and the bare answer's."""
     assert metrics is not None and metrics.tokens_out == NEW_TOKENS, metrics
+    assert bare["tokens_in"] == metrics.tokens_in, "both must see the same prompt"
     results["ttft"].append(metrics.ttft_s or 0.0)
     results["tps"].append(metrics.decode_tps or 0.0)
-    ttft, tps, tokens_in = bare.run()
-    assert tokens_in == metrics.tokens_in, "both must see the same prompt"
-    results["bare_ttft"].append(ttft)
-    results["bare_tps"].append(tps)
+    results["engine_cpu"].append(engine_cpu)
+    results["bare_ttft"].append(bare["ttft"])
+    results["bare_tps"].append(bare["tps"])
+    results["bare_cpu"].append(bare["cpu_s"])
 
 
 def empty_results() -> dict[str, list[float]]:
     keys = ("ttft", "tps", "bare_ttft", "bare_tps", "stop", "finished_before_stop", "ui_cpu")
-    return {k: [] for k in keys}
+    return {k: [] for k in (*keys, "engine_cpu", "bare_cpu", "frames", "layouts")}
 
 
-def worker_path(client, bare: Bare) -> dict[str, list[float]]:  # noqa: ANN001 - EngineClient
+def worker_path(client, bare: Bare, pairs: int) -> dict[str, list[float]]:  # noqa: ANN001 - EngineClient
     """Engine + pipe + a worker thread, as the screen runs them (no rendering)."""
 
     from gaudi_tui.core.chat.client import Answer
@@ -204,7 +177,7 @@ def worker_path(client, bare: Bare) -> dict[str, list[float]]:  # noqa: ANN001 -
     results = empty_results()
     messages = [{"role": "user", "content": PROMPT}]
 
-    def in_worker(cancel_after_text: bool = False) -> tuple[Answer, float]:
+    def in_worker(cancel_after_text: bool = False) -> tuple[Answer, float, float]:
         box: list[Answer] = []
         stop_at: list[float] = []
 
@@ -217,18 +190,26 @@ def worker_path(client, bare: Bare) -> dict[str, list[float]]:  # noqa: ANN001 -
         worker = threading.Thread(
             target=lambda: box.append(client.generate(messages, params(tokens), on_text=on_text))
         )
+        began = process_cpu_s(client.pid)
         worker.start()
         worker.join()
-        return box[0], time.perf_counter() - stop_at[0] if stop_at else 0.0
+        used = process_cpu_s(client.pid) - began
+        return box[0], time.perf_counter() - stop_at[0] if stop_at else 0.0, used
 
-    in_worker()  # the first answer after load, like the pane's; not measured
-    for _ in range(RUNS):
-        record(results, in_worker()[0].metrics, bare)
+    for _ in range(WARMUPS):  # the first answers after load, like the pane's; not measured
+        in_worker()
+    for i in range(pairs):
+        if i % 2:
+            answer = bare.run(NEW_TOKENS)
+        measured, _, engine_cpu = in_worker()
+        if not i % 2:
+            answer = bare.run(NEW_TOKENS)
+        record(results, measured.metrics, engine_cpu, answer)
     attempts = 0
     while len(results["stop"]) < STOP_RUNS and attempts < STOP_ATTEMPTS:
         attempts += 1
-        answer, stop_s = in_worker(cancel_after_text=True)  # stop at the first text
-        if answer.stopped:
+        stopped, stop_s, _ = in_worker(cancel_after_text=True)  # stop at the first text
+        if stopped.stopped:
             results["stop"].append(stop_s)
         else:
             results["finished_before_stop"].append(1.0)
@@ -242,25 +223,37 @@ def spread(values: list[float], fmt: str = ".1f") -> str:
 
 def report(
     name: str, r: dict[str, list[float]], stop_what: str | None, target: float, cpu_what: str = ""
-) -> None:
+) -> bool:
+    """Prints one part's figures; True when its decode ratio met `target`."""
     # Comparing within pairs cancels the load other processes put on the machine, which drifts.
     ratios = [p / b for p, b in zip(r["tps"], r["bare_tps"], strict=True)]
     overheads = [(p - b) * 1000 for p, b in zip(r["ttft"], r["bare_ttft"], strict=True)]
+    met = statistics.median(ratios) >= target
     print(f"{name}:")
     print(
         f"  decode {spread(r['tps'])} tok/s, bare model.generate {spread(r['bare_tps'])} tok/s: "
-        f"ratio {spread(ratios, '.3f')} (target ≥ {target:.2f})"
+        f"ratio {spread(ratios, '.3f')} (target ≥ {target:.2f}{'' if met else ', NOT met'})"
     )
     print(
         f"  time to first token {spread([t * 1000 for t in r['ttft']])} ms, "
         f"bare {spread([t * 1000 for t in r['bare_ttft']])} ms: overhead {spread(overheads)} ms (target ≤ 50 ms)"
     )
+    cpu_ratios = [b / e for e, b in zip(r["engine_cpu"], r["bare_cpu"], strict=True) if e > 0]
+    if cpu_ratios:
+        print(
+            f"  CPU per answer: engine {spread([c * 1000 for c in r['engine_cpu']], '.0f')} ms, "
+            f"bare {spread([c * 1000 for c in r['bare_cpu']], '.0f')} ms; bare / engine {spread(cpu_ratios, '.3f')}"
+        )
     if r["ui_cpu"]:
         print(f"  {cpu_what} {spread([c * 1000 for c in r['ui_cpu']])} ms per answer")
+    if r["frames"]:
+        print(
+            f"  frames drawn while it decoded {spread(r['frames'], '.0f')}, of them laid out {spread(r['layouts'], '.0f')}"
+        )
     stops, early = r["stop"], len(r["finished_before_stop"])
     note = f"; {early} answer(s) finished before the stop arrived, not counted" if early else ""
     if stop_what is None:
-        return
+        return met
     if stops:
         print(
             f"  {stop_what}: median {statistics.median(stops) * 1000:.0f} ms, min {min(stops) * 1000:.0f} ms, "
@@ -268,9 +261,10 @@ def report(
         )
     else:
         print(f"  {stop_what}: not measured{note}")
+    return met
 
 
-def in_tmux(bare: Bare) -> dict[str, list[float]]:
+def in_tmux(bare: Bare, pairs: int) -> dict[str, list[float]]:
     """The same answers from the panel itself in a tmux pane: keys in, figures from its store."""
     from gaudi_tui.core.chat.store import ChatStore
 
@@ -278,12 +272,8 @@ def in_tmux(bare: Bare) -> dict[str, list[float]]:
     tmux = Tmux(TMUX_WAIT_S)
     command = f"exec {shlex.quote(sys.executable)} -m gaudi_tui"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    subprocess.run(
-        ["tmux", "-L", tmux.socket, "new-session", "-d", "-s", "panel", "-x", "100", "-y", "30", command],
-        env=env,
-        check=True,
-        timeout=30,
-    )
+    session = ["new-session", "-d", "-s", "panel", "-x", "100", "-y", "30", command]
+    subprocess.run(["tmux", "-L", tmux.socket, *session], env=env, check=True, timeout=30)
     store: ChatStore | None = None
     try:
         pid = int(tmux.run("display-message", "-p", "-t", "panel", "#{pane_pid}").strip())
@@ -299,7 +289,8 @@ def in_tmux(bare: Bare) -> dict[str, list[float]]:
             messages = store.messages(newest)
             return newest not in measured and len(messages) == 2 and messages[-1].status != "partial"
 
-        for run in range(RUNS + 1):  # the first loads the engine (and warms it up); not measured
+        def one_answer() -> tuple[object, float, float]:
+            """(metrics, the UI process's CPU, the engine's CPU) of one answer."""
             tmux.keys("Escape")  # the input -> the list (the list at first)
             time.sleep(0.3)  # an Esc followed at once by a key reads as Alt+key
             tmux.keys("n")  # a new conversation (the first one is empty: its input is focused)
@@ -309,17 +300,29 @@ def in_tmux(bare: Bare) -> dict[str, list[float]]:
                 store.set_params(newest_id, params())  # panel writes its own back once it has drawn them
                 time.sleep(0.3)  # its input takes the focus just after it is drawn
             tmux.keys(PROMPT, literal=True)
-            time.sleep(0.3)
-            began = process_cpu_s(pid)
+            settle(pid)  # typed and drawn
+            engine = engine_pid(pid)
+            began, engine_began = process_cpu_s(pid), process_cpu_s(engine) if engine else 0.0
             tmux.keys("Enter")
             tmux.wait(answered, "the answer")
             cpu = process_cpu_s(pid) - began
+            engine = engine or engine_pid(pid)  # the first answer starts the engine
+            engine_cpu = process_cpu_s(engine) - engine_began if engine else 0.0
             newest = max(c.id for c in store.conversations())
             measured.add(newest)
-            metrics = store.messages(newest)[-1].metrics
-            if run:
-                results["ui_cpu"].append(cpu)
-                record(results, metrics, bare)
+            settle(pid)  # the finished answer drawn before anything else runs
+            return store.messages(newest)[-1].metrics, cpu, engine_cpu
+
+        for _ in range(WARMUPS + 1):  # the first loads the engine (and warms it up); not measured
+            one_answer()
+        for i in range(pairs):
+            if i % 2:
+                answer = bare.run(NEW_TOKENS)
+            metrics, cpu, engine_cpu = one_answer()
+            if not i % 2:
+                answer = bare.run(NEW_TOKENS)
+            results["ui_cpu"].append(cpu)
+            record(results, metrics, engine_cpu, answer)
     finally:
         if store is not None:
             store.close()
@@ -331,44 +334,61 @@ def main() -> int:
     from gaudi_tui.core.chat.client import EngineClient
     from gaudi_tui.core.chat.options import LoadOptions
 
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--part", choices=["all", "path", "screen", "tmux"], default="all")
+    parser.add_argument("--pairs", type=int, default=PAIRS, help="pairs of measured/bare answers per part")
+    parser.add_argument("--threads", type=int, default=default_threads(), help="torch threads on both sides")
+    args = parser.parse_args()
     os.environ["GAUDI_TUI_HOME"] = tempfile.mkdtemp(prefix="gaudi-tui-bench-")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ["OMP_NUM_THREADS"] = str(args.threads)  # the engines (and the panel's) inherit it
+    parts = {"path", "screen", "tmux"} if args.part == "all" else {args.part}
+    began, load_before = time.monotonic(), os.getloadavg()
     client = EngineClient()
     client.start()
     try:
         loaded = client.load(LoadOptions())
-        bare = Bare(loaded.device, loaded.dtype)  # the engine's own device and dtype
-        bare.run()  # warm up the baseline the way the engine warms up
-        path = worker_path(client, bare)
+        bare = Bare(loaded.device, loaded.dtype, args.threads, PROMPT, ROOT)  # the engine's device, dtype
+        for _ in range(WARMUPS + 1):  # as the engine warms up at its load, then its untimed answers
+            bare.run(NEW_TOKENS)
+        path = worker_path(client, bare, args.pairs) if "path" in parts else None
     finally:
         client.shutdown()
-    WINDOW.install()
-    pane_results = asyncio.run(pane(bare))
-    tmux_results = in_tmux(bare) if shutil.which("tmux") else None
+    try:
+        if "screen" in parts:
+            WINDOW.install()
+        screen = asyncio.run(pane(bare, args.pairs)) if "screen" in parts else None
+        tmux = in_tmux(bare, args.pairs) if "tmux" in parts and shutil.which("tmux") else None
+    finally:
+        bare.close()
     print(
-        f"demo model on {bare.device} ({bare.dtype}), greedy, {NEW_TOKENS} new tokens; "
-        f"{RUNS} pairs (measured run, then bare), medians"
+        f"demo model on {bare.device} ({bare.dtype}), greedy, {NEW_TOKENS} new tokens, {args.threads} torch "
+        f"threads both sides; {args.pairs} pairs (measured then bare, bare then measured, alternated), "
+        f"{WARMUPS} untimed answers each side first; medians (min–max)"
     )
-    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    report("engine + pipe + worker (the pane's path)", path, "stop request to stopped answer", 0.98)
-    report(
-        "whole Chat screen, headless (rendering included)",
-        pane_results,
-        "Esc to stopped answer",
-        0.97,
-        "its main thread's CPU while the answer decoded:",
+    load = lambda values: " ".join(f"{x:.2f}" for x in values)  # noqa: E731
+    print(
+        f"load average {load(load_before)} at the start, {load(os.getloadavg())} at the end; {time.monotonic() - began:.0f} s"
     )
-    if tmux_results is None:
+    if path is not None:
+        report("engine + pipe + worker (the pane's path)", path, "stop request to stopped answer", 0.98)
+    if screen is not None:
+        headless, main_cpu = (
+            "whole Chat screen, headless (rendering included)",
+            "its main thread's CPU while it decoded:",
+        )
+        report(headless, screen, "Esc to stopped answer", 0.97, main_cpu)
+    if "tmux" in parts and tmux is None:
         print("whole Chat screen in tmux: skipped (tmux is not installed)")
-    else:
+    elif tmux is not None:
         report(
             "whole Chat screen in tmux 100x30 (`python -m gaudi_tui`, a real terminal)",
-            tmux_results,
+            tmux,
             None,
             0.97,
             "the UI process's CPU (all threads, Enter to the stored answer):",
         )
-    if not path["stop"] or not pane_results["stop"]:
+    if (path is not None and not path["stop"]) or (screen is not None and not screen["stop"]):
         print("could not measure a stop: every answer finished before its stop arrived", file=sys.stderr)
         return 1
     return 0

@@ -16,14 +16,17 @@ compares two slices seconds apart, so the machine's drift cancels (one after the
 moved 18–30 % here).
 
 The headline figure (target ≥ 0.99) is CPU seconds per step, pair by pair: the bare training
-process's over the supervised one's plus the supervisor's share (the supervisor runs throughout;
+process's over the supervised one's plus the supervisor's share. Each turn ends on its side's next
+stamp after SLICE_S (paused within 10 ms of it), so a turn's CPU over the steps it stamped is
+exact on both counts; it was the turn's CPU over the steps its wall-time rate implied, which under
+load moved with whatever the machine gave the process outside its stamps (the supervisor runs throughout;
 its CPU per second times the supervised turn's seconds per step). On a shared 2-core machine the
 wall time of a 2 s turn moves with whoever else runs in it, and the median wall ratio of 12 pairs
 moved 3.1 % across three runs; the CPU a process spends on a step moves with the work it does, which
 is what the callbacks and the supervisor add, so the same turns give a figure that repeats (three
 runs, target spread < 2 %, in docs/benches.md). Both sides still do the same real work in the same
 turns, and the wall-time ratio per pair is printed beside it. PAIRS is 20 (it was 12): the median
-of more pairs moves less. Time the callbacks spend blocked rather than on the CPU (a
+of more pairs moves less; turns are 3 s (were 2) with one torch thread a side (THREADS says why). Time the callbacks spend blocked rather than on the CPU (a
 slow disk under metrics.jsonl) would not show in CPU seconds: the wall ratio and the callbacks' own
 timing per step below are there for that. Medians with min–max over the pairs. Also: the callbacks
 alone (stop-flag check + metrics lines) timed per step in this process, with the adaptive check
@@ -57,11 +60,16 @@ from common.figures import load, spread  # noqa: E402
 from common.timeslice import ENDLESS_STEPS, Marks, Side, cpu_seconds, pair_ratios, take_turns, warm_up  # noqa: E402
 
 PAIRS = 20
-SLICE_S = 2.0
-"""Each side's turn: about 55 steps and 11 log stamps at this machine's 35 ms a step."""
+SLICE_S = 3.0
+"""Each side's turn: about 55 steps and 11 log stamps at this machine's ~55 ms a step (one thread)."""
 WARMUP_STEPS = 40
-THREADS = 2
-"""torch's threads on both sides (OMP_NUM_THREADS): the same on every machine, so runs compare."""
+THREADS = 1
+"""torch's threads on both sides (OMP_NUM_THREADS): the same on every machine, so runs compare. One,
+not two: a team of two on a shared 2-core machine stalls whenever another process takes one of its
+cores (each step's parallel regions wait for the descheduled thread, spinning): at load 4 a step
+took 300–800 ms instead of ~35 ms and 0 of 20 pairs of 2 s turns held three stamps. One thread's
+CPU a step moves only with its work (and its caches); the supervisor's CPU is still charged to the
+supervised side, so the core it may use meanwhile is not free."""
 KEY_SAMPLES = 20
 FLOOD_LINES_PER_S = 10_000
 LINE_BYTES = 62
@@ -180,17 +188,15 @@ def supervised_run():  # noqa: ANN201 - (RunFolder, Side, the supervisor's psuti
 
 def cpu_pair_ratios(bare: Side, supervised: Side, sup_share: float = 0.0) -> list[float]:
     """Per pair of turns both measured: the bare run's CPU seconds a step over the supervised run's
-    (the training processes' own CPU: a loaded machine moves it less than the wall time of a turn),
-    with `sup_share` (the supervisor's CPU seconds a second) times the supervised turn's seconds a
-    step added to the supervised side."""
+    (the training processes' own CPU over the steps stamped in the turn: a loaded machine moves it
+    less than the wall time of a turn), with `sup_share` (the supervisor's CPU seconds a second)
+    times the supervised turn's seconds a step added to the supervised side."""
     out = []
-    for (cb, (b0, b1), rb), (cs, (s0, s1), rs) in zip(
-        zip(bare.cpu, bare.slices, bare.turns(), strict=True),
-        zip(supervised.cpu, supervised.slices, supervised.turns(), strict=True),
-        strict=True,
+    for cb, (cs, rs) in zip(
+        bare.cpu_per_step(), zip(supervised.cpu_per_step(), supervised.turns(), strict=True), strict=True
     ):
-        if rb is not None and rs is not None and cs > 0:
-            out.append((cb / ((b1 - b0) / rb)) / (cs / ((s1 - s0) / rs) + sup_share * rs))
+        if cb is not None and cs is not None and rs is not None:
+            out.append(cb / (cs + sup_share * rs))
     return out
 
 
@@ -206,11 +212,12 @@ def throughput(pairs: int) -> float:
         run, supervised, supervisor = supervised_run()
         warm_up(WARMUP_STEPS, supervised)
         began, sup_cpu = time.time(), cpu_seconds(supervisor)
-        take_turns(bare, supervised, pairs, SLICE_S)
+        take_turns(bare, supervised, pairs, SLICE_S, end_on_stamp=True)
         sup_share = (cpu_seconds(supervisor) - sup_cpu) / (time.time() - began)
         b, s = bare.steps_per_s(), supervised.steps_per_s()
         ratios = pair_ratios(bare, supervised)
-        cb, cs = bare.cpu_per_step(), supervised.cpu_per_step()
+        cb = [x for x in bare.cpu_per_step() if x is not None]
+        cs = [x for x in supervised.cpu_per_step() if x is not None]
         cpu_ratios = cpu_pair_ratios(bare, supervised)
         headline = cpu_pair_ratios(bare, supervised, sup_share)
         bare_step = statistics.median(bare.seconds_per_step())
@@ -228,7 +235,7 @@ def throughput(pairs: int) -> float:
     print(
         f"demo fine-tune (batch 8, seq ≤ 64, CPU, {THREADS} torch threads both sides), warmed up one at a time "
         f"to step {WARMUP_STEPS}, then {pairs} pairs of {SLICE_S:g} s turns (one runs, the other paused); "
-        f"a turn's figure = its seconds per step between its own log stamps (every 5 steps); {load()}:"
+        f"a turn ends on a log stamp (every 5 steps): its CPU over the steps it stamped; {load()}:"
     )
     print(
         f"  CPU seconds a step, bare / (supervised + the supervisor's share), per pair: "

@@ -86,6 +86,11 @@ class Side:
     """(start, end) wall times of each slice this side ran alone."""
     cpu: list[float] = field(default_factory=list)
     """CPU seconds (user + system, all threads) the process used in each slice."""
+    steps: list[int] = field(default_factory=list)
+    """Steps stamped in each slice, when the slices end on a stamp (`take_turns(end_on_stamp=True)`)."""
+
+    def last_step(self) -> int:
+        return max((s for s, _ in self.marks()), default=0)
 
     def turns(self) -> list[float | None]:
         """Per slice: the seconds per step between its second and last stamp inside the slice (the
@@ -110,12 +115,16 @@ class Side:
         """The measured turns as steps per second."""
         return [1 / x for x in self.seconds_per_step()]
 
-    def cpu_per_step(self) -> list[float]:
-        """Per measured slice: CPU seconds per step (the slice's CPU over the steps it ran at its rate)."""
+    def cpu_per_step(self) -> list[float | None]:
+        """Per slice: CPU seconds per step. Slices that end on a stamp: the slice's CPU over the steps
+        stamped in it (both exact: the process is paused between slices). Otherwise the slice's CPU
+        over the steps it ran at its rate (wall-time stamps: under load, off by whatever the machine
+        gave it outside the stamps). None where there is no figure."""
+        if self.steps:
+            return [cpu / steps if steps else None for cpu, steps in zip(self.cpu, self.steps, strict=True)]
         return [
-            cpu / ((end - start) / rate)
+            None if rate is None else cpu / ((end - start) / rate)
             for cpu, (start, end), rate in zip(self.cpu, self.slices, self.turns(), strict=True)
-            if rate is not None
         ]
 
 
@@ -125,19 +134,32 @@ def cpu_seconds(proc: psutil.Process) -> float:
     return times.user + times.system
 
 
-def take_turns(a: Side, b: Side, pairs: int, slice_s: float) -> None:
+STAMP_POLL_S = 0.01
+"""How often a slice that ends on a stamp looks for it: the process runs at most this long past it."""
+
+
+def take_turns(a: Side, b: Side, pairs: int, slice_s: float, end_on_stamp: bool = False) -> None:
     """`pairs` pairs of slices, `a` first in even pairs and `b` first in odd ones, both paused by
-    `warm_up` before; both are left running afterwards, whatever happens."""
+    `warm_up` before; both are left running afterwards, whatever happens. With `end_on_stamp`, a
+    slice runs `slice_s`, then on until the side's next stamp (at most another `slice_s`), and is
+    paused at once: its steps are then counted exactly (`Side.steps`), as is its CPU."""
     try:
         for i in range(pairs):
             for side in (a, b) if i % 2 == 0 else (b, a):
+                first = side.last_step() if end_on_stamp else 0
                 side.proc.resume()
                 start, cpu = time.time(), cpu_seconds(side.proc)
                 time.sleep(slice_s)
-                end, used = time.time(), cpu_seconds(side.proc) - cpu
+                if end_on_stamp:
+                    due, seen = time.monotonic() + slice_s, side.last_step()
+                    while side.last_step() == seen and time.monotonic() < due:
+                        time.sleep(STAMP_POLL_S)
                 side.proc.suspend()
+                end, used = time.time(), cpu_seconds(side.proc) - cpu
                 side.slices.append((start, end))
                 side.cpu.append(used)
+                if end_on_stamp:
+                    side.steps.append(side.last_step() - first)
     finally:
         for side in (a, b):
             try:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import importlib
 import logging
 import socket
-import sys
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -21,6 +20,7 @@ from textual.worker import get_current_worker
 from gaudi_tui.core.appearance import Appearance
 from gaudi_tui.core.devices.feed import MonitorConfig
 from gaudi_tui.ui.alerts import PanelAlerts
+from gaudi_tui.ui.gil_switching import SWITCHING, Hold
 from gaudi_tui.ui.panel_app import PanelApp
 from gaudi_tui.ui.screens.devices import DevicesScreen
 
@@ -32,12 +32,11 @@ if TYPE_CHECKING:  # these load on use, after the first frame: the probe, the re
 
 log = logging.getLogger(__name__)
 
-START_SWITCH_INTERVAL_S = 0.0005
 START_SWITCH_FOR_S = 1.0
-"""For the first second the GIL changes hands every 0.5 ms instead of every 5 ms: the first frames go
-to the terminal through Textual's output thread while this thread builds the rest (the settings, the
-Devices map), and each of that thread's writes would otherwise wait up to 5 ms for the GIL
-(bench/startup.py: ~15 ms later on the terminal)."""
+"""For the first second the GIL changes hands every 0.5 ms instead of every 5 ms (`gil_switching`):
+the first frames go to the terminal through Textual's output thread while this thread builds the
+rest (the settings, the Devices map), and each of that thread's writes would otherwise wait up to
+5 ms for the GIL (bench/startup.py: ~15 ms later on the terminal)."""
 
 SCREENS_BY_KEY = (
     ("1", "devices", "Devices"),
@@ -109,6 +108,7 @@ class GaudiApp(PanelApp):
         self.hostname = hostname or socket.gethostname()
         self.prometheus = prometheus
         self._given_accelerator = accelerator
+        self._first_second: Hold | None = None
         self._autorun_checks = autorun_checks
         self.replay = replay
         self.loaded = settings
@@ -206,12 +206,15 @@ class GaudiApp(PanelApp):
             )
 
     def on_mount(self) -> None:
-        usual = sys.getswitchinterval()
-        sys.setswitchinterval(min(usual, START_SWITCH_INTERVAL_S))
-        self.set_timer(START_SWITCH_FOR_S, lambda: sys.setswitchinterval(usual))
+        self._first_second = SWITCHING.hold()
+        self.set_timer(START_SWITCH_FOR_S, self._first_second.release)
         if self._given_accelerator is not None:
             self.accelerator = self._given_accelerator
         self.theme_changed_signal.subscribe(self, self._save_theme)
+
+    def on_unmount(self) -> None:
+        if self._first_second is not None:
+            self._first_second.release()  # an app that ends within its first second
 
     def after_first_frame(self, callback: Callable[[], object]) -> None:
         """Run `callback` once the first frame is on the terminal. (`call_after_refresh` alone is

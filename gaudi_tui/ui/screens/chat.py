@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
 
@@ -22,6 +20,7 @@ from gaudi_tui.core.chat.options import LoadOptions
 from gaudi_tui.core.chat.session import ChatSession, EngineState, Job, LiveAnswer
 from gaudi_tui.core.chat.store import ChatStore
 from gaudi_tui.core.demo import starter_questions
+from gaudi_tui.ui.gil_switching import prompt_switching
 from gaudi_tui.ui.screens.chat_compare import CompareDialog, CompareScreen
 from gaudi_tui.ui.screens.chat_conversations import ConversationsScreen
 from gaudi_tui.ui.screens.chat_dialogs import LoadDialog
@@ -37,24 +36,6 @@ from gaudi_tui.ui.screens.chat_events import (
 from gaudi_tui.ui.widgets.chat_log import ChatLog, empty_state
 from gaudi_tui.ui.widgets.chat_message import STATUS_WORDS
 from gaudi_tui.ui.widgets.chat_params import ParamsPanel
-
-ANSWER_SWITCH_INTERVAL_S = 0.0005
-"""While an answer streams, the GIL changes hands every 0.5 ms instead of every 5 ms. The engine
-client's reader thread stamps each token as it arrives; while this thread draws a frame, it would
-otherwise wait up to 5 ms for the GIL to read and stamp it (on a 0.6 s answer, most of 1 % of the
-decode rate the pane shows: bench/chat.py). The app does the same for its first second."""
-
-
-@contextmanager
-def prompt_switching() -> Iterator[None]:
-    """The GIL every ANSWER_SWITCH_INTERVAL_S until the block ends, then as it was (or as the app
-    set it meanwhile, if that is longer: the app's own first second may end during an answer)."""
-    usual = sys.getswitchinterval()
-    sys.setswitchinterval(min(usual, ANSWER_SWITCH_INTERVAL_S))
-    try:
-        yield
-    finally:
-        sys.setswitchinterval(max(usual, sys.getswitchinterval()))
 
 
 class ChatScreen(ConversationsScreen):
@@ -174,7 +155,8 @@ class ChatScreen(ConversationsScreen):
         (the screen going away) cancels the load or stops the answer. An answer starts once the
         question is drawn: that layout would otherwise take the CPU a CPU-only engine on the same
         host needs for its first tokens (bench/chat.py). While it streams, the GIL changes hands
-        sooner (`prompt_switching`)."""
+        sooner (`ui/gil_switching.py`: the engine client's reader thread stamps each token promptly
+        while this thread draws a frame; bench/chat.py)."""
 
         def work() -> None:
             with prompt_switching() if name == "generate" else nullcontext():

@@ -28,6 +28,7 @@ from gaudi_tui.core.chat.errors import ChatError
 from gaudi_tui.core.chat.metrics import LoadReport
 from gaudi_tui.core.chat.options import GenerationParams, LoadOptions
 from gaudi_tui.core.chat.store import ChatStore, Status
+from gaudi_tui.ui.gil_switching import prompt_switching
 from gaudi_tui.ui.screens.base import PanelScreen
 from gaudi_tui.ui.screens.dialog import Dialog
 from gaudi_tui.ui.widgets.chat_message import MessageView
@@ -228,9 +229,10 @@ class CompareScreen(PanelScreen):
 
         batchers = [ChunkBatcher(self.store, mid, emit(side)) for side, mid in enumerate(self.message_ids)]
         try:
-            answers = self.comparison.ask(
-                messages, self.params, on_text=lambda side, t: batchers[side].add(t), cancel=cancel
-            )
+            with prompt_switching():  # both answers' tokens stamped promptly, as in Chat
+                answers = self.comparison.ask(
+                    messages, self.params, on_text=lambda side, t: batchers[side].add(t), cancel=cancel
+                )
         except ChatError as exc:
             for batcher in batchers:
                 batcher.flush()

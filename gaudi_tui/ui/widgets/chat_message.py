@@ -5,6 +5,7 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.content import Content
+from textual.geometry import Size
 from textual.widget import Widget
 from textual.widgets import Markdown, Static
 
@@ -26,6 +27,14 @@ class LiveText(Widget):
 
     def render(self) -> Content:
         return Content(self.text)
+
+    def _size_updated(
+        self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
+    ) -> bool:
+        """Textual lays the whole screen out again when a widget's virtual size changes; for this
+        widget (not scrollable, just sized by the layout that grew it) that second layout would only
+        repeat the first, at every new line of an answer (bench/chat.py counts the frames)."""
+        return super()._size_updated(size, virtual_size, container_size, layout=False)
 
     def append(self, text: str) -> bool:
         """Add streamed text; True when it needed another line (the log grew)."""
@@ -88,6 +97,12 @@ class MessageView(Vertical):
     def on_mount(self) -> None:
         self.query_one(".message-meta").display = bool(self.meta)
         self.query_one(".message-note").display = bool(self.note)
+
+    def _size_updated(
+        self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
+    ) -> bool:
+        """While it streams, as `LiveText`'s: the layout that grew it has placed it."""
+        return super()._size_updated(size, virtual_size, container_size, layout=layout and not self.live)
 
     def append(self, text: str) -> bool:
         """Add streamed text to the live answer; True when the view grew a line."""
