@@ -16,21 +16,19 @@ compares two slices seconds apart, so the machine's drift cancels (one after the
 moved 18–30 % here).
 
 The headline figure (target ≥ 0.99) is CPU seconds per step, pair by pair: the bare training
-process's over the supervised one's plus the supervisor's share. Each turn ends on its side's next
-stamp after SLICE_S (paused within 10 ms of it), so a turn's CPU over the steps it stamped is
-exact on both counts; it was the turn's CPU over the steps its wall-time rate implied, which under
-load moved with whatever the machine gave the process outside its stamps (the supervisor runs throughout;
-its CPU per second times the supervised turn's seconds per step). On a shared 2-core machine the
-wall time of a 2 s turn moves with whoever else runs in it, and the median wall ratio of 12 pairs
-moved 3.1 % across three runs; the CPU a process spends on a step moves with the work it does, which
-is what the callbacks and the supervisor add, so the same turns give a figure that repeats (three
-runs, target spread < 2 %, in docs/benches.md). Both sides still do the same real work in the same
-turns, and the wall-time ratio per pair is printed beside it. PAIRS is 20 (it was 12): the median
-of more pairs moves less; turns are 3 s (were 2) with one torch thread a side (THREADS says why). Time the callbacks spend blocked rather than on the CPU (a
-slow disk under metrics.jsonl) would not show in CPU seconds: the wall ratio and the callbacks' own
-timing per step below are there for that. Medians with min–max over the pairs. Also: the callbacks
-alone (stop-flag check + metrics lines) timed per step in this process, with the adaptive check
-interval and checking every step, against the bare run's seconds per step.
+process's over the supervised one's plus the supervisor's share (its CPU per second times the
+supervised turn's seconds per step). Each turn ends on its side's next stamp after SLICE_S (paused
+within 10 ms of it), so a turn's CPU over the steps it stamped is exact on both counts. On a shared
+2-core machine the wall time of a turn moves with whoever else runs in it (the median wall ratio of
+12 pairs moved 3.1 % across three runs); the CPU a process spends on a step moves with the work it
+does, which is what the callbacks and the supervisor add (three runs, target spread < 2 %, in
+docs/benches.md). Both sides do the same real work in the same turns, and the wall-time ratio per
+pair is printed beside it. PAIRS is 20 (the median of more pairs moves less); turns are 3 s with
+one torch thread a side (THREADS says why). Time the callbacks spend blocked rather than on the CPU
+(a slow disk under metrics.jsonl) would not show in CPU seconds: the wall ratio and the callbacks'
+own timing per step below are there for that. Medians with min–max over the pairs. Also: the
+callbacks alone (stop-flag check + metrics lines) timed per step in this process, with the adaptive
+check interval and checking every step, against the bare run's seconds per step.
 
 (2) The panel runs in tmux at 100×30 next to a real training job; a helper appends 10,000
 lines/s to that job's stdout.log (the panel reads the file, so it cannot tell who wrote them).
