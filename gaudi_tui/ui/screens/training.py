@@ -19,11 +19,10 @@ from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Log, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
-from gaudi_tui.core.jobs import control, kinds, runfolder, spec_fields
-from gaudi_tui.core.jobs import spec as spec_mod
+from gaudi_tui.core.jobs import runfolder
 from gaudi_tui.core.jobs.monitor import JobView, format_duration
 from gaudi_tui.ui.screens.base import PanelScreen
-from gaudi_tui.ui.screens.job_form import JobFormScreen
+from gaudi_tui.ui.screens.training_details import cluster_nodes, details_text, stop_words
 from gaudi_tui.ui.screens.training_poll import LOG_LINES, JobsPolled, JobsPoller
 from gaudi_tui.ui.widgets.insight_panel import CompilesChart, InsightPanel
 from gaudi_tui.ui.widgets.metric_charts import MetricCharts
@@ -36,69 +35,6 @@ COLUMNS = ("Job", "State", "Elapsed", "Step", "ETA", "Loss")
 
 def job_label(view: JobView) -> str:
     return f"{view.name} · {view.id[-4:]}"
-
-
-def shown(spec: spec_mod.JobSpec, name: str) -> object:
-    """A spec value for the details pane: secrets in `env` are masked."""
-    return spec_mod.masked_env(spec.env) if name == "env" else getattr(spec, name)
-
-
-def details_text(
-    view: JobView, run: runfolder.RunFolder, spec: spec_mod.JobSpec | None, nodes: str = ""
-) -> str:
-    lines = [
-        f"job      {view.id}",
-        f"state    {view.state}"
-        + (" (stop requested)" if view.stop_requested and view.state == "running" else ""),
-        f"folder   {run.path}",
-        f"attempt  {view.attempt}",
-    ]
-    if view.where:
-        lines.append(f"where    {view.where}")
-        if nodes:
-            lines += ["", *nodes.splitlines()]
-    if view.error:
-        lines.append(f"error    {view.error}")
-    if view.checkpoint:
-        lines.append(f"saved    {view.checkpoint}")
-    if spec is not None:
-        lines.append(f"stop     {kinds.for_spec(spec).stop_words(run, spec)}")
-    if view.metrics_found is False:
-        lines.append(
-            "metrics  none found in its output: its log is in Log (l); try metrics_source json/pattern"
-        )
-    if spec is not None:
-        lines.append("")
-        lines += [
-            f"{name:<20} {spec_mod.display(name, shown(spec, name))}"
-            for name in spec_mod.field_names()
-            if spec_fields.applies(name, spec.kind, spec.target)
-        ]
-    return "\n".join(lines)
-
-
-def cluster_nodes(run: runfolder.RunFolder) -> str:
-    """More about where the job runs (a cluster's nodes), as its target tells it, and a served model's
-    own figures (its /metrics); may ask the cluster or the server."""
-    from gaudi_tui.core.jobs import targets
-    from gaudi_tui.core.serve.figures import job_figure_lines
-
-    try:
-        spec = run.spec()
-        said = targets.for_spec(spec).details(run)
-    except (spec_mod.SpecError, targets.TargetError) as exc:
-        return str(exc)
-    served = job_figure_lines(run.path) if spec.kind == "serve" else []
-    return "\n".join(line for line in (said, *served) if line)
-
-
-def stop_words(run: runfolder.RunFolder) -> str:
-    """What the stop just asked for does, for the notification (without the final full stop)."""
-    try:
-        spec = run.spec()
-    except spec_mod.SpecError:
-        return "stop requested"
-    return "stop requested: " + kinds.for_spec(spec).stop_words(run, spec).removeprefix("s ")
 
 
 class TrainingScreen(PanelScreen):
@@ -282,6 +218,8 @@ class TrainingScreen(PanelScreen):
             return None
 
     def action_new_job(self) -> None:
+        from gaudi_tui.ui.screens.job_form import JobFormScreen  # on use: the list draws sooner
+
         cards = tuple(self.app.selected_cards)
         self.app.push_screen(JobFormScreen(cards), self._launched)
 
@@ -297,6 +235,8 @@ class TrainingScreen(PanelScreen):
 
     @staticmethod
     def _stopped(run: runfolder.RunFolder) -> str:
+        from gaudi_tui.core.jobs import control
+
         control.stop(run)
         return stop_words(run)
 
@@ -311,9 +251,13 @@ class TrainingScreen(PanelScreen):
             self.notify("Press k again to kill this job (no checkpoint is saved).", severity="warning")
             return
         self._kill_armed = None
+        from gaudi_tui.core.jobs import control
+
         self.in_order(run, lambda r, cancel: control.kill(r, cancel=cancel), "kill job")
 
     def action_resume_job(self) -> None:
+        from gaudi_tui.core.jobs import control
+
         run = self._selected_run()
         if run is not None:  # it may ask a cluster, or wait for a job's processes to exit
             self.in_order(run, lambda r, cancel: control.resume(r), "resume job")
@@ -339,6 +283,8 @@ class TrainingScreen(PanelScreen):
         done: threading.Event,
         description: str,
     ) -> None:
+        from gaudi_tui.core.jobs import control  # the stop/kill/resume code loads on first use
+
         cancel = get_current_worker().cancelled_event
         try:
             while not before.wait(0.2):
