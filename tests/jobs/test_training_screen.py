@@ -199,3 +199,36 @@ async def test_form_launch_carries_the_checklists_env_fixes_into_the_job() -> No
     finally:
         control.kill(run)
     assert wait_done(run, timeout=30) == "cancelled"
+
+
+async def test_the_list_draws_before_the_panes_which_then_show_the_run_at_once(monkeypatch) -> None:  # noqa: ANN001
+    """Key 4: the list's first frame carries the rows alone; the tabs, charts, log and details mount
+    right after it and show the selected run (issue 28: the list draws sooner)."""
+    run = replay()
+    panes_with_rows: list[bool] = []
+    polled = TrainingScreen.on_jobs_polled
+
+    def spy(self: TrainingScreen, message) -> None:  # noqa: ANN001
+        if message.order is not None:
+            panes_with_rows.append(bool(self.query(TabbedContent)))
+        polled(self, message)
+
+    monkeypatch.setattr(TrainingScreen, "on_jobs_polled", spy)
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("4")
+        await settle(pilot, lambda: rows(app) and app.screen.query("#job-details"))
+        assert panes_with_rows[0] is False
+        details = app.screen.query_one("#job-details", Static)
+        await settle(pilot, lambda: run.id in str(details.render()))
+        await settle(pilot, lambda: app.screen.query_one("#job-log", Log).line_count > 10)
+
+
+async def test_with_no_runs_the_panes_still_come() -> None:
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("4")
+        await settle(pilot, lambda: app.screen.query(TabbedContent))
+        assert app.screen.query_one("#empty").display
+        await pilot.press("l")
+        assert app.screen.query_one(TabbedContent).active == "log"

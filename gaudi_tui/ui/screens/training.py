@@ -15,7 +15,7 @@ from collections.abc import Callable
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Log, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
@@ -51,6 +51,7 @@ class TrainingScreen(PanelScreen):
     DEFAULT_CSS = """
     TrainingScreen #jobs { height: auto; max-height: 9; min-height: 3; }
     TrainingScreen #job-error { color: $error; height: auto; max-height: 2; display: none; }
+    TrainingScreen #panes { height: 1fr; }
     TrainingScreen TabbedContent { height: 1fr; }
     TrainingScreen TabPane { padding: 0; }
     TrainingScreen #job-log { height: 1fr; }
@@ -82,6 +83,8 @@ class TrainingScreen(PanelScreen):
         self._awake.set()
         self._list_drawn = threading.Event()
         """Set once the list's first rows are on the screen: the charts' history is read after that."""
+        self._panes_up = threading.Event()
+        """Set once the selected job's panes are mounted: its log, details and charts are read then."""
 
     def compose_body(self) -> ComposeResult:
         yield DataTable[str](id="jobs", cursor_type="row", zebra_stripes=True)
@@ -89,16 +92,32 @@ class TrainingScreen(PanelScreen):
             "No jobs yet: press n to launch one (try the demo fine-tune preset).", id="empty", markup=False
         )
         yield Static("", id="job-error", markup=False)
-        with TabbedContent(initial="charts"):
-            with TabPane("Charts", id="charts"):
-                yield MetricCharts()
-                yield CompilesChart()
-            with TabPane("Log", id="log"):
-                yield Log(id="job-log", max_lines=LOG_LINES, auto_scroll=True)
-            with TabPane("Details", id="details"):
-                with VerticalScroll():
-                    yield InsightPanel(lambda: self.selected, self._list_drawn.is_set)  # findings first
-                    yield Static("", id="job-details", markup=False)
+        yield Vertical(id="panes")  # the selected job's panes: mounted once the list is drawn
+
+    def _panes(self) -> TabbedContent:
+        panes = TabbedContent(initial="charts")
+        for pane in (
+            TabPane("Charts", MetricCharts(), CompilesChart(), id="charts"),
+            TabPane("Log", Log(id="job-log", max_lines=LOG_LINES, auto_scroll=True), id="log"),
+            TabPane(
+                "Details",
+                VerticalScroll(
+                    InsightPanel(lambda: self.selected, self._list_drawn.is_set),  # findings first
+                    Static("", id="job-details", markup=False),
+                ),
+                id="details",
+            ),
+        ):
+            panes.compose_add_child(pane)
+        return panes
+
+    async def _show_panes(self) -> None:
+        """After the list's first frame: the panes (tabs, four charts, log, details) mount, and the
+        poll then reads the selected job for them at once."""
+        self._list_drawn.set()
+        if not self._panes_up.is_set() and not self.query(TabbedContent):
+            await self.query_one("#panes", Vertical).mount(self._panes())
+            self._panes_up.set()
 
     def on_mount(self) -> None:
         table = self.query_one("#jobs", DataTable)
@@ -121,9 +140,14 @@ class TrainingScreen(PanelScreen):
         worker = get_current_worker()
         poller = JobsPoller(details_text, cluster_nodes)
         while not worker.is_cancelled:
-            message = poller.poll(self.selected, history=self._list_drawn.is_set())
+            panes = self._panes_up.is_set()
+            message = poller.poll(self.selected, history=self._list_drawn.is_set(), detail=panes)
             if message is not None:
                 self.post_message(message)
+            while not panes and not self._panes_up.wait(0.05) and not worker.is_cancelled:
+                pass  # the list draws first; the panes' first poll comes as soon as they mount
+            if not panes:
+                continue
             if not poller.loading:  # a long history loads without a pause
                 worker.cancelled_event.wait(POLL_S)
             while not self._awake.is_set() and not worker.is_cancelled:
@@ -163,7 +187,7 @@ class TrainingScreen(PanelScreen):
             newest = list(reversed(order))
             self._rows_shown += 1
             self._add_rows(self._rows_shown, newest[:FIRST_ROWS])
-            self.call_after_refresh(self._list_drawn.set)
+            self.call_after_refresh(self._show_panes)
             if newest[FIRST_ROWS:]:
                 self.call_after_refresh(self._add_rows, self._rows_shown, newest[FIRST_ROWS:])
             return
@@ -204,6 +228,8 @@ class TrainingScreen(PanelScreen):
         run_id = str(event.row_key.value) if event.row_key is not None else None
         if run_id and run_id != self.selected:
             self.selected = run_id
+            if not self._panes_up.is_set():
+                return
             self.query_one("#job-log", Log).clear()
             self.query_one(MetricCharts).show(None)
 
@@ -342,4 +368,5 @@ class TrainingScreen(PanelScreen):
             self.app.push_screen(JobCompareScreen(list(self.marked)))
 
     def action_pane(self, pane: str) -> None:
-        self.query_one(TabbedContent).active = pane
+        for panes in self.query(TabbedContent):  # none until the list is drawn
+            panes.active = pane
