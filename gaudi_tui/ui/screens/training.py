@@ -27,7 +27,6 @@ from gaudi_tui.ui.screens.training_poll import LOG_LINES, JobsPolled, JobsPoller
 from gaudi_tui.ui.widgets.insight_panel import CompilesChart, InsightPanel
 from gaudi_tui.ui.widgets.metric_charts import MetricCharts
 
-POLL_S = 0.5
 KILL_CONFIRM_S = 5.0
 FIRST_ROWS = 50
 COLUMNS = ("Job", "State", "Elapsed", "Step", "ETA", "Loss")
@@ -149,7 +148,7 @@ class TrainingScreen(PanelScreen):
             if not panes:
                 continue
             if not poller.loading:  # a long history loads without a pause
-                worker.cancelled_event.wait(POLL_S)
+                worker.cancelled_event.wait(poller.wait_s)
             while not self._awake.is_set() and not worker.is_cancelled:
                 self._awake.wait(0.2)
 

@@ -23,6 +23,10 @@ from gaudi_tui.core.jobs.series import ChartData, ChartSeries
 from gaudi_tui.core.jobs.spec import JobSpec
 from gaudi_tui.core.jobs.tailing import LogTail
 
+POLL_S = 0.5
+IDLE_POLL_S = 1.0
+"""After a poll that found nothing new (every run ended, say), the next one comes after this long:
+a run started elsewhere shows within it, and then the list is polled every POLL_S again."""
 LOG_LINES = 1000
 LOG_LINES_PER_POLL = 400
 """A flooding job shows its newest lines only: one poll never writes more than this many."""
@@ -64,6 +68,8 @@ class JobsPoller:
         self.describe, self.nodes_of = describe, nodes_of
         self.sent: dict[str, JobView] = {}
         self.polled = False
+        self.wait_s = POLL_S
+        """How long to wait before the next poll."""
         self.tail: LogTail | None = None
         self.charts: ChartSeries | None = None
         self.charts_drawn = 0.0
@@ -92,9 +98,9 @@ class JobsPoller:
             if watcher
             else None
         )
-        if changed or order is not None or shown is not None:
-            return JobsPolled(changed, order, shown)
-        return None
+        busy = bool(changed or order is not None or shown is not None)
+        self.wait_s = POLL_S if busy else IDLE_POLL_S
+        return JobsPolled(changed, order, shown) if busy else None
 
     def _detail(
         self, view: JobView, run: runfolder.RunFolder, spec: JobSpec | None, history: bool
