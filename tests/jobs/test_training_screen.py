@@ -46,6 +46,7 @@ async def test_recorded_run_shows_in_the_list_with_charts_and_log() -> None:
         ]
         screen = app.screen
         assert isinstance(screen, TrainingScreen)
+        await settle(pilot, lambda: bool(screen.query("#job-log")))  # the panes mount after the list
         await settle(pilot, lambda: screen.query_one("#job-log", Log).line_count > 10)
 
         def loss_title() -> str:
@@ -231,4 +232,13 @@ async def test_with_no_runs_the_panes_still_come() -> None:
         await settle(pilot, lambda: app.screen.query(TabbedContent))
         assert app.screen.query_one("#empty").display
         await pilot.press("l")
+        assert app.screen.query_one(TabbedContent).active == "log"
+
+
+async def test_a_pane_key_pressed_before_the_panes_mount_opens_them_on_that_pane() -> None:
+    replay()
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("4", "l")  # at once: the panes come a moment after the list
+        await settle(pilot, lambda: app.screen.query(TabbedContent))
         assert app.screen.query_one(TabbedContent).active == "log"

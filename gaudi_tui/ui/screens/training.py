@@ -29,6 +29,8 @@ from gaudi_tui.ui.widgets.metric_charts import MetricCharts
 
 KILL_CONFIRM_S = 5.0
 FIRST_ROWS = 50
+PANES_AFTER_S = 0.1
+"""The selected job's panes mount this long after the list's first rows (once that frame is out)."""
 COLUMNS = ("Job", "State", "Elapsed", "Step", "ETA", "Loss")
 
 
@@ -82,6 +84,7 @@ class TrainingScreen(PanelScreen):
         self._awake.set()
         self._list_drawn = threading.Event()
         """Set once the list's first rows are on the screen: the charts' history is read after that."""
+        self._pane = "charts"
         self._panes_up = threading.Event()
         """Set once the selected job's panes are mounted: its log, details and charts are read then."""
 
@@ -94,7 +97,7 @@ class TrainingScreen(PanelScreen):
         yield Vertical(id="panes")  # the selected job's panes: mounted once the list is drawn
 
     def _panes(self) -> TabbedContent:
-        panes = TabbedContent(initial="charts")
+        panes = TabbedContent(initial=self._pane)
         for pane in (
             TabPane("Charts", MetricCharts(), CompilesChart(), id="charts"),
             TabPane("Log", Log(id="job-log", max_lines=LOG_LINES, auto_scroll=True), id="log"),
@@ -186,7 +189,9 @@ class TrainingScreen(PanelScreen):
             newest = list(reversed(order))
             self._rows_shown += 1
             self._add_rows(self._rows_shown, newest[:FIRST_ROWS])
-            self.call_after_refresh(self._show_panes)
+            # Not call_after_refresh: while the app batches updates (a mode switch holds the paint
+            # for 50 ms) those callbacks run unpainted, and the panes' mount would come first.
+            self.set_timer(PANES_AFTER_S, self._show_panes)
             if newest[FIRST_ROWS:]:
                 self.call_after_refresh(self._add_rows, self._rows_shown, newest[FIRST_ROWS:])
             return
@@ -367,5 +372,6 @@ class TrainingScreen(PanelScreen):
             self.app.push_screen(JobCompareScreen(list(self.marked)))
 
     def action_pane(self, pane: str) -> None:
-        for panes in self.query(TabbedContent):  # none until the list is drawn
+        self._pane = pane  # the panes mount after the list: they open on it
+        for panes in self.query(TabbedContent):
             panes.active = pane
