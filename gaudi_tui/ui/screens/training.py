@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -30,7 +31,8 @@ from gaudi_tui.ui.widgets.metric_charts import MetricCharts
 KILL_CONFIRM_S = 5.0
 FIRST_ROWS = 50
 PANES_AFTER_S = 0.1
-"""The selected job's panes mount this long after the list's first rows (once that frame is out)."""
+"""The older rows are added, and the selected job's panes mount, this long after the list's first
+rows (once that frame is out)."""
 COLUMNS = ("Job", "State", "Elapsed", "Step", "ETA", "Loss")
 
 
@@ -192,8 +194,8 @@ class TrainingScreen(PanelScreen):
             # Not call_after_refresh: while the app batches updates (a mode switch holds the paint
             # for 50 ms) those callbacks run unpainted, and the panes' mount would come first.
             self.set_timer(PANES_AFTER_S, self._show_panes)
-            if newest[FIRST_ROWS:]:
-                self.call_after_refresh(self._add_rows, self._rows_shown, newest[FIRST_ROWS:])
+            if newest[FIRST_ROWS:]:  # the older rows too, once that frame is out
+                self.set_timer(PANES_AFTER_S, partial(self._add_rows, self._rows_shown, newest[FIRST_ROWS:]))
             return
         for view in changed:
             if view.id not in table.rows:
