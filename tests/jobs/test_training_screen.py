@@ -242,3 +242,28 @@ async def test_a_pane_key_pressed_before_the_panes_mount_opens_them_on_that_pane
         await pilot.press("4", "l")  # at once: the panes come a moment after the list
         await settle(pilot, lambda: app.screen.query(TabbedContent))
         assert app.screen.query_one(TabbedContent).active == "log"
+
+
+async def test_the_newest_rows_come_first_and_the_older_ones_after_that_frame(monkeypatch) -> None:  # noqa: ANN001
+    import shutil
+
+    from gaudi_tui.ui.screens.training import FIRST_ROWS
+
+    run = replay()
+    for i in range(FIRST_ROWS + 9):
+        shutil.copytree(run.path, run.path.with_name(f"{run.path.name}-{i:03d}"))
+    first_frame: list[int] = []
+    polled = TrainingScreen.on_jobs_polled
+
+    def spy(self: TrainingScreen, message) -> None:  # noqa: ANN001
+        polled(self, message)
+        if message.order is not None:
+            first_frame.append(self.query_one("#jobs", DataTable).row_count)
+
+    monkeypatch.setattr(TrainingScreen, "on_jobs_polled", spy)
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("4")
+        table = app.screen.query_one("#jobs", DataTable)
+        await settle(pilot, lambda: table.row_count == FIRST_ROWS + 10)
+        assert first_frame[0] == FIRST_ROWS
