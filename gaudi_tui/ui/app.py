@@ -8,6 +8,7 @@ import logging
 import socket
 from collections.abc import Callable, Iterable
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING
 
 from textual import work
@@ -123,6 +124,9 @@ class GaudiApp(PanelApp):
         # `_modes` (copied from MODES per app); subclasses (tests) that give their own screen keep it.
         if self._modes.get("devices") is DevicesScreen:
             self._modes["devices"] = self._devices_screen
+        for mode, make in self._modes.items():
+            if mode != self.DEFAULT_MODE and callable(make):
+                self._modes[mode] = partial(self._styled_as_made, make)
         if appearance is None:
             appearance = Appearance(self.settings.theme, self.settings.keys)
         self._keys = dict(appearance.keys)
@@ -166,6 +170,18 @@ class GaudiApp(PanelApp):
             self.set_keymap(self._keys)
         if self._settings.theme != self._early_theme:
             self._use_theme(self._settings.theme)
+
+    def _styled_as_made(self, make: Callable[[], Screen]) -> Screen:
+        """A mode's screen, made when the mode is first opened. Its widgets take their styles from
+        the stylesheet as they mount, as a pushed screen's do; Textual marks a mode's new screen stale
+        all the same, and re-parses the whole stylesheet and restyles the whole app for it, twice
+        (opening Training: ~40 ms of CPU). That is skipped when no theme change has come since the
+        shown screen's styles were refreshed (one still to be applied takes Textual's way)."""
+        screen = make()
+        stack = self._screen_stacks.get(self._current_mode)
+        if stack and stack[-1]._css_update_count == self._css_update_count:
+            screen._css_update_count = self._css_update_count
+        return screen
 
     def _devices_screen(self) -> DevicesScreen:
         """The Devices mode; its refresh interval is read when its feed starts, after the first frame."""

@@ -22,6 +22,7 @@ async def test_a_recompiling_job_shows_its_finding_and_compile_chart() -> None:
     app = GaudiApp(accelerator=CPU, hostname="gaudi-host")
     async with app.run_test(size=(110, 40)) as pilot:
         await pilot.press("4")
+        await settle(pilot, lambda: bool(app.screen.query(CompilesChart)))  # the panes mount after the list
         chart = app.screen.query_one(CompilesChart)
         await settle(pilot, lambda: chart.display)
         title = chart.plt._active.monitor.title  # noqa: SLF001 - plotext state
@@ -43,6 +44,7 @@ async def test_an_ended_run_is_not_worked_out_again_until_its_files_change() -> 
     app = GaudiApp(accelerator=CPU, hostname="gaudi-host")
     async with app.run_test(size=(110, 40)) as pilot:
         await pilot.press("4")
+        await settle(pilot, lambda: bool(app.screen.query(InsightPanel)))  # the panes mount after the list
         panel = app.screen.query_one(InsightPanel)
         await settle(pilot, lambda: panel.worked_out == 1)
         polls = panel.polls

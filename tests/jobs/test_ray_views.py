@@ -48,7 +48,8 @@ async def test_training_details_show_where_a_ray_job_runs() -> None:
         screen = app.screen
         assert isinstance(screen, TrainingScreen)
         for _ in range(100):
-            details = str(screen.query_one("#job-details", Static).render())
+            shown = screen.query("#job-details")  # the panes mount after the list
+            details = str(shown.first(Static).render()) if shown else ""
             if "nodes when the job ended" in details:
                 break
             await pilot.pause(0.1)

@@ -37,3 +37,22 @@ def test_a_settled_runs_details_are_made_once() -> None:
     run.stop_path.write_text("")
     poller.poll(run.id, history=False)
     assert len(made) == 2
+
+
+def test_after_a_poll_that_found_nothing_new_the_next_one_waits_longer() -> None:
+    """Idle on a list of ended runs the poll backs off to IDLE_POLL_S; a run that appears brings
+    it back to POLL_S at once (issue 28: idle CPU)."""
+    import shutil
+
+    from gaudi_tui.ui.screens import training_poll
+
+    run = replay()
+    poller = JobsPoller(lambda view, run, spec, nodes: view.state, lambda run: "")
+    assert poller.poll(None, history=False) is not None
+    assert poller.wait_s == training_poll.POLL_S
+    assert poller.poll(None, history=False) is None
+    assert poller.wait_s == training_poll.IDLE_POLL_S > training_poll.POLL_S
+    shutil.copytree(run.path, run.path.with_name(run.path.name + "-copy"))
+    message = poller.poll(None, history=False)
+    assert message is not None and message.order is not None and len(message.order) == 2
+    assert poller.wait_s == training_poll.POLL_S

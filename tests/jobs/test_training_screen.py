@@ -46,6 +46,7 @@ async def test_recorded_run_shows_in_the_list_with_charts_and_log() -> None:
         ]
         screen = app.screen
         assert isinstance(screen, TrainingScreen)
+        await settle(pilot, lambda: bool(screen.query("#job-log")))  # the panes mount after the list
         await settle(pilot, lambda: screen.query_one("#job-log", Log).line_count > 10)
 
         def loss_title() -> str:
@@ -199,3 +200,70 @@ async def test_form_launch_carries_the_checklists_env_fixes_into_the_job() -> No
     finally:
         control.kill(run)
     assert wait_done(run, timeout=30) == "cancelled"
+
+
+async def test_the_list_draws_before_the_panes_which_then_show_the_run_at_once(monkeypatch) -> None:  # noqa: ANN001
+    """Key 4: the list's first frame carries the rows alone; the tabs, charts, log and details mount
+    right after it and show the selected run (issue 28: the list draws sooner)."""
+    run = replay()
+    panes_with_rows: list[bool] = []
+    polled = TrainingScreen.on_jobs_polled
+
+    def spy(self: TrainingScreen, message) -> None:  # noqa: ANN001
+        if message.order is not None:
+            panes_with_rows.append(bool(self.query(TabbedContent)))
+        polled(self, message)
+
+    monkeypatch.setattr(TrainingScreen, "on_jobs_polled", spy)
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("4")
+        await settle(pilot, lambda: rows(app) and app.screen.query("#job-details"))
+        assert panes_with_rows[0] is False
+        details = app.screen.query_one("#job-details", Static)
+        await settle(pilot, lambda: run.id in str(details.render()))
+        await settle(pilot, lambda: app.screen.query_one("#job-log", Log).line_count > 10)
+
+
+async def test_with_no_runs_the_panes_still_come() -> None:
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("4")
+        await settle(pilot, lambda: app.screen.query(TabbedContent))
+        assert app.screen.query_one("#empty").display
+        await pilot.press("l")
+        assert app.screen.query_one(TabbedContent).active == "log"
+
+
+async def test_a_pane_key_pressed_before_the_panes_mount_opens_them_on_that_pane() -> None:
+    replay()
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("4", "l")  # at once: the panes come a moment after the list
+        await settle(pilot, lambda: app.screen.query(TabbedContent))
+        assert app.screen.query_one(TabbedContent).active == "log"
+
+
+async def test_the_newest_rows_come_first_and_the_older_ones_after_that_frame(monkeypatch) -> None:  # noqa: ANN001
+    import shutil
+
+    from gaudi_tui.ui.screens.training import FIRST_ROWS
+
+    run = replay()
+    for i in range(FIRST_ROWS + 9):
+        shutil.copytree(run.path, run.path.with_name(f"{run.path.name}-{i:03d}"))
+    first_frame: list[int] = []
+    polled = TrainingScreen.on_jobs_polled
+
+    def spy(self: TrainingScreen, message) -> None:  # noqa: ANN001
+        polled(self, message)
+        if message.order is not None:
+            first_frame.append(self.query_one("#jobs", DataTable).row_count)
+
+    monkeypatch.setattr(TrainingScreen, "on_jobs_polled", spy)
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("4")
+        table = app.screen.query_one("#jobs", DataTable)
+        await settle(pilot, lambda: table.row_count == FIRST_ROWS + 10)
+        assert first_frame[0] == FIRST_ROWS

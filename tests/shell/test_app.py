@@ -85,3 +85,35 @@ async def test_probe_runs_when_no_accelerator_is_given(
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert app.accelerator is cpu_accelerator
+
+
+async def test_opening_a_mode_keeps_the_stylesheet_it_has(
+    cpu_accelerator: Accelerator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A mode's new screen is styled as it mounts; Textual's two whole-stylesheet re-parses (and
+    restyles of the whole app) for it are skipped while no theme change waits (issue 28)."""
+    from textual.css.stylesheet import Stylesheet
+
+    reparsed: list[int] = []
+    reparse = Stylesheet.reparse
+    monkeypatch.setattr(Stylesheet, "reparse", lambda self: reparsed.append(1) or reparse(self))
+    app = make_app(cpu_accelerator)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        reparsed.clear()
+        await pilot.press("4")
+        await pilot.pause()
+        assert app.current_mode == "training"
+        assert reparsed == []
+
+
+async def test_a_mode_opened_after_a_theme_change_wears_the_new_theme(cpu_accelerator: Accelerator) -> None:
+    app = make_app(cpu_accelerator)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        app.theme = "textual-light" if app.theme != "textual-light" else "nord"
+        await pilot.pause()
+        await pilot.press("4")
+        await pilot.pause()
+        background = app.get_css_variables()["background"]
+        assert app.screen.styles.background.hex.lower() == background.lower()

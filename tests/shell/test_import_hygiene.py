@@ -78,3 +78,16 @@ def test_the_panel_imports_no_source_parser_or_psutil_before_its_first_frame() -
         or name.startswith(("gaudi_tui.core.devices.sources", "gaudi_tui.core.devices.parsers"))
     )
     assert not early, early
+
+
+def test_the_training_screen_loads_the_job_form_and_job_control_on_use() -> None:
+    """Key 4 imports what draws the job list; the form (`n`) and the stop/kill/resume code (with the
+    supervisor and its argument parser) load when first used (issue 28: the list draws sooner)."""
+    loaded = _loaded_after(["gaudi_tui.ui.screens.training"])
+    assert "gaudi_tui.ui.screens.training_poll" in loaded
+    on_use = (
+        "gaudi_tui.ui.screens.job_form",
+        "gaudi_tui.core.jobs.control",
+        "gaudi_tui.core.jobs.supervisor",
+    )
+    assert [name for name in on_use if name in loaded] == []

@@ -97,9 +97,13 @@ class FeedScreen(PanelScreen):
         self.host: HostStats | None = None
         self._latest_at = float("-inf")
         self._host_cancel = threading.Event()
+        self._host_shown = threading.Event()
+        """Set while this screen is shown: the host row is read only then (and at once when shown)."""
+        self._host_shown.set()
         self.history = History(seconds=300, interval=self.config.interval)
         self.latest: MonitorUpdate | None = None
-        self.uses: dict[int, CardUse] = {}
+        self._uses: dict[int, CardUse] = {}
+        self._uses_of: MonitorUpdate | None = None
         self._feed: Feed | None = None
         self._merge: ProcessMerge | None = None
         self._details_reader: Feed | None = None
@@ -135,7 +139,7 @@ class FeedScreen(PanelScreen):
         def post(stats: HostStats) -> None:
             self.post_message(HostUpdated(stats))
 
-        tick_host(post, self._host_cancel, self.config.interval, self.host_reader)
+        tick_host(post, self._host_cancel, self.config.interval, self.host_reader, self._host_shown)
 
     # -- the details reader ------------------------------------------------------------------------
     def _live_devices(self) -> list[Device]:
@@ -178,7 +182,7 @@ class FeedScreen(PanelScreen):
     def on_details_read(self, message: DetailsRead) -> None:
         self.details = message.details
         if self.latest is not None:
-            self.uses = self._card_uses(self.latest)
+            self._uses_of = None
             if self.is_current:
                 self._redraw()
 
@@ -271,20 +275,32 @@ class FeedScreen(PanelScreen):
             self._feed_thread.join(wait)
 
     def on_devices_updated(self, message: DevicesUpdated) -> None:
+        """Each update joins the history; while the screen is hidden, the cards' uses (the process
+        merge) wait until it is shown again."""
         self.latest, self._latest_at = message.update, time.monotonic()
         self.history.add(message.update.snapshot)
-        self.uses = self._card_uses(message.update)
+        self._uses_of = None
         if self.is_current:
             self._redraw()
+
+    @property
+    def uses(self) -> dict[int, CardUse]:
+        """Each card's use in the latest update (made on first use after an update)."""
+        if self._uses_of is not self.latest:
+            self._uses_of = self.latest
+            self._uses = self._card_uses(self.latest) if self.latest is not None else {}
+        return self._uses
 
     # -- the screen's life -------------------------------------------------------------------------
     def on_screen_resume(self) -> None:
         self._show_details_reader(True)
+        self._host_shown.set()
         if self.latest is not None:
             self._redraw()
 
     def on_screen_suspend(self) -> None:
         self._show_details_reader(False)
+        self._host_shown.clear()
 
     def on_unmount(self) -> None:
         self._host_cancel.set()

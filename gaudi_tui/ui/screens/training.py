@@ -11,94 +11,33 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Log, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
-from gaudi_tui.core.jobs import control, kinds, runfolder, spec_fields
-from gaudi_tui.core.jobs import spec as spec_mod
+from gaudi_tui.core.jobs import runfolder
 from gaudi_tui.core.jobs.monitor import JobView, format_duration
 from gaudi_tui.ui.screens.base import PanelScreen
-from gaudi_tui.ui.screens.job_form import JobFormScreen
+from gaudi_tui.ui.screens.training_details import cluster_nodes, details_text, stop_words
 from gaudi_tui.ui.screens.training_poll import LOG_LINES, JobsPolled, JobsPoller
 from gaudi_tui.ui.widgets.insight_panel import CompilesChart, InsightPanel
 from gaudi_tui.ui.widgets.metric_charts import MetricCharts
 
-POLL_S = 0.5
 KILL_CONFIRM_S = 5.0
 FIRST_ROWS = 50
+PANES_AFTER_S = 0.1
+"""The older rows are added, and the selected job's panes mount, this long after the list's first
+rows (once that frame is out)."""
 COLUMNS = ("Job", "State", "Elapsed", "Step", "ETA", "Loss")
 
 
 def job_label(view: JobView) -> str:
     return f"{view.name} · {view.id[-4:]}"
-
-
-def shown(spec: spec_mod.JobSpec, name: str) -> object:
-    """A spec value for the details pane: secrets in `env` are masked."""
-    return spec_mod.masked_env(spec.env) if name == "env" else getattr(spec, name)
-
-
-def details_text(
-    view: JobView, run: runfolder.RunFolder, spec: spec_mod.JobSpec | None, nodes: str = ""
-) -> str:
-    lines = [
-        f"job      {view.id}",
-        f"state    {view.state}"
-        + (" (stop requested)" if view.stop_requested and view.state == "running" else ""),
-        f"folder   {run.path}",
-        f"attempt  {view.attempt}",
-    ]
-    if view.where:
-        lines.append(f"where    {view.where}")
-        if nodes:
-            lines += ["", *nodes.splitlines()]
-    if view.error:
-        lines.append(f"error    {view.error}")
-    if view.checkpoint:
-        lines.append(f"saved    {view.checkpoint}")
-    if spec is not None:
-        lines.append(f"stop     {kinds.for_spec(spec).stop_words(run, spec)}")
-    if view.metrics_found is False:
-        lines.append(
-            "metrics  none found in its output: its log is in Log (l); try metrics_source json/pattern"
-        )
-    if spec is not None:
-        lines.append("")
-        lines += [
-            f"{name:<20} {spec_mod.display(name, shown(spec, name))}"
-            for name in spec_mod.field_names()
-            if spec_fields.applies(name, spec.kind, spec.target)
-        ]
-    return "\n".join(lines)
-
-
-def cluster_nodes(run: runfolder.RunFolder) -> str:
-    """More about where the job runs (a cluster's nodes), as its target tells it, and a served model's
-    own figures (its /metrics); may ask the cluster or the server."""
-    from gaudi_tui.core.jobs import targets
-    from gaudi_tui.core.serve.figures import job_figure_lines
-
-    try:
-        spec = run.spec()
-        said = targets.for_spec(spec).details(run)
-    except (spec_mod.SpecError, targets.TargetError) as exc:
-        return str(exc)
-    served = job_figure_lines(run.path) if spec.kind == "serve" else []
-    return "\n".join(line for line in (said, *served) if line)
-
-
-def stop_words(run: runfolder.RunFolder) -> str:
-    """What the stop just asked for does, for the notification (without the final full stop)."""
-    try:
-        spec = run.spec()
-    except spec_mod.SpecError:
-        return "stop requested"
-    return "stop requested: " + kinds.for_spec(spec).stop_words(run, spec).removeprefix("s ")
 
 
 class TrainingScreen(PanelScreen):
@@ -115,6 +54,7 @@ class TrainingScreen(PanelScreen):
     DEFAULT_CSS = """
     TrainingScreen #jobs { height: auto; max-height: 9; min-height: 3; }
     TrainingScreen #job-error { color: $error; height: auto; max-height: 2; display: none; }
+    TrainingScreen #panes { height: 1fr; }
     TrainingScreen TabbedContent { height: 1fr; }
     TrainingScreen TabPane { padding: 0; }
     TrainingScreen #job-log { height: 1fr; }
@@ -146,6 +86,9 @@ class TrainingScreen(PanelScreen):
         self._awake.set()
         self._list_drawn = threading.Event()
         """Set once the list's first rows are on the screen: the charts' history is read after that."""
+        self._pane = "charts"
+        self._panes_up = threading.Event()
+        """Set once the selected job's panes are mounted: its log, details and charts are read then."""
 
     def compose_body(self) -> ComposeResult:
         yield DataTable[str](id="jobs", cursor_type="row", zebra_stripes=True)
@@ -153,16 +96,32 @@ class TrainingScreen(PanelScreen):
             "No jobs yet: press n to launch one (try the demo fine-tune preset).", id="empty", markup=False
         )
         yield Static("", id="job-error", markup=False)
-        with TabbedContent(initial="charts"):
-            with TabPane("Charts", id="charts"):
-                yield MetricCharts()
-                yield CompilesChart()
-            with TabPane("Log", id="log"):
-                yield Log(id="job-log", max_lines=LOG_LINES, auto_scroll=True)
-            with TabPane("Details", id="details"):
-                with VerticalScroll():
-                    yield InsightPanel(lambda: self.selected, self._list_drawn.is_set)  # findings first
-                    yield Static("", id="job-details", markup=False)
+        yield Vertical(id="panes")  # the selected job's panes: mounted once the list is drawn
+
+    def _panes(self) -> TabbedContent:
+        panes = TabbedContent(initial=self._pane)
+        for pane in (
+            TabPane("Charts", MetricCharts(), CompilesChart(), id="charts"),
+            TabPane("Log", Log(id="job-log", max_lines=LOG_LINES, auto_scroll=True), id="log"),
+            TabPane(
+                "Details",
+                VerticalScroll(
+                    InsightPanel(lambda: self.selected, self._list_drawn.is_set),  # findings first
+                    Static("", id="job-details", markup=False),
+                ),
+                id="details",
+            ),
+        ):
+            panes.compose_add_child(pane)
+        return panes
+
+    async def _show_panes(self) -> None:
+        """After the list's first frame: the panes (tabs, four charts, log, details) mount, and the
+        poll then reads the selected job for them at once."""
+        self._list_drawn.set()
+        if not self._panes_up.is_set() and not self.query(TabbedContent):
+            await self.query_one("#panes", Vertical).mount(self._panes())
+            self._panes_up.set()
 
     def on_mount(self) -> None:
         table = self.query_one("#jobs", DataTable)
@@ -185,11 +144,16 @@ class TrainingScreen(PanelScreen):
         worker = get_current_worker()
         poller = JobsPoller(details_text, cluster_nodes)
         while not worker.is_cancelled:
-            message = poller.poll(self.selected, history=self._list_drawn.is_set())
+            panes = self._panes_up.is_set()
+            message = poller.poll(self.selected, history=self._list_drawn.is_set(), detail=panes)
             if message is not None:
                 self.post_message(message)
+            while not panes and not self._panes_up.wait(0.05) and not worker.is_cancelled:
+                pass  # the list draws first; the panes' first poll comes as soon as they mount
+            if not panes:
+                continue
             if not poller.loading:  # a long history loads without a pause
-                worker.cancelled_event.wait(POLL_S)
+                worker.cancelled_event.wait(poller.wait_s)
             while not self._awake.is_set() and not worker.is_cancelled:
                 self._awake.wait(0.2)
 
@@ -227,9 +191,11 @@ class TrainingScreen(PanelScreen):
             newest = list(reversed(order))
             self._rows_shown += 1
             self._add_rows(self._rows_shown, newest[:FIRST_ROWS])
-            self.call_after_refresh(self._list_drawn.set)
-            if newest[FIRST_ROWS:]:
-                self.call_after_refresh(self._add_rows, self._rows_shown, newest[FIRST_ROWS:])
+            # Not call_after_refresh: while the app batches updates (a mode switch holds the paint
+            # for 50 ms) those callbacks run unpainted, and the panes' mount would come first.
+            self.set_timer(PANES_AFTER_S, self._show_panes)
+            if newest[FIRST_ROWS:]:  # the older rows too, once that frame is out
+                self.set_timer(PANES_AFTER_S, partial(self._add_rows, self._rows_shown, newest[FIRST_ROWS:]))
             return
         for view in changed:
             if view.id not in table.rows:
@@ -268,6 +234,8 @@ class TrainingScreen(PanelScreen):
         run_id = str(event.row_key.value) if event.row_key is not None else None
         if run_id and run_id != self.selected:
             self.selected = run_id
+            if not self._panes_up.is_set():
+                return
             self.query_one("#job-log", Log).clear()
             self.query_one(MetricCharts).show(None)
 
@@ -282,6 +250,8 @@ class TrainingScreen(PanelScreen):
             return None
 
     def action_new_job(self) -> None:
+        from gaudi_tui.ui.screens.job_form import JobFormScreen  # on use: the list draws sooner
+
         cards = tuple(self.app.selected_cards)
         self.app.push_screen(JobFormScreen(cards), self._launched)
 
@@ -297,6 +267,8 @@ class TrainingScreen(PanelScreen):
 
     @staticmethod
     def _stopped(run: runfolder.RunFolder) -> str:
+        from gaudi_tui.core.jobs import control
+
         control.stop(run)
         return stop_words(run)
 
@@ -311,9 +283,13 @@ class TrainingScreen(PanelScreen):
             self.notify("Press k again to kill this job (no checkpoint is saved).", severity="warning")
             return
         self._kill_armed = None
+        from gaudi_tui.core.jobs import control
+
         self.in_order(run, lambda r, cancel: control.kill(r, cancel=cancel), "kill job")
 
     def action_resume_job(self) -> None:
+        from gaudi_tui.core.jobs import control
+
         run = self._selected_run()
         if run is not None:  # it may ask a cluster, or wait for a job's processes to exit
             self.in_order(run, lambda r, cancel: control.resume(r), "resume job")
@@ -339,6 +315,8 @@ class TrainingScreen(PanelScreen):
         done: threading.Event,
         description: str,
     ) -> None:
+        from gaudi_tui.core.jobs import control  # the stop/kill/resume code loads on first use
+
         cancel = get_current_worker().cancelled_event
         try:
             while not before.wait(0.2):
@@ -396,4 +374,6 @@ class TrainingScreen(PanelScreen):
             self.app.push_screen(JobCompareScreen(list(self.marked)))
 
     def action_pane(self, pane: str) -> None:
-        self.query_one(TabbedContent).active = pane
+        self._pane = pane  # the panes mount after the list: they open on it
+        for panes in self.query(TabbedContent):
+            panes.active = pane

@@ -1,11 +1,12 @@
 """The Training screen's poll of the run folders (on its worker thread): only what changed.
 
-A poll posts the rows that changed (every row when a run appeared), the selected job's new log
-lines, its details when they changed, and its charts when new points came; a poll that changed
-nothing posts nothing. The charts come from a `ChartSeries` of the selected run only, read once
-and extended as lines arrive; a long history loads in slices, the charts redrawn every
-CHART_EVERY_S meanwhile. A settled run's details text is made once. The history is not read while `history` is false (the screen's list is
-not drawn yet: a slice would hold the interpreter the first frame needs).
+A poll posts the rows that changed (every row at the first poll and when a run appeared), the
+selected job's new log lines, its details when they changed, and its charts when new points came;
+a poll that changed nothing posts nothing. The charts come from a `ChartSeries` of the selected run
+only, read once and extended as lines arrive; a long history loads in slices, the charts redrawn
+every CHART_EVERY_S meanwhile. A settled run's details text is made once. The selected job is not
+read while `detail` is false (its panes are not mounted yet), its history not while `history` is
+false (the screen's list is not drawn yet: a slice would hold the interpreter the first frame needs).
 """
 
 from __future__ import annotations
@@ -22,6 +23,10 @@ from gaudi_tui.core.jobs.series import ChartData, ChartSeries
 from gaudi_tui.core.jobs.spec import JobSpec
 from gaudi_tui.core.jobs.tailing import LogTail
 
+POLL_S = 0.5
+IDLE_POLL_S = 1.0
+"""After a poll that found nothing new (every run ended, say), the next one comes after this long:
+a run started elsewhere shows within it, and then the list is polled every POLL_S again."""
 LOG_LINES = 1000
 LOG_LINES_PER_POLL = 400
 """A flooding job shows its newest lines only: one poll never writes more than this many."""
@@ -62,6 +67,9 @@ class JobsPoller:
         self.monitor = Monitor()
         self.describe, self.nodes_of = describe, nodes_of
         self.sent: dict[str, JobView] = {}
+        self.polled = False
+        self.wait_s = POLL_S
+        """How long to wait before the next poll."""
         self.tail: LogTail | None = None
         self.charts: ChartSeries | None = None
         self.charts_drawn = 0.0
@@ -75,22 +83,24 @@ class JobsPoller:
         """The selected job's history is still being read."""
         return self.charts is not None and self.charts.behind > 0
 
-    def poll(self, selected: str | None, history: bool = True) -> JobsPolled | None:
-        """What changed; the selected job's chart history is read only when `history` is true."""
+    def poll(self, selected: str | None, history: bool = True, detail: bool = True) -> JobsPolled | None:
+        """What changed (the first poll: every row, none or many); the selected job's panes are read
+        only when `detail` is true, its chart history only when `history` is true too."""
+        first, self.polled = not self.polled, True
         views = self.monitor.poll(eager=selected)
-        order = [v.id for v in views] if len(views) != len(self.sent) else None
+        order = [v.id for v in views] if first or len(views) != len(self.sent) else None
         changed = [v for v in views if self.sent.get(v.id) is not v]  # a settled row is the same object
         self.sent.update((v.id, v) for v in changed)
         selected = selected or (views[-1].id if views else None)
-        watcher = self.monitor.watchers.get(selected) if selected else None
-        detail = (
+        watcher = self.monitor.watchers.get(selected) if selected and detail else None
+        shown = (
             self._detail(self.sent[watcher.run.id], watcher.run, watcher.load_spec(), history)
             if watcher
             else None
         )
-        if changed or order is not None or detail is not None:
-            return JobsPolled(changed, order, detail)
-        return None
+        busy = bool(changed or order is not None or shown is not None)
+        self.wait_s = POLL_S if busy else IDLE_POLL_S
+        return JobsPolled(changed, order, shown) if busy else None
 
     def _detail(
         self, view: JobView, run: runfolder.RunFolder, spec: JobSpec | None, history: bool

@@ -12,6 +12,8 @@ import psutil
 
 FIRST_HOST_S = 3.0
 """The host row's first CPU % is averaged over this long (then every refresh)."""
+HIDDEN_WAKE_S = 0.5
+"""While the host row is hidden, how soon its thread sees a cancel."""
 
 
 @dataclass(frozen=True)
@@ -71,14 +73,19 @@ def tick_host(
     cancel: threading.Event,
     interval: float,
     reader: Callable[[], HostStats | None] | None = None,
+    shown: threading.Event | None = None,
 ) -> None:
-    """Call `on_host` with fresh host figures every `interval` seconds until `cancel` is set.
+    """Call `on_host` with fresh host figures every `interval` seconds until `cancel` is set; while
+    `shown` is clear (its screen is hidden), read nothing, and read at once when it is set again.
 
     Runs in its own thread, apart from the device feed, so the host row stays live whatever the
     device source does (a hanging hl-smi, slow metadata reads, a stall wait).
     """
     read = reader or HostReader(min_gap=interval / 2, first_after=FIRST_HOST_S).read
     while not cancel.is_set():
+        if shown is not None and not shown.is_set():
+            shown.wait(HIDDEN_WAKE_S)
+            continue
         stats = read()
         if stats is not None:
             on_host(stats)
