@@ -29,10 +29,6 @@ class PromptSwitching:
         self._holders = 0
         self._usual = sys.getswitchinterval()
 
-    @property
-    def holders(self) -> int:
-        return self._holders
-
     def hold(self) -> Hold:
         """Prompt switching until the returned hold is released (or its `with` block ends)."""
         with self._lock:
