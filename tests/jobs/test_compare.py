@@ -15,7 +15,8 @@ from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.ui.screens.job_compare import JobCompareScreen
 from gaudi_tui.ui.screens.training import TrainingScreen
 from tests.jobs.conftest import DATA, replay, tiny, wait_done
-from tests.jobs.test_training_screen import make_app, settle
+from tests.jobs.test_training_screen import make_app
+from tests.pilot import settle
 
 TESTS = DATA.parent.parent
 COMMAND_RUNS = TESTS / "commands" / "data" / "runs"

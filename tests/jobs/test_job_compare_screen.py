@@ -11,7 +11,8 @@ from gaudi_tui.ui.app import GaudiApp
 from gaudi_tui.ui.screens.job_compare import JobCompareScreen
 from gaudi_tui.ui.screens.training import TrainingScreen
 from tests.jobs.conftest import DATA, replay
-from tests.jobs.test_training_screen import make_app, rows, settle
+from tests.jobs.test_training_screen import make_app, rows
+from tests.pilot import settle
 
 COMMAND_RUN = next((DATA.parent.parent / "commands" / "data" / "runs").iterdir())
 

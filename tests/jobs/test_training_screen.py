@@ -16,18 +16,11 @@ from gaudi_tui.ui.screens.job_form import JobFormScreen
 from gaudi_tui.ui.screens.training import TrainingScreen
 from tests.conftest import CPU, PYTHON
 from tests.jobs.conftest import replay, tiny, wait_done, wait_for
+from tests.pilot import settle
 
 
 def make_app() -> GaudiApp:
     return GaudiApp(accelerator=CPU, hostname="gaudi-host")
-
-
-async def settle(pilot, predicate, timeout: float = 10.0) -> None:  # noqa: ANN001
-    for _ in range(int(timeout / 0.1)):
-        if predicate():
-            return
-        await pilot.pause(0.1)
-    raise AssertionError("the screen did not reach the expected state")
 
 
 def rows(app: GaudiApp) -> list[list[str]]:
