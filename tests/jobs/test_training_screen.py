@@ -28,6 +28,19 @@ def rows(app: GaudiApp) -> list[list[str]]:
     return [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
 
 
+async def test_a_job_named_like_markup_is_shown_as_its_name() -> None:
+    """A job's name is its spec's (a team's shared runs folder): the list shows it as text, not as
+    markup (`[/x]` raised MarkupError and stopped the panel)."""
+    run = replay()
+    spec = run.path / "spec.toml"
+    spec.write_text(spec.read_text().replace('name = "demo fine-tune"', 'name = "[/x] [bold]b"'))
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("4")
+        await settle(pilot, lambda: rows(app))
+        assert rows(app)[0][0] == "[/x] [bold]b · " + run.id[-4:]
+
+
 async def test_recorded_run_shows_in_the_list_with_charts_and_log() -> None:
     run = replay()
     app = make_app()

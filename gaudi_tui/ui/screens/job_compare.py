@@ -150,11 +150,13 @@ class JobCompareScreen(PanelScreen):
         share = max(MIN_VALUE_WIDTH, (self.size.width - names - 2 * (len(runs) + 1) - 2) // len(runs))
         table.add_column("differs" if not self.everything else "field", key="field", width=names)
         for i, run in enumerate(runs):
-            table.add_column(run.label, key=f"run-{i}", width=share)
+            table.add_column(
+                Text(run.label), key=f"run-{i}", width=share
+            )  # str is markup; names are anyone's
         if not rows:
             table.add_row("(no field differs: a shows all)", *([""] * len(runs)))
         for name, values in rows:
-            table.add_row(name, *values, key=name, height=None)
+            table.add_row(Text(name), *map(Text, values), key=name, height=None)
 
     def _show_final(self, colours: list[RGB]) -> None:
         """One row a run, named in its colour: the charts' legend and the final figures."""

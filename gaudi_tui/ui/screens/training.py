@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from functools import partial
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -214,20 +215,17 @@ class TrainingScreen(PanelScreen):
         if self.selected in run_ids:
             table.move_cursor(row=table.get_row_index(self.selected))
 
-    def _cells(self, view: JobView) -> tuple[str, ...]:
+    def _cells(self, view: JobView) -> tuple[Text, ...]:
+        """A row's cells as Text: a table reads a str as markup, and a job's name is its spec's
+        (a team's shared runs folder: `[/x]` stopped the panel, as on the Slurm screen)."""
         step = f"{view.step}/{view.max_steps}" if view.max_steps else str(view.step)
         state = "stopping" if view.stop_requested and view.state == "running" else view.state
         loss = f"{view.loss:.4f}" if view.loss is not None else "—"
         if view.metrics_found is False:
             loss = "no metrics"
-        return (
-            ("● " if view.id in self.marked else "") + job_label(view),
-            state,
-            format_duration(view.elapsed_s),
-            step,
-            format_duration(view.eta_s),
-            loss,
-        )
+        label = ("● " if view.id in self.marked else "") + job_label(view)
+        cells = (label, state, format_duration(view.elapsed_s), step, format_duration(view.eta_s), loss)
+        return tuple(map(Text, cells))
 
     @on(DataTable.RowHighlighted, "#jobs")
     def row_highlighted(self, event: DataTable.RowHighlighted) -> None:
