@@ -23,6 +23,8 @@ from gaudi_tui.core.childprobe import ProbeCancelled, ProbeFailed, ProbeTimedOut
 Kind = Literal["hpu", "cuda", "cpu"]
 MIN_ACCELERATE_FOR_HPU = (1, 5, 0)
 PROBE_TIMEOUT_S = 60.0
+PROBE_NICE = 10
+"""The probe runs at start-up beside the user's first keys: its 4–10 s of imports yield the cores."""
 
 
 @dataclass(frozen=True)
@@ -155,7 +157,11 @@ def probe(
     """Run the probe child and select; a hung, broken or cancelled child yields CPU with the reason."""
     try:
         facts = run_json_child(
-            [sys.executable, "-m", "gaudi_tui.core.accelerator"], timeout=timeout, env=env, cancel=cancel
+            [sys.executable, "-m", "gaudi_tui.core.accelerator"],
+            timeout=timeout,
+            env=env,
+            cancel=cancel,
+            nice=PROBE_NICE,
         )
     except ProbeCancelled:
         return select({"probe_error": "accelerator probe cancelled"})

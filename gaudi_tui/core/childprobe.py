@@ -8,6 +8,7 @@ isolated checks. Output goes to temporary files, so a chatty child never blocks 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import tempfile
 import threading
@@ -40,8 +41,10 @@ def run_json_child(
     env: Mapping[str, str] | None = None,
     cancel: threading.Event | None = None,
     on_start: Callable[[int], None] | None = None,
+    nice: int = 0,
 ) -> dict[str, object]:
-    """The last JSON object line the child prints; the child is killed at the limit or on cancel."""
+    """The last JSON object line the child prints; the child is killed at the limit or on cancel.
+    `nice` lowers the child's priority by that much (a background probe yields the cores to the user)."""
     cancel = cancel or threading.Event()
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         child = subprocess.Popen(
@@ -52,6 +55,8 @@ def run_json_child(
             env=dict(env) if env is not None else None,
             text=True,
         )
+        if nice:
+            _lower_priority(child.pid, nice)
         if on_start is not None:
             on_start(child.pid)
         deadline = time.monotonic() + timeout
@@ -74,3 +79,12 @@ def run_json_child(
                 break
     last = (stderr.strip().splitlines() or ["no output"])[-1]
     raise ProbeFailed(f"exit {child.returncode}: {last}")
+
+
+def _lower_priority(pid: int, by: int) -> None:
+    """Raise the child's niceness by `by` (capped at 19); a child already gone is no matter."""
+    try:
+        ours = os.getpriority(os.PRIO_PROCESS, 0)
+        os.setpriority(os.PRIO_PROCESS, pid, min(19, ours + by))
+    except OSError:
+        pass

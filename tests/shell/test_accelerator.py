@@ -3,11 +3,16 @@
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 import time
 
+import pytest
+
 from gaudi_tui.core import accelerator
 from gaudi_tui.core.accelerator import select
+from gaudi_tui.core.childprobe import run_json_child
 from tests.conftest import FAKES, child_env
 
 
@@ -86,3 +91,31 @@ def test_probe_crash_is_reported() -> None:
     acc = accelerator.probe(env=child_env(PYTHONPATH="/nonexistent", PYTHONHOME="/nonexistent"))
     assert acc.kind == "cpu"
     assert "probe failed" in acc.reason
+
+
+def test_a_probe_child_runs_at_the_niceness_asked() -> None:
+    seen: list[int] = []
+    facts = run_json_child(
+        [sys.executable, "-c", "import json, os; print(json.dumps({'nice': os.nice(0)}))"],
+        timeout=30,
+        nice=5,
+        on_start=lambda pid: seen.append(os.getpriority(os.PRIO_PROCESS, pid)),
+    )
+    expected = min(19, os.getpriority(os.PRIO_PROCESS, 0) + 5)
+    assert seen == [expected]
+    assert facts == {"nice": expected}
+
+
+def test_the_start_up_accelerator_probe_yields_the_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its 4–10 s of torch imports share the cores with the user's first keys: it runs niced."""
+    seen: list[int] = []
+
+    def spy(argv: list[str], **kwargs: object) -> dict[str, object]:
+        return run_json_child(
+            argv, **kwargs, on_start=lambda pid: seen.append(os.getpriority(os.PRIO_PROCESS, pid))
+        )
+
+    monkeypatch.setattr(accelerator, "run_json_child", spy)
+    acc = accelerator.probe(env=child_env())
+    assert acc.kind in ("cpu", "cuda")
+    assert seen == [min(19, os.getpriority(os.PRIO_PROCESS, 0) + accelerator.PROBE_NICE)]
