@@ -1,8 +1,8 @@
 """Slurm (key 6): the queue — yours or everyone's — and each node's cards, like turm with cards.
 
 A thread worker takes one shared queue snapshot (`core.slurm.poll`: one `squeue` call however
-many jobs and views want it) and one `sinfo --json` every REFRESH_S while the screen is shown; the
-screen only draws. `t` tails the selected job's output file (the path `scontrol show job` gives,
+many jobs and views want it) every REFRESH_S while the screen is shown, and the nodes (`sinfo
+--json`, at most every NODES_EVERY_S: `core.slurm.nodes_poll`); the screen only draws. `t` tails the selected job's output file (the path `scontrol show job` gives,
 expanded), `c` cancels it with a chosen signal, `a` switches between your jobs and everyone's.
 """
 
@@ -25,6 +25,7 @@ from textual.widgets.option_list import Option
 
 from gaudi_tui.core.slurm import model, poll, table
 from gaudi_tui.core.slurm.cli import Slurm, SlurmError
+from gaudi_tui.core.slurm.nodes_poll import NodesPoll
 from gaudi_tui.ui.screens.base import PanelScreen
 from gaudi_tui.ui.screens.dialog import Dialog
 
@@ -56,13 +57,9 @@ class SlurmView:
 Loader = Callable[[], SlurmView]
 
 
-def live_view(slurm: Slurm) -> SlurmView:
+def live_view(slurm: Slurm, nodes: NodesPoll) -> SlurmView:
     snapshot = poll.shared(slurm).get()
-    try:
-        nodes, error = tuple(model.nodes_from_json(slurm.sinfo())), None
-    except SlurmError as exc:
-        nodes, error = (), str(exc)
-    return SlurmView(snapshot, nodes, error, time.time())
+    return SlurmView(snapshot, *nodes.get(), time.time())
 
 
 def tail_text(path: str, limit: int = TAIL_BYTES, lines: int = TAIL_LINES) -> str:
@@ -156,7 +153,8 @@ class SlurmScreen(PanelScreen):
         super().__init__()
         self.user = user or table.me()
         self.slurm = slurm or Slurm()
-        self._loader = loader or (lambda: live_view(self.slurm))
+        self.nodes = NodesPoll(self.slurm)
+        self._loader = loader or (lambda: live_view(self.slurm, self.nodes))
         self.interval = interval
         self.view: SlurmView | None = None
         self.show_all = False
@@ -191,6 +189,7 @@ class SlurmScreen(PanelScreen):
                 self.tail_job(self.tailing)
 
     def action_refresh_now(self) -> None:
+        self.nodes.expire()
         self.refresh_view()
 
     @work(thread=True, exclusive=True, group="slurm", exit_on_error=False, description="slurm refresh")
