@@ -118,16 +118,23 @@ class RowStreamer:
 
 
 class StopOnEvent(StoppingCriteria):
-    """Ends generation after the current step once `event` is set (the Stop request)."""
+    """Ends generation after the current step once `event` is set (the Stop request).
+
+    Its two answers (all running, all done) are built once per batch shape and device and handed
+    back every step: `generate` only ORs them into a new tensor, so a step costs an event check,
+    not a tensor filled on the device (one more op a step on Gaudi)."""
 
     def __init__(self, event: threading.Event) -> None:
         self.event = event
+        self._answers: dict[tuple[int, torch.device], tuple[torch.Tensor, torch.Tensor]] = {}
 
     def __call__(self, input_ids: torch.LongTensor, scores: Any, **kwargs: Any) -> torch.BoolTensor:
-        done = torch.full(
-            (input_ids.shape[0],), self.event.is_set(), dtype=torch.bool, device=input_ids.device
-        )
-        return cast(torch.BoolTensor, done)  # dtype=torch.bool makes it one; the stubs cannot tell
+        key = (input_ids.shape[0], input_ids.device)
+        if key not in self._answers:
+            running, done = (torch.full((key[0],), d, dtype=torch.bool, device=key[1]) for d in (False, True))
+            self._answers[key] = (running, done)
+        answers = self._answers[key]
+        return cast(torch.BoolTensor, answers[self.event.is_set()])  # dtype=torch.bool makes it one
 
 
 def plain_prompt(messages: Sequence[Message]) -> str:
