@@ -26,6 +26,7 @@ from gaudi_tui.core.devices import card_processes
 from gaudi_tui.core.devices.card_processes import ProcessMerge
 from gaudi_tui.core.devices.model import Device, DeviceProcess
 from gaudi_tui.core.devices.monitor import MonitorUpdate
+from gaudi_tui.core.devices.parsers import parse_csv
 from gaudi_tui.core.devices.query import with_kernel_facts
 from gaudi_tui.core.devices.reading import Reading
 from gaudi_tui.core.devices.sources.hlsmi import IDLE_S, QUIET_S, _TickReader
@@ -333,3 +334,49 @@ async def test_the_feeds_messages_stay_with_the_screen(monkeypatch: pytest.Monke
         _screen(app).post_message(HostUpdated(HOST))
         await pilot.pause()
         assert not [m for m in reached if isinstance(m, (DevicesUpdated, HostUpdated))]
+
+
+def test_a_live_refresh_converts_only_the_cells_that_changed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The poller's rows repeat most cells (bus ID, name, HBM): each cell text is read once, and a
+    changed cell is read and its new value given."""
+    read: list[object] = []
+    for name, (attr, convert) in list(parse_csv._CONVERT.items()):
+        monkeypatch.setitem(parse_csv._CONVERT, name, (attr, _counting(read, convert)))
+    monkeypatch.setattr(parse_csv, "_VALUES", {})
+    line = "3, 2, 0000:b3:00.0, HL-225, 01P0-T3, 1.20.0, 87, 96000, 98304, 412, 600, 45, 0"
+    first = parse_csv.parse_row(parse_csv.QUERY_FIELDS, line, 0).device
+    assert len(read) == len(parse_csv.QUERY_FIELDS)
+    assert parse_csv.parse_row(parse_csv.QUERY_FIELDS, line, 0).device == first
+    assert len(read) == len(parse_csv.QUERY_FIELDS)  # the same row: nothing read again
+    moved = parse_csv.parse_row(parse_csv.QUERY_FIELDS, line.replace("412, 600, 45", "398, 600, 46"), 0)
+    assert read[len(parse_csv.QUERY_FIELDS) :] == ["398", "46"]
+    assert moved.device == replace(first, power_draw_w=398.0, temperature_c=46.0)  # type: ignore[type-var]
+
+
+def test_a_card_whose_kernel_facts_are_known_is_passed_on_as_it_is() -> None:
+    device = Device(index=0, name="HL-225", bus_id="0000:b3:00.0", module_id=2, numa_node=1)
+    assert with_kernel_facts(Reading(kind="csv", devices=(device,)), "/nonexistent").devices[0] is device
+
+
+async def test_the_cursor_row_s_style_is_asked_once_and_again_for_a_new_theme(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    app = make_app(cycle(ticks=1))
+    async with app.run_test(size=(120, 36)) as pilot:
+        table = await _built(pilot, app)
+        table.render_line(table.cursor_row + 1)  # the first draw of the cursor's row
+        asked: list[object] = []
+        monkeypatch.setattr(
+            table, "get_component_rich_style", _counting(asked, table.get_component_rich_style)
+        )
+        table.render_line(table.cursor_row + 1)
+        assert "device-table--cursor" not in asked  # kept from the first draw
+        cursor = DeviceTable.get_component_rich_style(table, "device-table--cursor")
+        app.theme = "textual-light" if app.theme != "textual-light" else "textual-dark"
+        while DeviceTable.get_component_rich_style(table, "device-table--cursor") == cursor:
+            await pilot.pause()
+        drawn = table.render_line(table.cursor_row + 1)
+        new = DeviceTable.get_component_rich_style(table, "device-table--cursor")
+        assert asked.count("device-table--cursor") == 1
+        row = table._strips[table._order[table.cursor_row]]
+        assert list(drawn) == list(row.apply_style(new).crop_extend(0, table.size.width, table._base_style))

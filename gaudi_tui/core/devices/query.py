@@ -46,7 +46,8 @@ def with_kernel_facts(
             if device.bus_id not in read:  # read once per bus ID
                 read[device.bus_id] = sysfs.numa_node(device.bus_id, sys_root)
             numa = read[device.bus_id]
-        devices.append(replace(device, module_id=module, numa_node=numa))
+        same = module == device.module_id and numa == device.numa_node
+        devices.append(device if same else replace(device, module_id=module, numa_node=numa))
     return replace(reading, devices=tuple(devices))
 
 

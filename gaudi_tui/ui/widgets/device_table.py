@@ -187,6 +187,7 @@ class DeviceTable(ScrollView, can_focus=True):
         self._labels = {key: label for key, label, _ in COLUMNS}
         self._header: Strip | None = None
         self._style: Style | None = None
+        self._cursor_style: Style | None = None
         self._width = 0
         self._columns: tuple[Column, ...] = COLUMNS
         self._cell_segments: dict[tuple[object, ...], list[Segment]] = {}
@@ -307,7 +308,7 @@ class DeviceTable(ScrollView, can_focus=True):
                 cached = self._strips[index] = self._line(self._cells[index])
             strip = cached
             if number - 1 == self.cursor_row:
-                strip = strip.apply_style(self.get_component_rich_style("device-table--cursor"))
+                strip = strip.apply_style(self._cursor)
         else:
             return Strip.blank(width, self._base_style)
         return strip.crop_extend(scroll_x, scroll_x + width, self._base_style)
@@ -334,9 +335,18 @@ class DeviceTable(ScrollView, can_focus=True):
             self._style = self.rich_style
         return self._style
 
+    @property
+    def _cursor(self) -> Style:
+        """The cursor row's style, kept as `_base_style` is: the cursor's row is drawn again at every
+        refresh that changes its values, and each time asked for the component's style."""
+        if self._cursor_style is None:
+            self._cursor_style = self.get_component_rich_style("device-table--cursor")
+        return self._cursor_style
+
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._style = None
+        self._cursor_style = None
         self._header = None
         self._strips.clear()
         self._cell_segments.clear()

@@ -55,6 +55,11 @@ _CONVERT: dict[str, tuple[str, Callable[[str | None], Any]]] = {
     "ecc.errors.uncorrected.aggregate.total": ("_uncorrected_aggregate", v.integer),
     "driver_version": ("_driver_version", v.text_or_none),
 }
+_VALUES: dict[tuple[str, str], Any] = {}
+"""Each (field, cell text) read so far → its value: the live poller's refreshes repeat most cells
+(bus IDs, names, HBM, an idle card's figures), so a refresh converts only the cells that changed."""
+_VALUES_MAX = 4096
+_UNREAD = object()
 _HEADER_CELL = re.compile(r"^[a-z][a-z0-9_.\-]*(\s*\[[^\]]*\])?$")
 _UNIT = re.compile(r"\s*\[[^\]]*\]$")
 
@@ -87,7 +92,12 @@ def parse_row(fields: Sequence[str], line: str, fallback_index: int) -> Row:
     for name, cell in zip(fields, cells, strict=True):
         attr, convert = _CONVERT.get(name, ("", v.text_or_none))
         if attr:
-            found[attr] = convert(cell)
+            value = _VALUES.get((name, cell), _UNREAD)
+            if value is _UNREAD:
+                if len(_VALUES) >= _VALUES_MAX:
+                    _VALUES.clear()
+                value = _VALUES[name, cell] = convert(cell)
+            found[attr] = value
     if "index" in fields and found.get("index") is None:
         return Row(None, error=f"no card index in {_clip(line)!r}")
     if "index" not in fields and all(value is None for value in found.values()):
