@@ -15,7 +15,9 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from gaudi_tui.core.jobs import series_cache
 from gaudi_tui.core.jobs.summary import number
 
 BUCKETS = 100
@@ -23,6 +25,8 @@ BUCKETS = 100
 METRICS = ("loss", "learning_rate", "grad_norm", "samples_per_s", "tokens_per_s")
 SMOOTHING = 0.8
 SLICE_BYTES = 1 << 20
+SAVE_BYTES = 1 << 20
+"""A reader that has read to the end saves its series when it read this much since the last save."""
 FINITE = (float, int)
 """The types of a number value (a bool is neither)."""
 
@@ -75,6 +79,24 @@ class Downsampled:
             merged.append(pairs[-1])
         self.buckets, self.width = merged, self.width * 2
 
+    def state(self) -> dict[str, Any]:
+        return {"width": self.width, "buckets": self.buckets, "last": self.last}
+
+    @classmethod
+    def restore(cls, state: dict[str, Any]) -> Downsampled:
+        """A line from its `state`; ValueError when it is not one."""
+        line = cls()
+        width, buckets, last = state["width"], state["buckets"], state["last"]
+        if not (isinstance(width, int) and width >= 1 and isinstance(buckets, list)):
+            raise ValueError("not a line")
+        if len(buckets) > 2 * line.limit or not all(
+            isinstance(b, list) and len(b) == 6 and all(n.__class__ in FINITE for n in b) for b in buckets
+        ):
+            raise ValueError("not a line's buckets")
+        line.width, line.buckets = width, [[*b[:5], int(b[5])] for b in buckets]
+        line.last = None if last is None else (float(last[0]), float(last[1]))
+        return line
+
     def drop_after(self, x: float) -> None:
         """Forget the buckets that start after `x` (a resume from step x); a bucket across x stays."""
         while self.buckets and self.buckets[-1][0] > x:
@@ -115,22 +137,62 @@ class ChartData:
 
 class ChartSeries:
     """Every chart line of one metrics.jsonl: `poll` reads what was appended, `data` is what to draw.
-    `metrics`: the `log` figures to keep a line of (the Training charts' by default)."""
+    `metrics`: the `log` figures to keep a line of (the Training charts' by default). With `cache`,
+    the first poll starts from the series saved by an earlier reader of the same file (series_cache)
+    and a poll that has read to the end saves it when SAVE_BYTES or more were read since."""
 
-    def __init__(self, path: Path, metrics: tuple[str, ...] = METRICS) -> None:
+    def __init__(self, path: Path, metrics: tuple[str, ...] = METRICS, cache: bool = True) -> None:
         self.path = path
         self.metrics = metrics
         self.behind = 0
         """Bytes written that no poll has read yet (a long history loading in slices)."""
+        self.saved = 0 if cache else -1
+        """The offset of the last save (-1: no cache)."""
+        self.lines: dict[str, Downsampled] = {}
         self._reset()
+        self.restored = not cache
+        """Whether the cache was looked at (at the first poll)."""
+
+    def _restore(self) -> None:
+        self.restored = True
+        state = series_cache.load(self.path, self.metrics)
+        if state is None:
+            return
+        try:
+            lines = {name: Downsampled.restore(state["lines"][name]) for name in self.lines}
+            ema, count = state["ema"]
+            if not (ema.__class__ in FINITE and count.__class__ is int):
+                return
+        except (TypeError, KeyError, ValueError, IndexError):
+            return
+        self.lines, self._ema, self.offset = lines, (float(ema), count), state["offset"]
+        self.saved = self.offset
+
+    def _save(self) -> None:
+        state = {
+            "offset": self.offset,
+            "ema": list(self._ema),
+            "lines": {name: line.state() for name, line in self.lines.items()},
+        }
+        series_cache.save(self.path, self.metrics, state)
+        self.saved = self.offset
 
     def _reset(self) -> None:
         self.offset = 0
+        self.saved = min(self.saved, 0)
         self.lines = {name: Downsampled() for name in (*self.metrics, "smoothed", "eval")}
         self._ema = (0.0, 0)
 
     def poll(self, max_bytes: int = SLICE_BYTES) -> bool:
         """Read at most `max_bytes` of complete new lines; True when a line changed."""
+        if not self.restored:
+            self._restore()
+            if self.offset:
+                changed = self._read(max_bytes)
+                return True if self.offset else changed  # the saved lines are new to the caller
+        return self._read(max_bytes)
+
+    def _read(self, max_bytes: int) -> bool:
         try:
             size = os.stat(self.path).st_size
         except OSError:
@@ -161,6 +223,8 @@ class ChartSeries:
             if event.__class__ is dict:
                 self._apply(event, batch)
         self._flush(batch)
+        if self.saved >= 0 and not self.behind and self.offset - self.saved >= SAVE_BYTES:
+            self._save()
         return batch.changed
 
     def _flush(self, batch: Batch) -> None:

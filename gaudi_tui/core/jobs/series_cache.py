@@ -1,0 +1,88 @@
+"""A chart series kept between panel starts: the selected run's bounded lines and the byte offset they
+were read to, so opening a long run's charts again reads only what was appended since.
+
+One private file per run in the state folder (`charts/<hash of the metrics path>.json`, written
+atomically). It is used only when it holds this format, this path and these metrics, the file is
+at least as long as its offset, its first bytes and the bytes just before that offset are the ones
+it was read from, and a file of the size saved has the modification time saved (a file rewritten,
+or cut back, reads afresh); anything else is ignored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from gaudi_tui.core import paths
+from gaudi_tui.core.jobs.status import write_atomic
+
+FORMAT = "charts-1"
+CHECK_BYTES = 4096
+"""The file's first bytes and the bytes before the offset whose hash must match."""
+
+
+def cache_path(metrics_path: Path) -> Path:
+    key = hashlib.sha1(str(metrics_path.resolve()).encode()).hexdigest()[:20]
+    return paths.state_dir() / "charts" / f"{key}.json"
+
+
+def _check(metrics_path: Path, offset: int) -> list | None:
+    """The hash of the first and of the last CHECK_BYTES before `offset`, the file's size and
+    modification time; None when they cannot be read."""
+    want = min(offset, CHECK_BYTES)
+    try:
+        with metrics_path.open("rb") as fh:
+            head = fh.read(want)
+            fh.seek(offset - want)
+            tail = fh.read(want)
+            at = os.fstat(fh.fileno())
+    except OSError:
+        return None
+    if len(head) != want or len(tail) != want:
+        return None
+    return [hashlib.sha1(head).hexdigest(), hashlib.sha1(tail).hexdigest(), at.st_size, at.st_mtime_ns]
+
+
+def _same(saved: list, now: list | None) -> bool:
+    """The same bytes to the offset, and not a file of the saved size written since."""
+    return now is not None and saved[:2] == now[:2] and (saved[2] != now[2] or saved[3] == now[3])
+
+
+def load(metrics_path: Path, metrics: tuple[str, ...]) -> dict[str, Any] | None:
+    """The saved state (offset, ema, lines) when it is of this file as it is now, else None."""
+    try:
+        data = json.loads(cache_path(metrics_path).read_text(encoding="utf-8"))
+        offset = data["offset"]
+        if (
+            data["format"] != FORMAT
+            or data["path"] != str(metrics_path)
+            or data["metrics"] != list(metrics)
+            or not isinstance(offset, int)
+            or offset <= 0
+            or os.stat(metrics_path).st_size < offset
+            or not _same(data["check"], _check(metrics_path, offset))
+        ):
+            return None
+    except (OSError, ValueError, TypeError, KeyError, IndexError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def save(metrics_path: Path, metrics: tuple[str, ...], state: dict[str, Any]) -> None:
+    """Write the state (a failed write only costs the next open a full read)."""
+    check = _check(metrics_path, state["offset"])
+    if check is None:
+        return
+    text = json.dumps(
+        {"format": FORMAT, "path": str(metrics_path), "metrics": list(metrics), "check": check, **state},
+        separators=(",", ":"),
+    )
+    target = cache_path(metrics_path)
+    try:
+        target.parent.mkdir(mode=0o700, exist_ok=True)
+        write_atomic(target, text)
+    except OSError:
+        pass
