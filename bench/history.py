@@ -25,7 +25,8 @@ PYTHONDONTWRITEBYTECODE set, both the panel and `jobs --json` would otherwise co
 source at every start; bench/startup.py does the same).
 
 Figures: median (min, max); the load average beside them (a shared machine moves them).
-Exit 1 only when it could not measure. BENCH_SIZES (e.g. 10 or 10,100) picks the sizes, BENCH_DRAWS
+`--part jobs` measures only the first `jobs --json` (no index), RUNS times per size (the index
+removed before each). Exit 1 only when it could not measure. BENCH_SIZES (e.g. 10 or 10,100) picks the sizes, BENCH_DRAWS
 the panel starts per size, BENCH_LONG_STEPS the long run's length.
 """
 
@@ -144,13 +145,13 @@ def memory_mb(pid: int) -> tuple[float, float, float]:
     return values["Rss"], values["Pss"], values["VmHWM"]
 
 
-def jobs_json(home: Path) -> dict[str, list[float]]:
+def jobs_json(home: Path, runs: int = RUNS) -> dict[str, list[float]]:
     """Wall and CPU seconds (the child's user + system) of each `jobs --json`; the first one also
     apart: it starts without the index, as the first listing after an upgrade does."""
     script = shutil.which("gaudi-tui", path=str(Path(sys.executable).parent)) or "gaudi-tui"
     env = {**os.environ, "GAUDI_TUI_HOME": str(home)}
     walls, cpus = [], []
-    for _ in range(RUNS + 1):
+    for _ in range(runs + 1):
         before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
         done = subprocess.run([script, "jobs", "--json"], env=env, capture_output=True, timeout=120)
         walls.append(time.perf_counter() - start)
@@ -159,6 +160,35 @@ def jobs_json(home: Path) -> dict[str, list[float]]:
         if done.returncode != 0 or LONG_ID.encode() not in done.stdout:
             raise RuntimeError(f"jobs --json failed: {done.stderr.decode()[-500:]}")
     return {"cold": walls[:1], "cold cpu": cpus[:1], "wall": walls[1:], "cpu": cpus[1:]}
+
+
+def jobs_cold(home: Path) -> dict[str, list[float]]:
+    """RUNS first calls of `jobs --json`: the index is removed before each."""
+    walls, cpus = [], []
+    for _ in range(RUNS):
+        (home / "state" / "jobs-index.json").unlink(missing_ok=True)
+        shown = jobs_json(home, runs=0)
+        walls += shown["cold"]
+        cpus += shown["cold cpu"]
+    return {"cold": walls, "cold cpu": cpus}
+
+
+def jobs_part() -> int:
+    """`--part jobs`: only the first `jobs --json` of each size, without the index."""
+    print(f"history --part jobs: {SIZES} runs, the newest of {LONG_STEPS:,} metric lines; {load()}")
+    compileall.compile_dir(ROOT / "gaudi_tui", quiet=1)
+    with tempfile.TemporaryDirectory(prefix="gaudi-bench-history-") as tmp:
+        pool = Path(tmp) / "pool"
+        for count in SIZES:
+            make_runs(Path(tmp) / str(count) / "state" / "runs", count, LONG_STEPS, pool)
+        for count in SIZES:
+            shown = jobs_cold(Path(tmp) / str(count))
+            print(
+                f"  {count:>5} runs: jobs --json without the index {spread(shown['cold'])} s, "
+                f"CPU {spread(shown['cold cpu'])} s (≤ 1), {RUNS} calls; {load()}",
+                flush=True,
+            )
+    return 0
 
 
 def started(tmux: Tmux) -> None:
@@ -252,7 +282,7 @@ def main() -> int:
 
 if __name__ == "__main__":
     try:
-        sys.exit(main())
+        sys.exit(jobs_part() if sys.argv[1:] == ["--part", "jobs"] else main())
     except (RuntimeError, subprocess.SubprocessError, OSError) as exc:
         print(f"history: could not measure: {exc}")
         sys.exit(1)

@@ -149,12 +149,13 @@ def test_settled_rows_come_from_the_index_until_their_run_changes(monkeypatch: p
 
     with monkeypatch.context() as patched:
         patched.setattr(runfolder.RunFolder, "spec", unread)
+        patched.setattr(runfolder.RunFolder, "row_spec", unread)  # what the list reads of a spec
         assert Monitor().poll() == first
     with runs[1].metrics_path.open("a") as fh:
         fh.write(log(201, 0.05))
     read: list[str] = []
-    real = runfolder.RunFolder.spec
-    monkeypatch.setattr(runfolder.RunFolder, "spec", lambda self: read.append(self.id) or real(self))
+    real = runfolder.RunFolder.row_spec
+    monkeypatch.setattr(runfolder.RunFolder, "row_spec", lambda self: read.append(self.id) or real(self))
     again = Monitor().poll()
     assert read == [runs[1].id]
     assert again[1].step == 200 and again[1].loss == pytest.approx(0.05)  # its `end` still says 200

@@ -65,6 +65,8 @@ class RunWatcher:
         self.summary = SummaryReader(run.metrics_path)
         self.status: JobStatus | None = None
         self.spec: JobSpec | None = None
+        """The whole spec, once something asked for it (load_spec); the row needs only row_spec."""
+        self.row_spec: JobSpec | None = None
         self.spec_error: str | None = None
         self._status_mtime = -1.0
         self.stamp: index.Stamp | None = seed[0] if seed else None
@@ -87,7 +89,11 @@ class RunWatcher:
             status = self.run.status()
             if status is not None:
                 self.status, self._status_mtime, changed = status, mtime, True
-        self.load_spec()
+        if self.row_spec is None and self.spec is None and self.spec_error is None:
+            try:
+                self.row_spec = self.run.row_spec()  # not the whole spec: 1,000 rows at a first start
+            except SpecError as exc:
+                self.spec_error = str(exc)
         return changed
 
     def load_spec(self) -> JobSpec | None:
@@ -115,7 +121,7 @@ class RunWatcher:
     def _make_view(self, now: float) -> JobView:
         status = self.status or JobStatus()
         state = effective_state(status, now)
-        spec = self.spec or JobSpec(name="(unreadable spec.toml)", max_steps=0)
+        spec = self.spec or self.row_spec or JobSpec(name="(unreadable spec.toml)", max_steps=0)
         metrics = self.summary.summary
         max_steps = metrics.max_steps or (spec.max_steps or None)
         eta = None

@@ -88,6 +88,10 @@ class RunFolder:
     def spec(self) -> JobSpec:
         return spec_mod.load(self.spec_path)
 
+    def row_spec(self) -> JobSpec:
+        """The spec's fields a row of the job list shows (spec.load_row)."""
+        return spec_mod.load_row(self.spec_path)
+
     def status(self) -> JobStatus | None:
         return status_mod.read(self.status_path)
 

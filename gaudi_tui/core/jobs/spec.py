@@ -20,6 +20,7 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any, Literal, cast
 
+from gaudi_tui.core.jobs import spec_text
 from gaudi_tui.core.jobs.jobspec import JobSpec
 from gaudi_tui.core.jobs.spec_coerce import coerce_to
 from gaudi_tui.core.jobs.spec_fields import ARGV_FIELDS
@@ -203,20 +204,48 @@ def _toml_escape(ch: str) -> str:
     return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
+ROW_FIELDS = ("name", "max_steps", "target", "kind", "processes", "device")
+"""The fields a row of the job list shows (and its kind and target are found by)."""
+
+
 def from_toml(text: str) -> JobSpec:
+    return from_mapping(_table(text))
+
+
+def _table(text: str) -> dict[str, Any]:
+    quick = spec_text.loads(text)  # the form to_toml writes, without tomllib (a list of 1,000 runs)
+    if quick is not None:
+        return quick
     try:
-        data = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"not valid TOML: {exc}") from None
-    return from_mapping(data)
 
 
 def load(path: Path) -> JobSpec:
+    """The spec of a run folder, every value coerced and checked."""
+    return _load(path, row=False)
+
+
+def load_row(path: Path) -> JobSpec:
+    """What the job list needs of a run folder's spec: its ROW_FIELDS, coerced and checked, the rest
+    left at the defaults (a list of a thousand runs reads this; a run opened, resumed or launched
+    reads the whole spec). Text that is not TOML, an unknown key or a bad value of these fields is
+    the SpecError that `load` gives."""
+    return _load(path, row=True)
+
+
+def _load(path: Path, row: bool) -> JobSpec:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise SpecError(f"cannot read the spec {path}: {exc.strerror or exc}") from None
     try:
-        return from_toml(text)
+        data = _table(text)
+        if not row:
+            return from_mapping(data)
+        for unknown in data.keys() - set(field_names()):
+            coerce(unknown, data[unknown])  # raises, naming the setting it may have meant
+        return from_mapping({name: data[name] for name in ROW_FIELDS if name in data})
     except SpecError as exc:
         raise SpecError(f"{path}: {exc}") from None
