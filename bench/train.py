@@ -16,15 +16,15 @@ compares two slices seconds apart, so the machine's drift cancels (one after the
 moved 18–30 % here).
 
 The headline figure (target ≥ 0.99) is CPU seconds per step, pair by pair: the bare training
-process's over the supervised one's plus the supervisor's share (its CPU per second times the
-supervised turn's seconds per step). Each turn ends on its side's next stamp after SLICE_S (paused
-within 10 ms of it), so a turn's CPU over the steps it stamped is exact on both counts. On a shared
+process's over the supervised one's plus the supervisor's CPU in the same turn (the kernel's ns
+clocks, read while stopped). Both turns of a pair run to the same step (STEPS_PER_TURN), so both
+train on the same batches, and a turn's CPU over the steps it stamped is exact on both counts. On a shared
 2-core machine the wall time of a turn moves with whoever else runs in it (the median wall ratio of
 12 pairs moved 3.1 % across three runs); the CPU a process spends on a step moves with the work it
 does, which is what the callbacks and the supervisor add (three runs, target spread < 2 %, in
 docs/benches.md). Both sides do the same real work in the same turns, and the wall-time ratio per
-pair is printed beside it. PAIRS is 20 (the median of more pairs moves less); turns are 3 s with
-one torch thread a side (THREADS says why). Time the callbacks spend blocked rather than on the CPU
+pair is printed beside it. PAIRS is 20 (the median of more pairs moves less); turns are 50 steps
+with one torch thread a side (THREADS says why). Time the callbacks spend blocked rather than on the CPU
 (a slow disk under metrics.jsonl) would not show in CPU seconds: the wall ratio and the callbacks'
 own timing per step below are there for that. Medians with min–max over the pairs. Also: the
 callbacks alone (stop-flag check + metrics lines) timed per step in this process, with the adaptive
