@@ -59,7 +59,7 @@ from common.timeslice import ENDLESS_STEPS, Marks, Side, Tail, cpu_ratios, pair_
 
 PAIRS = 20
 SLICE_S = 3.0
-"""Each side's turn: about 55 steps and 11 log stamps at this machine's ~55 ms a step (one thread)."""
+"""A turn that has not reached its step in 10 of these is paused there (55 steps at ~55 ms a step)."""
 STEPS_PER_TURN = 50
 """Each turn's steps (a multiple of the logging steps, 5): both turns of a pair run the same steps,
 on the same batches."""
@@ -365,14 +365,19 @@ def latency() -> None:
 
 
 def main() -> int:
-    global THREADS, SLICE_S  # noqa: PLW0603 - set once from the command line, read by the runs
+    global THREADS, SLICE_S, STEPS_PER_TURN  # noqa: PLW0603 - set once from the command line, read by the runs
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", choices=["all", "throughput", "callback", "latency"], default="all")
     parser.add_argument("--pairs", type=int, default=PAIRS, help="pairs of bare/supervised turns")
     parser.add_argument("--threads", type=int, default=THREADS, help="torch threads on both sides")
-    parser.add_argument("--slice", type=float, default=SLICE_S, help="seconds of each turn")
+    parser.add_argument(
+        "--slice", type=float, default=SLICE_S, help="a turn's unit of time (at most 10 of it)"
+    )
+    parser.add_argument(
+        "--steps", type=int, default=STEPS_PER_TURN, help="steps of each turn, a multiple of 5"
+    )
     args = parser.parse_args()
-    THREADS, SLICE_S = args.threads, args.slice
+    THREADS, SLICE_S, STEPS_PER_TURN = args.threads, args.slice, args.steps
     part = args.part
     os.environ["GAUDI_TUI_HOME"] = tempfile.mkdtemp(prefix="gaudi-tui-bench-train-")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
