@@ -23,7 +23,7 @@ train on the same batches, and a turn's CPU over the steps it stamped is exact o
 12 pairs moved 3.1 % across three runs); the CPU a process spends on a step moves with the work it
 does, which is what the callbacks and the supervisor add (three runs, target spread < 2 %, in
 docs/benches.md). Both sides do the same real work in the same turns, and the wall-time ratio per
-pair is printed beside it. PAIRS is 20 (the median of more pairs moves less); turns are 50 steps
+pair is printed beside it. PAIRS is 50 (the median of more pairs moves less); turns are 20 steps
 with one torch thread a side (THREADS says why). Time the callbacks spend blocked rather than on the CPU
 (a slow disk under metrics.jsonl) would not show in CPU seconds: the wall ratio and the callbacks'
 own timing per step below are there for that. Medians with min–max over the pairs. Also: the
@@ -57,10 +57,10 @@ sys.path.insert(0, str(ROOT / "bench"))  # bench/common
 from common.figures import load, spread  # noqa: E402
 from common.timeslice import ENDLESS_STEPS, Marks, Side, Tail, cpu_ratios, pair_ratios, take_turns, warm_up  # noqa: E402
 
-PAIRS = 20
+PAIRS = 50
 SLICE_S = 3.0
 """A turn that has not reached its step in 10 of these is paused there (55 steps at ~55 ms a step)."""
-STEPS_PER_TURN = 50
+STEPS_PER_TURN = 20
 """Each turn's steps (a multiple of the logging steps, 5): both turns of a pair run the same steps,
 on the same batches."""
 WARMUP_STEPS = 40
