@@ -16,15 +16,15 @@ compares two slices seconds apart, so the machine's drift cancels (one after the
 moved 18–30 % here).
 
 The headline figure (target ≥ 0.99) is CPU seconds per step, pair by pair: the bare training
-process's over the supervised one's plus the supervisor's share (its CPU per second times the
-supervised turn's seconds per step). Each turn ends on its side's next stamp after SLICE_S (paused
-within 10 ms of it), so a turn's CPU over the steps it stamped is exact on both counts. On a shared
+process's over the supervised one's plus the supervisor's CPU in the same turn (the kernel's ns
+clocks, read while stopped). Both turns of a pair run to the same step (STEPS_PER_TURN), so both
+train on the same batches, and a turn's CPU over the steps it stamped is exact on both counts. On a shared
 2-core machine the wall time of a turn moves with whoever else runs in it (the median wall ratio of
 12 pairs moved 3.1 % across three runs); the CPU a process spends on a step moves with the work it
 does, which is what the callbacks and the supervisor add (three runs, target spread < 2 %, in
 docs/benches.md). Both sides do the same real work in the same turns, and the wall-time ratio per
-pair is printed beside it. PAIRS is 20 (the median of more pairs moves less); turns are 3 s with
-one torch thread a side (THREADS says why). Time the callbacks spend blocked rather than on the CPU
+pair is printed beside it. PAIRS is 50 (the median of more pairs moves less); turns are 20 steps
+with one torch thread a side (THREADS says why). Time the callbacks spend blocked rather than on the CPU
 (a slow disk under metrics.jsonl) would not show in CPU seconds: the wall ratio and the callbacks'
 own timing per step below are there for that. Medians with min–max over the pairs. Also: the
 callbacks alone (stop-flag check + metrics lines) timed per step in this process, with the adaptive
@@ -55,11 +55,14 @@ import psutil
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))  # bench/common
 from common.figures import load, spread  # noqa: E402
-from common.timeslice import ENDLESS_STEPS, Marks, Side, cpu_seconds, pair_ratios, take_turns, warm_up  # noqa: E402
+from common.timeslice import ENDLESS_STEPS, Marks, Side, Tail, cpu_ratios, pair_ratios, take_turns, warm_up  # noqa: E402
 
-PAIRS = 20
+PAIRS = 50
 SLICE_S = 3.0
-"""Each side's turn: about 55 steps and 11 log stamps at this machine's ~55 ms a step (one thread)."""
+"""A turn that has not reached its step in 10 of these is paused there (55 steps at ~55 ms a step)."""
+STEPS_PER_TURN = 20
+"""Each turn's steps (a multiple of the logging steps, 5): both turns of a pair run the same steps,
+on the same batches."""
 WARMUP_STEPS = 40
 THREADS = 1
 """torch's threads on both sides (OMP_NUM_THREADS): the same on every machine, so runs compare. One,
@@ -146,13 +149,15 @@ def bare_run() -> tuple[subprocess.Popen[bytes], Side]:
             env=launch.job_env(run, spec, env()), cwd=run.path, start_new_session=True,
         )  # fmt: skip
 
+    tail = Tail(stamps, str.split)
+
     def marks() -> Marks:
         if child.poll() is not None:
             raise RuntimeError(f"bare run ended (exit {child.returncode}): {run.log_path.read_text()[-800:]}")
-        lines = stamps.read_text().splitlines() if stamps.exists() else []
-        if lines and lines[0] != f"threads {THREADS}":
+        lines = tail.read()
+        if lines and lines[0] != ["threads", str(THREADS)]:
             raise RuntimeError(f"the bare run used {lines[0]} torch threads, not {THREADS}")
-        return [(int(step), float(at)) for step, at in (line.split() for line in lines[1:])]
+        return [(int(step), float(at)) for step, at in lines[1:]]
 
     return child, Side(psutil.Process(child.pid), marks)
 
@@ -174,28 +179,15 @@ def supervised_run():  # noqa: ANN201 - (RunFolder, Side, the supervisor's psuti
     if supervisor is None or training is None:
         raise RuntimeError(f"the supervised run's processes are gone: {status}")
 
+    tail = Tail(run.metrics_path, json.loads)
+
     def marks() -> Marks:
-        text = run.metrics_path.read_text() if run.metrics_path.exists() else ""
-        events = [json.loads(line) for line in text.splitlines()]
+        events = tail.read()
         if events and events[0]["event"] != "begin":
             raise RuntimeError(f"metrics.jsonl does not start with the callback's begin: {events[0]}")
         return [(int(e["step"]), float(e["time"])) for e in events if e.get("event") == "log"]
 
-    return run, Side(training, marks), supervisor
-
-
-def cpu_pair_ratios(bare: Side, supervised: Side, sup_share: float = 0.0) -> list[float]:
-    """Per pair of turns both measured: the bare run's CPU seconds a step over the supervised run's
-    (the training processes' own CPU over the steps stamped in the turn: a loaded machine moves it
-    less than the wall time of a turn), with `sup_share` (the supervisor's CPU seconds a second)
-    times the supervised turn's seconds a step added to the supervised side."""
-    out = []
-    for cb, (cs, rs) in zip(
-        bare.cpu_per_step(), zip(supervised.cpu_per_step(), supervised.turns(), strict=True), strict=True
-    ):
-        if cb is not None and cs is not None and rs is not None:
-            out.append(cb / (cs + sup_share * rs))
-    return out
+    return run, Side(training, marks, charged=supervisor)
 
 
 def throughput(pairs: int) -> float:
@@ -207,17 +199,17 @@ def throughput(pairs: int) -> float:
     run = None
     try:  # one warms up while the other is paused: two thread teams on these cores stall each other
         warm_up(WARMUP_STEPS, bare)
-        run, supervised, supervisor = supervised_run()
+        run, supervised = supervised_run()
         warm_up(WARMUP_STEPS, supervised)
-        began, sup_cpu = time.time(), cpu_seconds(supervisor)
-        take_turns(bare, supervised, pairs, SLICE_S, end_on_stamp=True)
-        sup_share = (cpu_seconds(supervisor) - sup_cpu) / (time.time() - began)
+        take_turns(bare, supervised, pairs, SLICE_S, steps_per_turn=STEPS_PER_TURN)
         b, s = bare.steps_per_s(), supervised.steps_per_s()
         ratios = pair_ratios(bare, supervised)
         cb = [x for x in bare.cpu_per_step() if x is not None]
         cs = [x for x in supervised.cpu_per_step() if x is not None]
-        cpu_ratios = cpu_pair_ratios(bare, supervised)
-        headline = cpu_pair_ratios(bare, supervised, sup_share)
+        training_only = cpu_ratios(bare.cpu_per_step(), supervised.cpu_per_step())
+        headline = cpu_ratios(bare.cpu_per_step(), supervised.charged_per_step())
+        ticks = cpu_ratios(bare.cpu_per_step(bare.ticks), supervised.cpu_per_step(supervised.ticks))
+        sup_ms = sum(supervised.charged_cpu) / sum(supervised.steps) * 1000
         bare_step = statistics.median(bare.seconds_per_step())
         per_step = statistics.median(supervised.seconds_per_step())
     finally:
@@ -232,22 +224,26 @@ def throughput(pairs: int) -> float:
                 time.sleep(0.5)
     print(
         f"demo fine-tune (batch 8, seq ≤ 64, CPU, {THREADS} torch threads both sides), warmed up one at a time "
-        f"to step {WARMUP_STEPS}, then {pairs} pairs of {SLICE_S:g} s turns (one runs, the other paused); "
-        f"a turn ends on a log stamp (every 5 steps): its CPU over the steps it stamped; {load()}:"
+        f"to step {WARMUP_STEPS}, then {pairs} pairs of turns of {STEPS_PER_TURN} steps (one runs, the other "
+        f"paused), both turns of a pair on the same steps: CPU over the steps stamped; {load()}:"
     )
+    half = len(headline) // 2
     print(
-        f"  CPU seconds a step, bare / (supervised + the supervisor's share), per pair: "
-        f"{spread(headline, '{:.3f}')} (target ≥ 0.99)"
+        f"  CPU seconds a step, bare / (supervised + its supervisor's CPU in the same turns), per pair: "
+        f"{spread(headline, '{:.3f}')} (target ≥ 0.99); first {half} pairs "
+        f"{statistics.median(headline[:half]):.3f}, last {len(headline) - half} {statistics.median(headline[half:]):.3f}"
     )
+    print("  per pair, in order: " + " ".join(f"{x:.3f}" for x in headline))
     print(f"  bare Trainer                                     {spread(b)} steps/s")
     print(f"  through the supervisor with the metrics callback {spread(s)} steps/s")
     print(f"  wall-time ratio per pair {spread(ratios, '{:.3f}')}")
-    adjusted = [r / (1 + sup_share) for r in ratios]
-    print(f"  with the supervisor's CPU ({sup_share * 100:.2f} % of a core throughout, "
-          f"{sup_share * per_step * 1000:.3f} ms a step) added to the supervised step: {spread(adjusted, '{:.3f}')}")  # fmt: skip
-    print(f"  CPU per step of the training process: bare {spread([x * 1000 for x in cb])} ms, "
-          f"supervised {spread([x * 1000 for x in cs])} ms; ratio bare / supervised "
-          f"{statistics.median(cb) / statistics.median(cs):.3f}; per pair {spread(cpu_ratios, '{:.3f}')}")  # fmt: skip
+    print("  per pair, in order: " + " ".join(f"{x:.3f}" for x in ratios))
+    adjusted = [r * per_step / (per_step + sup_ms / 1000) for r in ratios]
+    print(f"  with the supervisor's CPU in the supervised turns ({sup_ms:.3f} ms a step) "
+          f"added to the supervised step: {spread(adjusted, '{:.3f}')}")  # fmt: skip
+    print(f"  CPU per step of the training process (ns clock): bare {spread([x * 1000 for x in cb])} ms, "
+          f"supervised {spread([x * 1000 for x in cs])} ms; per pair {spread(training_only, '{:.3f}')}; "
+          f"from /proc/PID/stat's 10 ms ticks {spread(ticks, '{:.3f}')}")  # fmt: skip
     return bare_step
 
 
@@ -369,14 +365,19 @@ def latency() -> None:
 
 
 def main() -> int:
-    global THREADS, SLICE_S  # noqa: PLW0603 - set once from the command line, read by the runs
+    global THREADS, SLICE_S, STEPS_PER_TURN  # noqa: PLW0603 - set once from the command line, read by the runs
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", choices=["all", "throughput", "callback", "latency"], default="all")
     parser.add_argument("--pairs", type=int, default=PAIRS, help="pairs of bare/supervised turns")
     parser.add_argument("--threads", type=int, default=THREADS, help="torch threads on both sides")
-    parser.add_argument("--slice", type=float, default=SLICE_S, help="seconds of each turn")
+    parser.add_argument(
+        "--slice", type=float, default=SLICE_S, help="a turn's unit of time (at most 10 of it)"
+    )
+    parser.add_argument(
+        "--steps", type=int, default=STEPS_PER_TURN, help="steps of each turn, a multiple of 5"
+    )
     args = parser.parse_args()
-    THREADS, SLICE_S = args.threads, args.slice
+    THREADS, SLICE_S, STEPS_PER_TURN = args.threads, args.slice, args.steps
     part = args.part
     os.environ["GAUDI_TUI_HOME"] = tempfile.mkdtemp(prefix="gaudi-tui-bench-train-")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
