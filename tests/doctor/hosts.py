@@ -159,6 +159,7 @@ def demo_gaudi_host(site_dir: Path) -> Callable[[threading.Event], CheckContext]
     for name, version in (
         ("torch", "2.6.0+hpu.1.18.0.524.git4a8e4ba"),
         ("habana-torch-plugin", "1.18.0.524"),
+        ("accelerate", "1.15.0"),  # the host's own, not whichever release this machine installed
     ):
         fake_dist(site_dir, name, version)
     root = site_dir / "root"
