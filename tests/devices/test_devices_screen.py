@@ -23,6 +23,7 @@ from gaudi_tui.ui.screens.devices import DevicesScreen
 from gaudi_tui.ui.widgets.confirm import ConfirmScreen
 from gaudi_tui.ui.widgets.device_table import DeviceTable
 from tests.conftest import CPU, PYTHON, SAMPLES
+from tests.pilot import settle
 
 HOST = HostStats(
     cpu_pct=7.0, cpu_count=16, memory_used_mib=40960, memory_total_mib=515072, load=(1.2, 0.9, 0.7)
@@ -151,6 +152,34 @@ async def test_detail_pane_follows_the_cursor_and_explains_a_hidden_holder() -> 
         assert "Busy, holder not visible" in detail and "sudo hl-smi" in detail
         await pilot.click(DeviceTable, offset=(10, 8))  # row 0 is the header: line 8 is card 7
         assert text(app, "#devices-detail").startswith("Card 7 · module 1")
+
+
+async def test_the_cursor_row_is_drawn_in_the_cursor_s_colours_in_either_theme() -> None:
+    """Each row's strip carries the table's own background, so the cursor must go over it, not
+    under it (drawn under, the cursor row looked like every other row)."""
+    app = make_app(cycle())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(
+            pilot, lambda: app.screen.query(DeviceTable) and app.screen.query_one(DeviceTable).row_count == 8
+        )
+        table = app.screen.query_one(DeviceTable)
+        await pilot.press("down")
+        await settle(pilot, lambda: table.cursor_row == 1)
+        before = None
+        for theme in ("textual-dark", "textual-light"):
+            app.theme = theme
+            await settle(
+                pilot,
+                lambda was=before: table.get_component_rich_style("device-table--cursor").bgcolor != was,
+            )
+            cursor = table.get_component_rich_style("device-table--cursor")
+            before = cursor.bgcolor
+            backgrounds = [
+                {seg.style.bgcolor for seg in table.render_line(row) if seg.text.strip() and seg.style}
+                for row in (1, 2, 3)
+            ]
+            assert backgrounds[1] == {cursor.bgcolor}, theme  # line 2: card 1, under the cursor
+            assert cursor.bgcolor not in backgrounds[0] | backgrounds[2], theme
 
 
 async def test_choosing_cards_validates_warns_and_shares_the_selection() -> None:

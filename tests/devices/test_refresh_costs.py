@@ -378,5 +378,4 @@ async def test_the_cursor_row_s_style_is_asked_once_and_again_for_a_new_theme(
         drawn = table.render_line(table.cursor_row + 1)
         new = DeviceTable.get_component_rich_style(table, "device-table--cursor")
         assert asked.count("device-table--cursor") == 1
-        row = table._strips[table._order[table.cursor_row]]
-        assert list(drawn) == list(row.apply_style(new).crop_extend(0, table.size.width, table._base_style))
+        assert {s.style.bgcolor for s in drawn if s.text.strip() and s.style} == {new.bgcolor}

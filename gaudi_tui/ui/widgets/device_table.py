@@ -307,8 +307,8 @@ class DeviceTable(ScrollView, can_focus=True):
             if cached is None:
                 cached = self._strips[index] = self._line(self._cells[index])
             strip = cached
-            if number - 1 == self.cursor_row:
-                strip = strip.apply_style(self._cursor)
+            if number - 1 == self.cursor_row:  # over the row's own styles, as a DataTable's cursor
+                strip = Strip(Segment.apply_style(strip, post_style=self._cursor), strip.cell_length)
         else:
             return Strip.blank(width, self._base_style)
         return strip.crop_extend(scroll_x, scroll_x + width, self._base_style)
