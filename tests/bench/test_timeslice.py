@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -9,8 +10,22 @@ from pathlib import Path
 import psutil
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-from common.timeslice import Side, Tail, cpu_seconds, stop, take_turns, tick_seconds, warm_up  # noqa: E402
+
+def _timeslice():  # noqa: ANN202 - the module, loaded from its file
+    """bench/common/timeslice.py by its path: bench/ on sys.path would put bench/ray.py in the place
+    of the real `ray` for every later test in this process."""
+    path = Path(__file__).resolve().parents[2] / "bench" / "common" / "timeslice.py"
+    spec = importlib.util.spec_from_file_location("bench_common_timeslice", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+_ts = _timeslice()
+Side, Tail, cpu_seconds, stop = _ts.Side, _ts.Tail, _ts.cpu_seconds, _ts.stop
+take_turns, tick_seconds, warm_up = _ts.take_turns, _ts.tick_seconds, _ts.warm_up
 
 STAMPER = r"""
 import sys, time

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, cast
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
+from textual.css.query import NoMatches
 from textual.widget import Widget
 from textual.widgets import Static
 
@@ -137,6 +138,12 @@ class DevicesScreen(HolderStopScreen):
         await self.query_one("#devices-body", Vertical).mount_all(self._compose_map())
         if self._host_cancel.is_set() or not self.query("#devices-table"):  # the app quit meanwhile
             return
+        try:
+            self._show_built()
+        except NoMatches:  # the app quit meanwhile: its widgets are being removed, one by one
+            return
+
+    def _show_built(self) -> None:
         self._built = True
         if self.focused is None:  # as if it had been composed: the map takes the keys
             self._table().focus()
