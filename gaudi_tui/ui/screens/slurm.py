@@ -1,9 +1,10 @@
 """Slurm (key 6): the queue — yours or everyone's — and each node's cards, like turm with cards.
 
-A thread worker takes one shared queue snapshot (`core.slurm.poll`: one `squeue` call however
-many jobs and views want it) every REFRESH_S while the screen is shown, and the nodes (`sinfo
---json`, at most every NODES_EVERY_S: `core.slurm.nodes_poll`); the screen only draws. `t` tails the selected job's output file (the path `scontrol show job` gives,
-expanded), `c` cancels it with a chosen signal, `a` switches between your jobs and everyone's.
+A thread worker takes one shared queue snapshot (`core.slurm.poll`: one `squeue` call however many
+jobs and views want it) every REFRESH_S while the screen is shown, and the nodes (`sinfo --json`, at
+most every NODES_EVERY_S: `core.slurm.nodes_poll`); the screen only draws. `t` tails the selected
+job's output file (the path `scontrol show job` gives, expanded), `c` cancels it with a chosen
+signal, `a` switches between your jobs and everyone's.
 """
 
 from __future__ import annotations
