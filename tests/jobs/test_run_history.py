@@ -72,6 +72,37 @@ def test_a_long_history_is_not_parsed_for_its_row(tmp_path: Path, monkeypatch: p
     assert len(parsed) < 20
 
 
+def test_a_finished_runs_row_parses_no_line_of_its_eta_window(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A list of a thousand finished runs never asks for a rate: the ETA window's log lines are
+    kept unparsed until one is asked for, and then give the rate a full read gives."""
+    path = tmp_path / "metrics.jsonl"
+    lines = [event("begin", 0, max_steps=40), *(log(s, 5.0 - s / 10) for s in range(1, 41))]
+    path.write_text("".join(lines) + event("save", 40, checkpoint="c") + event("end", 40))
+    parsed: list[bytes] = []
+    real = summary.event_of
+    monkeypatch.setattr(summary, "event_of", lambda line: parsed.append(line) or real(line))
+    reader = SummaryReader(path)
+    reader.poll()
+    assert [json.loads(line)["event"] for line in parsed] == ["end", "save", "log"]
+    assert row_of(reader) == full_read(path)
+    assert len(parsed) == 3 + summary.ETA_WINDOW - 1  # the rate asked for: the window parsed, once
+    reader.summary.seconds_per_step()
+    assert len(parsed) == 3 + summary.ETA_WINDOW - 1
+
+
+def test_the_job_list_asks_no_rate_of_a_finished_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its ETA is none: the row of the recorded finished run parses none of the window's lines."""
+    replay()
+    parsed: list[bytes] = []
+    real = summary.event_of
+    monkeypatch.setattr(summary, "event_of", lambda line: parsed.append(line) or real(line))
+    (view,) = Monitor().poll()
+    assert view.state == "succeeded" and view.eta_s is None
+    assert len(parsed) < summary.ETA_WINDOW // 2
+
+
 def test_appended_lines_extend_the_row_and_a_resume_reads_it_afresh(tmp_path: Path) -> None:
     path = tmp_path / "metrics.jsonl"
     first, rest = HISTORY[:2000], HISTORY[2000:]

@@ -122,3 +122,36 @@ def test_a_broken_spec_is_listed_with_its_error(text: str, error: str) -> None:
     run.spec_path.write_text(text)
     (view,) = Monitor().poll()
     assert view.name == "(unreadable spec.toml)" and error in (view.error or "")
+
+
+class _Counting:
+    """spec_text's line pattern, counting the lines it is asked to match."""
+
+    def __init__(self, pattern: object) -> None:
+        self.pattern, self.lines = pattern, 0
+
+    def fullmatch(self, line: str) -> object:
+        self.lines += 1
+        return self.pattern.fullmatch(line)  # type: ignore[attr-defined]
+
+
+def test_a_line_many_specs_share_is_matched_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A year of runs repeats most spec lines: each distinct line meets the pattern once."""
+    counting = _Counting(spec_text._LINE)
+    monkeypatch.setattr(spec_text, "_LINE", counting)
+    monkeypatch.setattr(spec_text, "_SEEN", {})
+    texts = [spec.to_toml(replace(JobSpec(), name=f"run {i}")) for i in range(100)]
+    tables = [spec_text.loads(text) for text in texts]
+    distinct = {line for text in texts for line in text.splitlines() if " = " in line}
+    assert counting.lines == len(distinct) < 2 * len(texts)
+    assert [t["name"] for t in tables if t] == [f"run {i}" for i in range(100)]
+    assert all(repr(t) == repr(tomllib.loads(text)) for t, text in zip(tables, texts, strict=True))
+
+
+def test_a_list_read_from_a_remembered_line_is_each_callers_own() -> None:
+    text = spec.to_toml(JobSpec())
+    first, second = spec_text.loads(text), spec_text.loads(text)
+    assert first is not None and second is not None
+    first["lora_target_modules"].append("o_proj")  # type: ignore[attr-defined]
+    assert second["lora_target_modules"] == list(JobSpec().lora_target_modules)
+    assert spec_text.loads(text) == second

@@ -121,7 +121,7 @@ class JobAlerts:
         if summary.last_step is None or summary.ended_step is not None or per_step is None:
             return None
         bound = max(self.config.stall_min_s, self.config.stall_factor * per_step)
-        quiet = time.time() - summary.recent[-1][1]
+        quiet = time.time() - summary.points()[-1][1]
         if quiet <= bound:
             return None
         text = (

@@ -125,9 +125,12 @@ class RunWatcher:
         metrics = self.summary.summary
         max_steps = metrics.max_steps or (spec.max_steps or None)
         eta = None
-        per_step = metrics.seconds_per_step()
-        if state in ("running", "stopping") and per_step is not None and max_steps:
-            eta = max(0.0, (max_steps - metrics.step) * per_step)
+        if (
+            state in ("running", "stopping")
+            and max_steps
+            and (per_step := metrics.seconds_per_step()) is not None
+        ):
+            eta = max(0.0, (max_steps - metrics.step) * per_step)  # only then: a rate parses the ETA's lines
         error = status.error or self.spec_error
         if state == "lost" and not error and spec.target == "ray":
             error = "the supervisor is gone; the job may still run on the cluster: r re-attaches"

@@ -22,6 +22,10 @@ _LINE = re.compile(
     rf"(?P<value>{_SCALAR}|\[[ \t]*(?:(?:{_SCALAR})(?:[ \t]*,[ \t]*(?:{_SCALAR}))*)?[ \t]*\])[ \t]*"
 )
 _INTEGER = re.compile(r"[+-]?(?:0|[1-9][0-9]*)")
+_SEEN: dict[str, tuple[str, object, bool] | None] = {}
+"""Each line read, as (key, value, whether the value is a string), or None when it is not in the
+form: a year of specs repeats most of their lines (the model, the learning rate, the defaults)."""
+SEEN_MAX = 4096
 
 
 def loads(text: str) -> dict[str, object] | None:
@@ -37,15 +41,27 @@ def loads(text: str) -> dict[str, object] | None:
                 return None
             table = data["env"] = {}
             continue
-        match = _LINE.fullmatch(line)
-        if match is None:
+        read = _SEEN[line] if line in _SEEN else _line(line)
+        if read is None:
             return None
+        key, value, is_string = read
+        if key in table or (table is not data and not is_string):
+            return None  # a repeated key (tomllib's error), or an env value that is not a string
+        table[key] = list(value) if isinstance(value, list) else value  # each caller its own list
+    return data
+
+
+def _line(line: str) -> tuple[str, object, bool] | None:
+    match = _LINE.fullmatch(line)
+    read = None
+    if match is not None:
         key = match["key"]
         key = _string(key) if key.startswith('"') else key
-        if key in table or (table is not data and not match["value"].startswith('"')):
-            return None  # a repeated key (tomllib's error), or an env value that is not a string
-        table[key] = _value(match["value"])
-    return data
+        read = (key, _value(match["value"]), match["value"].startswith('"'))
+    if len(_SEEN) >= SEEN_MAX:
+        _SEEN.clear()
+    _SEEN[line] = read
+    return read
 
 
 def _value(token: str) -> object:

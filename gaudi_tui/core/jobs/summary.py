@@ -2,7 +2,9 @@
 
 The first read goes backwards from the end of the file and stops as soon as the row is known (for
 a finished run, a few lines; the last `save` or a metric seen only long ago costs a byte search of
-the file, not a parse of it). Later reads apply only the lines appended since, as
+the file, not a parse of it). It jumps from one line that matters to the next by searching for the
+words they hold, and keeps the lines only the ETA needs unparsed until a rate is asked for (a list
+of finished runs never asks). Later reads apply only the lines appended since, as
 `MetricsReader` would. A `begin` (resume) appended later, or a file that shrank (a mirror cut back),
 reads the row afresh from the end. Old run folders need nothing new: metrics.jsonl is the source.
 """
@@ -16,8 +18,10 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 ETA_WINDOW = 10
+LOG = b'"log"'
 CHUNK = 1 << 20
 FORWARD_LIMIT = 8 << 20
 """More than this appended since the last read: read the row from the end instead."""
@@ -42,7 +46,18 @@ class MetricsSummary:
     ended_step: int | None = None
     found: bool = False
     recent: deque[tuple[int, float]] = field(default_factory=lambda: deque(maxlen=ETA_WINDOW))
-    """(step, time) of the latest log points of the current attempt (after its `begin`)."""
+    """(step, time) of the latest log points of the current attempt (after its `begin`); `points()`
+    adds those of `unread` first."""
+    unread: list[tuple[int, float] | bytes] = field(default_factory=list)
+    """Older points than `recent`'s, oldest first, as a backward read found them: a line kept as its
+    bytes is parsed when a rate is asked for (a list of finished runs never asks)."""
+
+    def points(self) -> deque[tuple[int, float]]:
+        if self.unread:
+            older = [p if isinstance(p, tuple) else point_of(p) for p in self.unread]
+            self.recent = deque([*(p for p in older if p), *self.recent], maxlen=ETA_WINDOW)
+            self.unread = []
+        return self.recent
 
     @property
     def step(self) -> int:
@@ -51,7 +66,7 @@ class MetricsSummary:
         return self.last_step if self.last_step is not None else self.begin_step
 
     def seconds_per_step(self) -> float | None:
-        recent = [p for p in self.recent if p[0] > self.begin_step]
+        recent = [p for p in self.points() if p[0] > self.begin_step]
         if len(recent) < 2 or recent[-1][0] == recent[0][0]:
             return None
         return (recent[-1][1] - recent[0][1]) / (recent[-1][0] - recent[0][0])
@@ -87,19 +102,26 @@ def event_of(line: bytes | str) -> dict | None:
     return event if isinstance(event, dict) else None
 
 
-def chunks_backwards(path: Path, end: int) -> Iterator[bytes]:
+def point_of(line: bytes) -> tuple[int, float] | None:
+    """(step, time) of a log line, else None."""
+    event = event_of(line)
+    if event is None or event.get("event") != "log":
+        return None
+    return int(event.get("step") or 0), float(event.get("time") or 0.0)
+
+
+def chunks_backwards(fh: BinaryIO, end: int) -> Iterator[bytes]:
     """The complete lines before byte `end`, in chunks of whole lines of about CHUNK bytes, the last
     chunk first."""
-    with path.open("rb") as fh:
-        position, carry = end, b""
-        while position > 0:
-            start = max(0, position - CHUNK)
-            fh.seek(start)
-            data = fh.read(position - start) + carry
-            position = start
-            if position > 0:
-                carry, _, data = data.partition(b"\n")
-            yield data
+    position, carry = end, b""
+    while position > 0:
+        start = max(0, position - CHUNK)
+        fh.seek(start)
+        data = fh.read(position - start) + carry
+        position = start
+        if position > 0:
+            carry, _, data = data.partition(b"\n")
+        yield data
 
 
 class _Backwards:
@@ -110,17 +132,24 @@ class _Backwards:
         self.begin_seen = False
         self.ended_known = False
         self.min_begin = math.inf
-        self.window: list[tuple[int, float]] = []
+        self.window: list[tuple[int, float] | bytes] = []
+        """The ETA's points, the latest first: a line that only they need is kept unparsed."""
+
+    def window_open(self) -> bool:
+        """The last step is known and the window wants more points (log lines, kept unparsed)."""
+        return self.summary.last_step is not None and not self.begin_seen and len(self.window) < ETA_WINDOW
 
     def needs(self) -> tuple[bytes, ...]:
+        """The words of a line that must be parsed now."""
         s = self.summary
-        points = s.last_step is None or (not self.begin_seen and len(self.window) < ETA_WINDOW)
         words: list[bytes] = []
         if not s.found:
             words.append(b"{")
-        if points:
-            words += [b'"log"', b'"begin"']
-        elif s.loss is None:
+        if s.last_step is None:
+            words += [LOG, b'"begin"']
+        elif self.window_open():
+            words.append(b'"begin"')
+        if s.loss is None:
             words += [b'"loss"', b'"begin"']
         if not self.ended_known:
             words += [b'"end"', b'"begin"']
@@ -129,6 +158,29 @@ class _Backwards:
         if s.checkpoint is None:
             words.append(b'"save"')
         return tuple(words)
+
+    def take_lines(self, chunk: bytes) -> bool:
+        """Take the lines of `chunk` that matter, the last first, each found by a word it holds (a
+        search of the chunk per word, not a look at every line); False once nothing more is needed."""
+        limit, last = len(chunk), dict[bytes, int]()  # each word's last place before `limit`, -1: none
+        while True:
+            words = self.needs()
+            look = (*words, LOG) if self.window_open() else words
+            if not look:
+                return False
+            at = -1
+            for word in look:
+                if last.get(word, limit) >= limit:
+                    last[word] = chunk.rfind(word, 0, limit)
+                at = max(at, last[word])
+            if at < 0:
+                return True
+            start, stop = chunk.rfind(b"\n", 0, at) + 1, chunk.find(b"\n", at)
+            line, limit = chunk[start : stop if stop >= 0 else len(chunk)], start
+            if not any(w in line for w in words):
+                self.window.append(line)  # only the window wants it: parsed if a rate is asked for
+            elif (event := event_of(line)) is not None:
+                self.take(event)
 
     def take(self, event: dict) -> None:
         s = self.summary
@@ -155,25 +207,16 @@ class _Backwards:
                 s.loss = number(event.get("loss"))
 
 
-def read_backwards(path: Path, end: int) -> MetricsSummary:
+def read_backwards(fh: BinaryIO, end: int) -> MetricsSummary:
     """The summary of the complete lines before byte `end`, read from the end back only as far as needed."""
     scan = _Backwards()
     try:
-        for chunk in chunks_backwards(path, end):
-            words = scan.needs()
-            if not words:
+        for chunk in chunks_backwards(fh, end):
+            if not scan.take_lines(chunk):
                 break
-            if not any(w in chunk for w in words):
-                continue
-            for line in reversed(chunk.split(b"\n")):
-                if any(w in line for w in words) and (event := event_of(line)) is not None:
-                    scan.take(event)
-                    words = scan.needs()
-                    if not words:
-                        break
     except OSError:
         pass
-    scan.summary.recent.extend(reversed(scan.window))
+    scan.summary.unread = scan.window[::-1]
     return scan.summary
 
 
@@ -225,8 +268,8 @@ class SummaryReader:
                         end = start + cut + 1
                         break
                     end = start
+                self.summary = read_backwards(fh, end)
         except OSError:
             return False
         self.offset, self._read = end, True
-        self.summary = read_backwards(self.path, end)
         return True
