@@ -116,3 +116,21 @@ def test_a_small_read_does_not_save(metrics: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(series, "SAVE_BYTES", 1 << 30)
     read_all(metrics)
     assert not cache_path(metrics).exists()
+
+
+def test_a_save_removes_the_series_of_deleted_runs(metrics: Path) -> None:
+    other = metrics.parent.parent / "deleted-run" / "metrics.jsonl"
+    other.parent.mkdir()
+    other.write_text(log_lines(1, 500))
+    read_all(other)
+    stranger = cache_path(metrics).parent / "notes.txt"  # not a saved series: left alone
+    stranger.write_text("mine")
+    broken = cache_path(metrics).parent / f"{'0' * 20}.json"
+    broken.write_text("{not json")
+    for gone in other.parent.iterdir():
+        gone.unlink()
+    other.parent.rmdir()  # the user deletes that run's folder
+    read_all(metrics)
+    assert cache_path(metrics).exists()
+    assert not cache_path(other).exists() and not broken.exists()
+    assert stranger.read_text() == "mine"

@@ -5,7 +5,8 @@ One private file per run in the state folder (`charts/<hash of the metrics path>
 atomically). It is used only when it holds this format, this path and these metrics, the file is
 at least as long as its offset, its first bytes and the bytes just before that offset are the ones
 it was read from, and a file of the size saved has the modification time saved (a file rewritten,
-or cut back, reads afresh); anything else is ignored.
+or cut back, reads afresh); anything else is ignored. Each save removes the saved series of runs
+whose folder was deleted.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,7 @@ from gaudi_tui.core.jobs.status import write_atomic
 FORMAT = "charts-1"
 CHECK_BYTES = 4096
 """The file's first bytes and the bytes before the offset whose hash must match."""
+NAME = re.compile(r"[0-9a-f]{20}\.json")
 
 
 def cache_path(metrics_path: Path) -> Path:
@@ -85,4 +88,25 @@ def save(metrics_path: Path, metrics: tuple[str, ...], state: dict[str, Any]) ->
         target.parent.mkdir(mode=0o700, exist_ok=True)
         write_atomic(target, text)
     except OSError:
-        pass
+        return
+    prune(target.parent)
+
+
+def prune(folder: Path) -> None:
+    """Remove the saved series of runs whose metrics file is gone (a run folder deleted), and saved
+    series that are not one; only this module's own files (`<hash>.json`) are looked at."""
+    try:
+        names = [e.name for e in os.scandir(folder) if NAME.fullmatch(e.name)]
+    except OSError:
+        return
+    for name in names:
+        try:
+            path = json.loads((folder / name).read_text(encoding="utf-8"))["path"]
+            if isinstance(path, str) and os.path.exists(path):
+                continue
+        except (OSError, ValueError, TypeError, KeyError):
+            pass
+        try:
+            (folder / name).unlink()
+        except OSError:
+            pass
