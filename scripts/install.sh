@@ -27,4 +27,7 @@ constraints=$(mktemp)
 trap 'rm -f "$constraints"' EXIT
 echo "torch==$torch_version" > "$constraints"
 "$py" -m pip install "${pip_quiet[@]}" -c "$constraints" -e ".[test]"
+# An editable install leaves gaudi-tui's own modules uncompiled (pip compiles what it copies): done
+# here, or with PYTHONDONTWRITEBYTECODE set every panel, job and engine process compiles them anew.
+"$py" -m compileall -q -j 0 gaudi_tui >/dev/null
 echo "install: done (torch $torch_version)"
