@@ -5,8 +5,8 @@ One private file per run in the state folder (`charts/<hash of the metrics path>
 atomically). It is used only when it holds this format, this path and these metrics, the file is
 at least as long as its offset, its first bytes and the bytes just before that offset are the ones
 it was read from, and a file of the size saved has the modification time saved (a file rewritten,
-or cut back, reads afresh); anything else is ignored. Each save removes the saved series of runs
-whose folder was deleted.
+or cut back, reads afresh); anything else is ignored. The first save of a run's series removes the
+saved series of runs whose folder was deleted.
 """
 
 from __future__ import annotations
@@ -85,11 +85,13 @@ def save(metrics_path: Path, metrics: tuple[str, ...], state: dict[str, Any]) ->
     )
     target = cache_path(metrics_path)
     try:
+        new = not target.exists()
         target.parent.mkdir(mode=0o700, exist_ok=True)
         write_atomic(target, text)
     except OSError:
         return
-    prune(target.parent)
+    if new:  # not at every save of a growing run: each prune reads every saved series
+        prune(target.parent)
 
 
 def prune(folder: Path) -> None:
