@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 from textual.app import App, ComposeResult
-from textual.widgets import Markdown
+from textual.widgets import Markdown, Static
 
 from gaudi_tui.core.accelerator import Accelerator
 from gaudi_tui.core.chat.options import GenerationParams
@@ -121,8 +121,27 @@ async def test_a_growing_live_answer_is_laid_out_and_followed_at_every_new_line(
             assert live.content_size.height == lines
             assert view.outer_size.height == 1 + lines  # who, then the text
             assert log.virtual_size.height >= view.region.bottom - log.region.y + log.scroll_y
-            # following the answer: the log scrolls to its end after the next refresh, not in append
+            # following the answer: the layout that grew the log put it at its end
             await wait_until(pilot, lambda: log.scroll_y == log.max_scroll_y, timeout=30)
         assert lines >= 8 and log.max_scroll_y > 0  # it outgrew the log
         bottom = log.content_region.bottom
         assert bottom - 2 <= live.region.bottom <= bottom  # its last line on screen, above the margin
+
+
+async def test_the_layout_that_grows_the_log_keeps_a_reader_at_its_end_and_one_above_in_place() -> None:
+    """Following does not hang on a scroll asked for before the layout (which could stop a line
+    short and stay there): whatever grows the log, a reader at its end stays at it; one who scrolled
+    up keeps their place."""
+    app = LogApp()
+    async with app.run_test(size=(40, 10)) as pilot:
+        log = app.query_one(ChatLog)
+        for line in range(14):  # mounted without a scroll of their own
+            await log.mount(Static(f"line {line}"))
+            await pilot.pause()
+        await wait_until(pilot, lambda: log.max_scroll_y == 4)
+        assert log.scroll_y == log.max_scroll_y
+        log.scroll_home(animate=False, immediate=True)
+        for line in range(3):
+            await log.mount(Static(f"more {line}"))
+        await wait_until(pilot, lambda: log.max_scroll_y == 7)
+        assert log.scroll_y == 0

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
+from textual.geometry import Size
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
@@ -44,9 +45,17 @@ class ChatLog(VerticalScroll):
         self.live_view: MessageView | None = None
         """Where the live answer is drawn, while its conversation is shown."""
 
-    @property
-    def following(self) -> bool:
-        return self.scroll_y >= self.max_scroll_y - 1
+    def _size_updated(
+        self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
+    ) -> bool:
+        """The layout that grew the log (a new line, a new message) keeps a reader at its end there.
+        A scroll asked for after the next refresh could run before that layout and stop a line short
+        (Textual's anchor would do this too, but it lays a short conversation out at the bottom)."""
+        following = self.scroll_y >= self.max_scroll_y - 1
+        resized = super()._size_updated(size, virtual_size, container_size, layout)
+        if following and self.scroll_y < self.max_scroll_y:
+            self.scroll_end(animate=False, immediate=True)
+        return resized
 
     async def show(self, messages: Sequence[StoredMessage], empty: Vertical, live: LiveAnswer | None) -> None:
         """Draw `messages` (`empty` when there are none), and `live` after them when given."""
@@ -70,18 +79,11 @@ class ChatLog(VerticalScroll):
 
     def append(self, text: str) -> None:
         """Streamed text of the live answer, when it is shown."""
-        if self.live_view is None:
-            return
-        following = self.following
-        if self.live_view.append(text) and following:
-            self.scroll_end(animate=False)
+        if self.live_view is not None:
+            self.live_view.append(text)
 
     async def finish(self, text: str, meta: str, note: str) -> None:
         """The live answer ended with `text`: drawn as Markdown with its metrics."""
         view, self.live_view = self.live_view, None
-        if view is None:
-            return
-        following = self.following
-        await view.finish(text, meta, note)
-        if following:
-            self.scroll_end(animate=False)
+        if view is not None:
+            await view.finish(text, meta, note)

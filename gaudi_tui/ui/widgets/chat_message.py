@@ -36,15 +36,13 @@ class LiveText(Widget):
         repeat the first, at every new line of an answer (bench/chat.py counts the frames)."""
         return super()._size_updated(size, virtual_size, container_size, layout=False)
 
-    def append(self, text: str) -> bool:
-        """Add streamed text; True when it needed another line (the log grew)."""
+    def append(self, text: str) -> None:
+        """Add streamed text; a layout only when it needs another line (the log grows)."""
         self.text += text
         self.refresh()  # a repaint, which also forgets the height measured for the old text
         width, height = self.content_size
-        grew = not width or self.get_content_height(self.size, self.size, width) != height
-        if grew:
+        if not width or self.get_content_height(self.size, self.size, width) != height:
             self.refresh(layout=True)
-        return grew
 
 
 class MessageView(Vertical):
@@ -104,10 +102,10 @@ class MessageView(Vertical):
         """While it streams, as `LiveText`'s: the layout that grew it has placed it."""
         return super()._size_updated(size, virtual_size, container_size, layout=layout and not self.live)
 
-    def append(self, text: str) -> bool:
-        """Add streamed text to the live answer; True when the view grew a line."""
+    def append(self, text: str) -> None:
+        """Add streamed text to the live answer."""
         self.text += text
-        return self.query_one(LiveText).append(text)
+        self.query_one(LiveText).append(text)
 
     async def finish(self, text: str, meta: str, note: str = "") -> None:
         """The answer ended with `text`: draw it as Markdown (parsed once, here) with its metrics."""
