@@ -16,7 +16,7 @@ from pathlib import Path
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Input, Static
 from textual.worker import get_current_worker
@@ -31,6 +31,7 @@ from gaudi_tui.core.chat.store import ChatStore, Status
 from gaudi_tui.ui.gil_switching import prompt_switching
 from gaudi_tui.ui.screens.base import PanelScreen
 from gaudi_tui.ui.screens.dialog import Dialog
+from gaudi_tui.ui.widgets.chat_log import FollowingScroll
 from gaudi_tui.ui.widgets.chat_message import MessageView
 
 
@@ -140,7 +141,7 @@ class CompareScreen(PanelScreen):
             for side, name in enumerate((self.first.model, self.second)):
                 with Vertical(classes="compare-side"):
                     yield Static(name, id=f"compare-who-{side}", classes="compare-who", markup=False)
-                    yield VerticalScroll(id=f"compare-log-{side}", classes="compare-log")
+                    yield FollowingScroll(id=f"compare-log-{side}", classes="compare-log")
         yield Input(id="compare-input", placeholder="Ask both — Enter sends, Esc stops or goes back")
         yield Static("", id="compare-status", markup=False)
 
@@ -210,7 +211,7 @@ class CompareScreen(PanelScreen):
         ]
         self.views = []
         for side in range(SIDES):
-            log = self.query_one(f"#compare-log-{side}", VerticalScroll)
+            log = self.query_one(f"#compare-log-{side}", FollowingScroll)
             view = MessageView("assistant", who[side].label, live=True)
             await log.mount_all([MessageView("user", "You", text), view])
             self.views.append(view)
@@ -243,8 +244,8 @@ class CompareScreen(PanelScreen):
         self.post_message(CompareDone(answers, None))
 
     async def on_compare_chunk(self, message: CompareChunk) -> None:
-        if message.side < len(self.views) and self.views[message.side].append(message.text):
-            self.query_one(f"#compare-log-{message.side}", VerticalScroll).scroll_end(animate=False)
+        if message.side < len(self.views):
+            self.views[message.side].append(message.text)
 
     async def on_compare_done(self, message: CompareDone) -> None:
         assert self.store is not None

@@ -36,14 +36,9 @@ def empty_state(starters: Sequence[str] | None) -> Vertical:
     return Vertical(hint, demo, OptionList(*options, id="chat-starters"), classes="chat-empty")
 
 
-class ChatLog(VerticalScroll):
-    """The messages of the shown conversation; the live answer, while it belongs here, drawn as it
-    streams. A reader who scrolled up stays put; one at the end follows the answer."""
-
-    def __init__(self, id: str | None = None) -> None:  # noqa: A002 - Textual's own name
-        super().__init__(id=id, can_focus=True)
-        self.live_view: MessageView | None = None
-        """Where the live answer is drawn, while its conversation is shown."""
+class FollowingScroll(VerticalScroll):
+    """A log that follows what grows at its end: a reader who scrolled up stays put; one at the end
+    stays there."""
 
     def _size_updated(
         self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
@@ -56,6 +51,16 @@ class ChatLog(VerticalScroll):
         if following and self.scroll_y < self.max_scroll_y:
             self.scroll_end(animate=False, immediate=True)
         return resized
+
+
+class ChatLog(FollowingScroll):
+    """The messages of the shown conversation; the live answer, while it belongs here, drawn as it
+    streams. A reader who scrolled up stays put; one at the end follows the answer."""
+
+    def __init__(self, id: str | None = None) -> None:  # noqa: A002 - Textual's own name
+        super().__init__(id=id, can_focus=True)
+        self.live_view: MessageView | None = None
+        """Where the live answer is drawn, while its conversation is shown."""
 
     async def show(self, messages: Sequence[StoredMessage], empty: Vertical, live: LiveAnswer | None) -> None:
         """Draw `messages` (`empty` when there are none), and `live` after them when given."""
