@@ -196,11 +196,20 @@ def test_hl_smi_memory_of_the_jobs_cards_is_the_fallback() -> None:
     assert insight_of(logged).memory_source == "log" and insight_of(logged).findings == []
 
 
-def test_a_long_log_is_read_in_slices_to_the_same_insight(monkeypatch: pytest.MonkeyPatch) -> None:
-    """metrics.jsonl is read a slice at a time (never whole: a year-long run's is 200 MB), lines cut
-    between slices joined again; the insight is the one a single read gives."""
+def test_a_long_log_appended_after_the_first_read_is_read_in_slices_to_the_same_insight(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What is appended after the first read (which goes back from the end, points.py) is read a slice
+    at a time (never whole: a year-long run's is 200 MB), lines cut between slices joined again; the
+    insight is the one a single read gives."""
     run = make_run()
-    write_logs(run, range(1, 201), max_memory_mib=90_000.0, total_memory_mib=96_000.0)
+    write_logs(run, range(1, 2), max_memory_mib=90_000.0, total_memory_mib=96_000.0)
+    sliced = InsightWatcher(run)
+    sliced.poll()
+    with run.metrics_path.open("a") as out:
+        for step in range(2, 201):
+            line = {"event": "log", "step": step, "time": T0 + step, "loss": 1.0, "max_memory_mib": 90_000.0}
+            out.write(json.dumps({**line, "total_memory_mib": 96_000.0}) + "\n")
     write_runtime(run.hpu_metrics_path, compiles_at(list(range(1, 201))))
     whole = InsightWatcher(run)
     whole.poll()
@@ -212,7 +221,6 @@ def test_a_long_log_is_read_in_slices_to_the_same_insight(monkeypatch: pytest.Mo
         "read_lines",
         lambda self, *a, **k: reads.append(k.get("at_most")) or real(self, *a, **k),
     )
-    sliced = InsightWatcher(run)
     sliced.poll()
     assert len(reads) > 20 and set(reads) == {1000}
     assert sliced.insight(now=T0 + 300) == whole.insight(now=T0 + 300)

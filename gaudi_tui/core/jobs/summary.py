@@ -124,6 +124,19 @@ def chunks_backwards(fh: BinaryIO, end: int) -> Iterator[bytes]:
         yield data
 
 
+def lines_end(fh: BinaryIO, size: int) -> int:
+    """Where the last complete line of the first `size` bytes ends (a half-written line waits)."""
+    end = size
+    while end > 0:
+        start = max(0, end - CHUNK)
+        fh.seek(start)
+        cut = fh.read(end - start).rfind(b"\n")
+        if cut >= 0:
+            return start + cut + 1
+        end = start
+    return 0
+
+
 class _Backwards:
     """Fills a MetricsSummary from the last line back; knows which words a line must hold to matter."""
 
@@ -257,17 +270,9 @@ class SummaryReader:
         return True
 
     def _from_the_end(self, size: int) -> bool:
-        end = size
         try:
-            with self.path.open("rb") as fh:  # up to the last newline: a half-written line waits
-                while end > 0:
-                    start = max(0, end - CHUNK)
-                    fh.seek(start)
-                    cut = fh.read(end - start).rfind(b"\n")
-                    if cut >= 0:
-                        end = start + cut + 1
-                        break
-                    end = start
+            with self.path.open("rb") as fh:
+                end = lines_end(fh, size)
                 self.summary = read_backwards(fh, end)
         except OSError:
             return False

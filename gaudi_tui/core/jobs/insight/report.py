@@ -12,41 +12,32 @@ state (vllm-gaudi treats it as µs): the share of wall time assumes µs and says
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from bisect import bisect_right
-from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from gaudi_tui.core.devices.model import DeviceSnapshot
 from gaudi_tui.core.jobs.insight import findings
 from gaudi_tui.core.jobs.insight.findings import RECENT_STEPS, WARMUP_STEPS, Finding
+from gaudi_tui.core.jobs.insight.points import Points
 from gaudi_tui.core.jobs.insight.runtime import CompileSample, RankMetrics, RuntimeMetrics, file_from_env
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec, SpecError
 from gaudi_tui.core.jobs.status import ACTIVE, effective_state
-from gaudi_tui.core.jobs.summary import event_of, number
+from gaudi_tui.core.jobs.summary import event_of, lines_end
 from gaudi_tui.core.jobs.tailing import AppendReader
 
 TIME_UNIT_S = 1e-6
 """TotalTime's unit as assumed (unconfirmed: not stated in Intel's code or docs)."""
-POINTS = 4096
 LOG_SLICE_BYTES = 1 << 20
 """metrics.jsonl is read this much at a time."""
 BANNER_BYTES = 16 * 2**20
 """stdout.log is searched for the bridge's banner only this far (it is printed at start)."""
 BANNER_CHUNK = 2**20
 _LAZY = re.compile(r"^\s*PT_HPU_LAZY_MODE\s*=\s*(\S+)")
-
-
-@dataclass(frozen=True)
-class Point:
-    step: int
-    time: float
-    graphs: int | None = None
-    max_memory_mib: float | None = None
-    total_memory_mib: float | None = None
 
 
 @dataclass(frozen=True)
@@ -134,9 +125,7 @@ class InsightWatcher:
         self._log = AppendReader(run.metrics_path)
         self._banner_offset = 0
         self._banner_partial = b""
-        self.points: deque[Point] = deque(maxlen=POINTS)
-        self.begin_step = 0
-        self.summary_peak: float | None = None
+        self.history = Points()
         self.lazy_banner: str | None = None
         self._in_banner = 0
 
@@ -149,12 +138,14 @@ class InsightWatcher:
             read = True
         else:
             read = self.runtime.poll() or len(self.runtime.tails) != tails
+        if not self._log.offset:
+            read = self._read_back() or read
         while True:  # in slices: a long history is never held whole (1,000,000 lines: 200 MB)
             lines, _ = self._log.read_lines(at_most=LOG_SLICE_BYTES)
             read = read or bool(lines)
             for line in lines:
                 if (event := event_of(line)) is not None:
-                    self._event(event)
+                    self.history.apply(event)
             if not self._log.behind:
                 break
         hpu = self.spec is not None and self.spec.device == "hpu"
@@ -162,27 +153,17 @@ class InsightWatcher:
             read = self._read_banner() or read
         return read
 
-    def _event(self, event: dict) -> None:
-        kind, step = event.get("event"), event.get("step")
-        step = step if isinstance(step, int) else 0
-        if kind == "begin":
-            self.begin_step = step
-            kept = [p for p in self.points if p.step <= step]
-            self.points.clear()
-            self.points.extend(kept)
-        elif kind == "log":
-            graphs = event.get("graph_compilations")
-            self.points.append(
-                Point(
-                    step,
-                    number(event.get("time")) or 0.0,
-                    graphs if isinstance(graphs, int) else None,
-                    number(event.get("max_memory_mib")),
-                    number(event.get("total_memory_mib")),
-                )
-            )
-        elif kind == "summary" and number(event.get("max_memory_mib")) is not None:
-            self.summary_peak = number(event.get("max_memory_mib"))
+    def _read_back(self) -> bool:
+        """The first read of metrics.jsonl: its complete lines from the end, as far as the points need;
+        whether there were any."""
+        try:
+            with self._log.path.open("rb") as fh:
+                end = lines_end(fh, os.fstat(fh.fileno()).st_size)
+                self.history.read_back(fh, end)
+        except OSError:
+            return False
+        self._log.offset = end
+        return end > 0
 
     def _read_banner(self) -> bool:
         """The next part of stdout.log's head (at most BANNER_CHUNK a poll, BANNER_BYTES in all);
@@ -212,7 +193,7 @@ class InsightWatcher:
         """`devices`: a device snapshot of this host, for HBM when the job's log reports none."""
         now = time.time() if now is None else now
         spec = self.spec or JobSpec(max_steps=0)
-        points = list(self.points)
+        points = list(self.history.points)
         steps = [p.step for p in points]
         ranks = self.runtime.ranks()
         by_rank: dict[int, list[int | None]] = {}
@@ -222,8 +203,8 @@ class InsightWatcher:
             by_rank[rank] = [graphs_at(samples, times, p.time) for p in points]
         if not ranks and any(p.graphs is not None for p in points):
             by_rank[0] = [p.graphs for p in points]  # from the log stream (Ray)
-        warmup_end = self.begin_step + WARMUP_STEPS
-        last = steps[-1] if steps else self.begin_step
+        warmup_end = self.history.begin_step + WARMUP_STEPS
+        last = steps[-1] if steps else self.history.begin_step
         start_i = _window_start(steps, max(warmup_end, last - RECENT_STEPS))
         recent_steps = last - steps[start_i] if start_i is not None else 0
         views = [
@@ -237,7 +218,7 @@ class InsightWatcher:
         if times and elapsed > 0:
             share = max(times) * TIME_UNIT_S / elapsed
         peak = next((p.max_memory_mib for p in reversed(points) if p.max_memory_mib is not None), None)
-        peak = self.summary_peak if self.summary_peak is not None else peak
+        peak = self.history.summary_peak if self.history.summary_peak is not None else peak
         total = next((p.total_memory_mib for p in reversed(points) if p.total_memory_mib is not None), None)
         source = "log"
         if peak is None and devices is not None and (cards := card_memory(devices, tuple(spec.cards))):
