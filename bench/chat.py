@@ -6,9 +6,10 @@ the prompt typed into its input, the answer streamed into it and drawn as Markdo
 with the CPU its main thread used while the answer decoded (stamped as each text reached the
 client) and the frames drawn meanwhile. Screen in tmux: the panel itself (`python -m gaudi_tui`)
 in a tmux pane at 100×30, driven by keys, its figures read from its store, with the UI process's CPU
-per answer. The figures are the ones the pane records: time to first token from the send, decode
-rate from token arrival times. Bare: `model.generate` in a plain process of its own
-(`bench/common/chat_bare.py`), a streamer stamping each token. Engine and bare CPU per answer beside.
+per answer. The figures are the ones the pane records: time to first token from the send to its
+arrival; decode rate from the engine's stamps of when it made its tokens, as the bare side's
+streamer stamps them (arrival times moved with the frame being drawn when the last tokens came).
+Bare: `model.generate` in a process of its own (`bench/common/chat_bare.py`). CPU per answer beside.
 
 Fair and steady (docs/benches.md): every answer is NEW_TOKENS long, greedy (the demo model's 256
 positions allow no more: ~0.5 s an answer; 128-token answers took ~0.3 s, about one frame, and

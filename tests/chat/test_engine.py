@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -54,6 +55,43 @@ def test_answer_streams_in_pieces(engine: EngineClient) -> None:
     assert metrics.ttft_s is not None and 0 < metrics.ttft_s < metrics.total_s
     assert metrics.decode_tps is not None and metrics.decode_tps > 0
     assert metrics.memory is not None and metrics.memory.kind == host_accelerator().kind
+
+
+def test_the_decode_rate_is_the_models_pace_from_the_engines_own_stamps(
+    engine: EngineClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each token event says when its newest token came out of the model (on the clock the client
+    stamps arrivals with): in order, never after it arrived; the decode rate is taken from them."""
+    seen: list[tuple[float, dict]] = []
+    real = engine._events.put
+    monkeypatch.setattr(engine._events, "put", lambda item, *a, **k: seen.append(item) or real(item, *a, **k))
+    answer = engine.generate(QUESTION, LONG)
+    tokens = [(arrived, ev) for arrived, ev in seen if ev["ev"] == "token"]
+    made = [ev["made_at"] for _, ev in tokens]
+    assert len(tokens) >= 2 and made == sorted(made)
+    assert all(ev["made_at"] <= arrived for arrived, ev in tokens)
+    metrics = answer.metrics
+    assert metrics.decode_tps == pytest.approx((metrics.tokens_out - 1) / (made[-1] - made[0]))
+
+
+def test_a_reader_late_to_the_last_tokens_does_not_slow_the_decode_rate(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The last event reached a reader busy elsewhere 0.5 s after the engine made its token: the
+    rate is still 99 tokens in 0.99 s; the time to first token is still the first's arrival."""
+    client = EngineClient()
+    monkeypatch.setattr(client, "_send", lambda message: None)
+    base = time.monotonic()
+    for arrived, event in (
+        (base + 0.2, {"ev": "start", "tokens_in": 7}),
+        (base + 0.25, {"ev": "token", "text": "a", "n": 1, "made_at": base + 0.24}),
+        (base + 1.73, {"ev": "token", "text": "b", "n": 100, "made_at": base + 1.23}),
+        (base + 1.73, {"ev": "done", "stopped": False, "tokens_in": 7, "tokens_out": 100, "rows": []}),
+    ):
+        client._events.put((arrived, event))
+    metrics = client.generate(QUESTION, LONG).metrics
+    assert metrics.decode_tps == pytest.approx(99 / 0.99)  # 99 / 1.48 where the tokens arrived
+    assert metrics.ttft_s is not None and 0.2 < metrics.ttft_s <= 0.25
 
 
 def test_greedy_answers_repeat_and_seeded_sampling_is_reproducible(engine: EngineClient) -> None:

@@ -1,7 +1,8 @@
 """The parent's side of the engine: start the child, send requests, read its events.
 
-A reader thread timestamps each event line as it arrives, so time to first token and decode rate
-are measured where the pane receives tokens (after the model, the pipe and the JSON). Calls that
+A reader thread timestamps each event line as it arrives, so time to first token is measured where
+the pane receives it (after the model, the pipe and the JSON); the decode rate is taken from the
+engine's own stamps of when its tokens were made (`made_at`, the same monotonic clock). Calls that
 wait (`load`, `generate`, `stats`) run one at a time from a worker thread; `stop` may be called
 from any thread. The engine's stderr (and native output) goes to a log file, never the terminal.
 """
@@ -48,6 +49,13 @@ class Answer:
     stopped: bool
     metrics: AnswerMetrics
     warnings: tuple[str, ...] = field(default_factory=tuple)
+
+
+def made_at(event: Mapping[str, Any], arrived: float) -> float:
+    """When a token event's newest token came out of the model (the engine's stamp), else when the
+    event arrived: the decode rate is the model's, not when a reader busy drawing got to it."""
+    stamp = event.get("made_at")
+    return float(stamp) if isinstance(stamp, (int, float)) and not isinstance(stamp, bool) else arrived
 
 
 def engine_log_path() -> Path:
@@ -112,7 +120,7 @@ class EngineClient:
         proc = self._proc
         assert proc is not None and proc.stdout is not None
         for raw in proc.stdout:
-            now = time.perf_counter()
+            now = time.monotonic()  # the engine's own stamps (made_at) are on this clock too
             try:
                 self._events.put((now, decode(raw, "ev")))
             except ProtocolError:
@@ -123,7 +131,7 @@ class EngineClient:
         message = death_message(returncode, self.log_tail())
         if ending == "abandoned":
             message += "\n" + processes.abandoned_message("the chat engine", proc.pid)
-        self._exit = (time.perf_counter(), {"ev": "exit", "returncode": returncode, "message": message})
+        self._exit = (time.monotonic(), {"ev": "exit", "returncode": returncode, "message": message})
         self._events.put(self._exit)
         if not self._closing and self.on_exit is not None:
             self.on_exit(message)
@@ -200,13 +208,13 @@ class EngineClient:
         token; the partial answer is returned with `stopped=True` and the model stays loaded."""
         with self._busy:
             self._stop_at = None
-            sent = time.perf_counter()
+            sent = time.monotonic()
             self._send(
                 {"op": "generate", "messages": [dict(m) for m in messages], "params": params.to_dict()}
             )
             parts: list[str] = []
             warnings: list[str] = []
-            first_at = last_at = None
+            first_at = first_made = last_made = None
             stop_sent = False
             while True:
                 if cancel is not None and cancel.is_set() and not stop_sent:
@@ -227,7 +235,8 @@ class EngineClient:
                 kind = ev["ev"]
                 if kind == "token":
                     first_at = at if first_at is None else first_at
-                    last_at = at
+                    last_made = made_at(ev, at)
+                    first_made = last_made if first_made is None else first_made
                     if ev["text"]:
                         parts.append(ev["text"])
                         if on_text is not None:
@@ -239,7 +248,7 @@ class EngineClient:
                 elif kind == "done":
                     metrics = AnswerMetrics(
                         ttft_s=None if first_at is None else first_at - sent,
-                        decode_tps=decode_rate(int(ev["tokens_out"]), first_at, last_at),
+                        decode_tps=decode_rate(int(ev["tokens_out"]), first_made, last_made),
                         tokens_in=int(ev["tokens_in"]),
                         tokens_out=int(ev["tokens_out"]),
                         total_s=at - sent,
@@ -264,10 +273,10 @@ class EngineClient:
         cancel: threading.Event | None = None,
     ) -> list[Answer]:
         """One answer from each of the engine's models in `rows` (`LoadReport.rows`), generated
-        together; `on_text(i, text)` gets the text of `rows[i]`. Each answer has its own metrics,
-        measured as its tokens arrive."""
+        together; `on_text(i, text)` gets the text of `rows[i]`. Each answer has its own metrics:
+        its first token's arrival, its tokens' making."""
         with self._busy:
-            sent = time.perf_counter()
+            sent = time.monotonic()
             self._send(
                 {
                     "op": "generate",
@@ -280,6 +289,8 @@ class EngineClient:
             parts: list[list[str]] = [[] for _ in rows]
             first: list[float | None] = [None] * len(rows)
             last: list[float | None] = [None] * len(rows)
+            """When each row's first token arrived, and when its first and newest tokens were made."""
+            first_made: list[float | None] = [None] * len(rows)
             warnings: list[str] = []
             stop_sent = False
             while True:
@@ -294,7 +305,8 @@ class EngineClient:
                 if kind == "token":
                     i = index.get(int(ev.get("row", rows[0])), 0)
                     first[i] = at if first[i] is None else first[i]
-                    last[i] = at
+                    last[i] = made_at(ev, at)
+                    first_made[i] = last[i] if first_made[i] is None else first_made[i]
                     if ev["text"]:
                         parts[i].append(ev["text"])
                         if on_text is not None:
@@ -310,7 +322,7 @@ class EngineClient:
                         first_at = first[i]
                         metrics = AnswerMetrics(
                             ttft_s=None if first_at is None else first_at - sent,
-                            decode_tps=decode_rate(tokens_out, first[i], last[i]),
+                            decode_tps=decode_rate(tokens_out, first_made[i], last[i]),
                             tokens_in=int(ev["tokens_in"]),
                             tokens_out=tokens_out,
                             total_s=(last[i] or at) - sent,

@@ -116,8 +116,9 @@ class LoadReport:
 
 @dataclass(frozen=True)
 class AnswerMetrics:
-    """One answer as the pane saw it: first-token latency and decode rate are measured where
-    the tokens arrive (after the engine, the pipe and the reader), token counts by the engine."""
+    """One answer as the pane saw it: first-token latency where the first token arrives (after the
+    engine, the pipe and the reader); the decode rate from when the engine made its tokens (an
+    endpoint: where its chunks arrive); token counts by the engine."""
 
     ttft_s: float | None
     decode_tps: float | None

@@ -2,7 +2,8 @@
 
 Requests (`op`): load {options}, generate {messages, params, rows?}, stop, stats, shutdown.
 Events (`ev`): ready {pid}, progress {stage}, loaded {report}, warning {message},
-start {tokens_in}, token {text, n, row?}, done {stopped, tokens_in, tokens_out, rows, memory},
+start {tokens_in}, token {text, n, made_at, row?} (made_at: when the engine's newest token came
+out of the model, on `time.monotonic`'s clock), done {stopped, tokens_in, tokens_out, rows, memory},
 stats {memory}, error {kind, message, during}, bye.
 """
 

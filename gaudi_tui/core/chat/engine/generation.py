@@ -57,6 +57,9 @@ class TokenStreamer:
         self.tokenizer = tokenizer
         self.on_token = on_token
         self.count = 0
+        self.made_at: float | None = None
+        """When the newest token came out of the model (`time.monotonic`, one clock for every process
+        of the host), so the decode rate is the model's, not when a busy reader got to the tokens."""
         self._prompt_seen = False
         self._ids: list[int] = []
         self._taken = 0
@@ -68,6 +71,7 @@ class TokenStreamer:
         self.add(value.reshape(-1).tolist())
 
     def add(self, new: list[int]) -> None:
+        self.made_at = time.monotonic()
         self.count += len(new)
         self._ids.extend(new)
         self.on_token(self.count)

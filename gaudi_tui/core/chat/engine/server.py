@@ -139,7 +139,13 @@ class Engine:
         sent_at = [[0.0, 0] for _ in rows]  # per row: when its last token event went out, and its count
 
         def flush(i: int, n: int) -> None:
-            self.out.send("token", text=streamers[i].take(), n=n, **({"row": rows[i]} if tagged else {}))
+            self.out.send(
+                "token",
+                text=streamers[i].take(),
+                n=n,
+                made_at=streamers[i].made_at,
+                **({"row": rows[i]} if tagged else {}),
+            )
             sent_at[i][:] = [time.perf_counter(), n]
 
         def on_token(i: int, n: int) -> None:
@@ -164,7 +170,11 @@ class Engine:
             tail = row_streamer.take(final=True)
             if tail or row_streamer.count > sent_at[i][1]:
                 self.out.send(
-                    "token", text=tail, n=row_streamer.count, **({"row": rows[i]} if tagged else {})
+                    "token",
+                    text=tail,
+                    n=row_streamer.count,
+                    made_at=row_streamer.made_at,
+                    **({"row": rows[i]} if tagged else {}),
                 )
         self.out.send(
             "done",
