@@ -10,7 +10,6 @@ it loads). The smoothed loss is TensorBoard's debiased moving average of every r
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gaudi_tui.core.jobs import series_cache
-from gaudi_tui.core.jobs.summary import number
+from gaudi_tui.core.jobs.summary import event_of, number
 
 BUCKETS = 100
 """A line draws at most 4 × BUCKETS + 1 points (the lowest and highest of each bucket, and the last)."""
@@ -214,13 +213,8 @@ class ChartSeries:
         self.offset += complete
         self.behind = size - self.offset
         batch = Batch(self.metrics)
-        decode = json.loads
         for line in data[: complete - 1].split(b"\n") if complete else ():
-            try:
-                event = decode(line)
-            except ValueError:
-                continue
-            if event.__class__ is dict:
+            if (event := event_of(line)) is not None:
                 self._apply(event, batch)
         self._flush(batch)
         if self.saved >= 0 and not self.behind and self.offset - self.saved >= SAVE_BYTES:
