@@ -8,7 +8,7 @@ client) and the frames drawn meanwhile. Screen in tmux: the panel itself (`pytho
 in a tmux pane at 100×30, driven by keys, its figures read from its store, with the UI process's CPU
 per answer. The figures are the ones the pane records: time to first token from the send to its
 arrival; decode rate from the engine's stamps of when it made its tokens, as the bare side's
-streamer stamps them (arrival times moved with the frame being drawn when the last tokens came).
+streamer stamps them (an arrival stamp also holds the wait for a reader busy drawing a frame).
 Bare: `model.generate` in a process of its own (`bench/common/chat_bare.py`). CPU per answer beside.
 
 Fair and steady (docs/benches.md): every answer is NEW_TOKENS long, greedy (the demo model's 256
