@@ -15,10 +15,10 @@ from collections import deque
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from gaudi_tui.core.jobs.summary import chunks_backwards, event_of, number
+from gaudi_tui.core.jobs.summary import LOG, chunks_backwards, event_of, number
 
 POINTS = 4096
-LOG, BEGIN, SUMMARY = b'"log"', b'"begin"', b'"summary"'
+BEGIN, SUMMARY = b'"begin"', b'"summary"'
 
 
 @dataclass(frozen=True)
