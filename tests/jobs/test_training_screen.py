@@ -183,7 +183,9 @@ def test_snapshot_of_a_recorded_run(snap_compare) -> None:  # noqa: ANN001 - pyt
 
 
 def _loss_title(app: GaudiApp) -> str:
-    return str(app.screen.query_one("#chart-loss").plt._active.monitor.title)  # noqa: SLF001 - plotext state
+    """The loss chart's title; empty while the panes are still to mount after the list."""
+    charts = app.screen.query("#chart-loss")
+    return str(charts.first().plt._active.monitor.title) if charts else ""  # noqa: SLF001 - plotext state
 
 
 async def test_form_launch_carries_the_checklists_env_fixes_into_the_job() -> None:

@@ -18,6 +18,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
+from textual.css.query import NoMatches
 from textual.widgets import DataTable, Log, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
@@ -120,9 +121,23 @@ class TrainingScreen(PanelScreen):
         """After the list's first frame: the panes (tabs, four charts, log, details) mount, and the
         poll then reads the selected job for them at once."""
         self._list_drawn.set()
-        if not self._panes_up.is_set() and not self.query(TabbedContent):
-            await self.query_one("#panes", Vertical).mount(self._panes())
+        if self._panes_up.is_set() or self.query(TabbedContent):
+            return
+        await self.query_one("#panes", Vertical).mount(self._panes())
+        if self._pane_widgets() is not None:  # not when the screen closed around the mount
             self._panes_up.set()
+
+    def _pane_widgets(self) -> tuple[MetricCharts, Log, Static] | None:
+        """The selected job's charts, log and details; None while they are not all there (before the
+        panes compose, or once the screen is closing): a poll's handler must not assume them."""
+        try:
+            return (
+                self.query_one(MetricCharts),
+                self.query_one("#job-log", Log),
+                self.query_one("#job-details", Static),
+            )
+        except NoMatches:
+            return None
 
     def on_mount(self) -> None:
         table = self.query_one("#jobs", DataTable)
@@ -166,16 +181,16 @@ class TrainingScreen(PanelScreen):
             return
         if self.selected is None:
             self.selected = detail.run_id
-        if detail.run_id != self.selected:
+        if detail.run_id != self.selected or (widgets := self._pane_widgets()) is None:
             return
+        charts, log, details = widgets
         if detail.charts is not None:
-            self.query_one(MetricCharts).show(detail.charts)
-        log = self.query_one("#job-log", Log)
+            charts.show(detail.charts)
         if detail.reset_log:
             log.clear()
         if detail.new_lines:
             log.write_lines(detail.new_lines)
-        self.query_one("#job-details", Static).update(detail.text)
+        details.update(detail.text)
         view = self.views.get(detail.run_id)
         error = f"{view.state}: {view.error}" if view is not None and view.error else ""
         shown = self.query_one("#job-error", Static)
@@ -232,10 +247,11 @@ class TrainingScreen(PanelScreen):
         run_id = str(event.row_key.value) if event.row_key is not None else None
         if run_id and run_id != self.selected:
             self.selected = run_id
-            if not self._panes_up.is_set():
+            if not self._panes_up.is_set() or (widgets := self._pane_widgets()) is None:
                 return
-            self.query_one("#job-log", Log).clear()
-            self.query_one(MetricCharts).show(None)
+            charts, log, _ = widgets
+            log.clear()
+            charts.show(None)
 
     def _selected_run(self) -> runfolder.RunFolder | None:
         if self.selected is None:
