@@ -1,0 +1,143 @@
+"""One reader for untrusted JSON and numbers: a server's answer, a file in a shared runs folder, a
+user's metrics file, another user's job.
+
+`loads` accepts only what every caller can hold: finite numbers, integers within 64 bits, nesting
+no deeper than `MAX_DEPTH`, strings that are text (no lone surrogates), and nothing but UTF-8. What
+it refuses is an `Untrusted` (a ValueError) whose message says what was wrong, never the input.
+orjson does the parsing (a fifth of json's time, its own depth limit, no NaN, no lone surrogates);
+json reads only the `NaN`/`Infinity` words Python's own `json.dumps` writes, where a caller asked
+for them as None (a loss that diverged is still a line of its log).
+
+`number`, `integer` and `text` take one value out of what `loads` gave: the value in range, or None.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import orjson
+
+MAX_DEPTH = 64
+"""The deepest nesting any reader accepts: no file or answer the panel reads nests past a dozen."""
+INT_MIN, INT_MAX = -(1 << 63), (1 << 63) - 1
+_NONFINITE = (b"NaN", b"Infinity")
+
+
+class Untrusted(ValueError):
+    """Input from outside that is not what was expected: the message says what, not the input."""
+
+
+def loads(
+    data: bytes | str, *, what: str = "input", nonfinite: bool = False, max_depth: int = MAX_DEPTH
+) -> object:
+    """`data` as JSON, checked: finite numbers, 64-bit integers, nesting within `max_depth`, text.
+
+    `nonfinite`: read `NaN`, `Infinity` and `-Infinity` (which Python's json.dumps writes) as None
+    rather than refuse the whole document."""
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        if not (nonfinite and any(word in raw for word in _NONFINITE)):
+            raise Untrusted(f"{what} is not valid JSON ({_why(exc)})") from None
+        value = _loads_nonfinite(raw, what)
+    _check(value, what, max_depth)
+    return value
+
+
+def _why(exc: ValueError) -> str:
+    return str(exc).split(":", 1)[0][:80]
+
+
+def _loads_nonfinite(raw: bytes, what: str) -> object:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise Untrusted(f"{what} is not UTF-8 text") from None
+    try:
+        return json.loads(text, parse_constant=lambda _: None, parse_int=_int_of)
+    except RecursionError:
+        raise Untrusted(f"{what} nests too deeply") from None
+    except ValueError as exc:
+        raise Untrusted(f"{what} is not valid JSON ({_why(exc)})") from None
+
+
+def _int_of(digits: str) -> int:
+    if len(digits.lstrip("-")) > 19:
+        raise ValueError("an integer past 64 bits")
+    return int(digits)
+
+
+def _check(value: object, what: str, max_depth: int) -> None:
+    """Walk `value` (iteratively: no recursion an input can exhaust) and refuse what a caller cannot
+    hold. A flat object of scalars, the common case, costs one pass over its values."""
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            _check_scalar(item, what)
+            continue
+        if depth >= max_depth:
+            raise Untrusted(f"{what} nests deeper than {max_depth}")
+        for child in children:
+            if isinstance(child, dict | list):
+                stack.append((child, depth + 1))
+            else:
+                _check_scalar(child, what)
+
+
+def _check_scalar(item: object, what: str) -> None:
+    if isinstance(item, float):
+        if not math.isfinite(item):
+            raise Untrusted(f"{what} has a number out of range")
+    elif isinstance(item, int) and not isinstance(item, bool):
+        if not INT_MIN <= item <= INT_MAX:
+            raise Untrusted(f"{what} has an integer past 64 bits")
+    elif isinstance(item, str):
+        _check_text(item, what)
+
+
+def _check_text(item: str, what: str) -> None:
+    try:
+        item.encode("utf-8")
+    except UnicodeEncodeError:
+        raise Untrusted(f"{what} has a string that is not text (a lone surrogate)") from None
+
+
+def number(value: object, *, lo: float = -math.inf, hi: float = math.inf) -> float | None:
+    """A finite int or float within [lo, hi] as a float, else None (a bool is not a number)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, int) and not INT_MIN <= value <= INT_MAX:
+        return None
+    result = float(value)
+    return result if math.isfinite(result) and lo <= result <= hi else None
+
+
+def integer(value: object, *, lo: int = INT_MIN, hi: int = INT_MAX) -> int | None:
+    """A whole number within [lo, hi] (an int, or a float with no fraction), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float):
+        if not math.isfinite(value) or not value.is_integer():
+            return None
+        value = int(value)
+    return value if isinstance(value, int) and lo <= value <= hi else None
+
+
+def text(value: object, *, max_chars: int = 4096) -> str | None:
+    """A string that is text, cut to `max_chars`, else None."""
+    if not isinstance(value, str):
+        return None
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    return value[:max_chars]
