@@ -15,9 +15,10 @@ import time
 from dataclasses import dataclass, field
 
 from gaudi_tui.core.jobs import index, runfolder
+from gaudi_tui.core.jobs.liveness import current
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec, SpecError
-from gaudi_tui.core.jobs.status import ACTIVE, JobStatus, State, effective_state
+from gaudi_tui.core.jobs.status import ACTIVE, JobStatus, State
 from gaudi_tui.core.jobs.summary import SummaryReader
 
 SETTLED: tuple[State, ...] = ("succeeded", "failed", "stopped", "cancelled")
@@ -119,8 +120,10 @@ class RunWatcher:
         return view
 
     def _make_view(self, now: float) -> JobView:
-        status = self.status or JobStatus()
-        state = effective_state(status, now)
+        # A supervisor found gone may have written its last status since the poll: read it again.
+        status, state = current(self.run.status_path, self.status or JobStatus(), now)
+        if self.status is not None or status != JobStatus():
+            self.status = status
         spec = self.spec or self.row_spec or JobSpec(name="(unreadable spec.toml)", max_steps=0)
         metrics = self.summary.summary
         max_steps = metrics.max_steps or (spec.max_steps or None)

@@ -22,7 +22,8 @@ from textual_plotext import PlotextPlot
 from gaudi_tui.core.jobs import runfolder
 from gaudi_tui.core.jobs.insight import text
 from gaudi_tui.core.jobs.insight.report import Insight, InsightWatcher
-from gaudi_tui.core.jobs.status import TERMINAL, effective_state
+from gaudi_tui.core.jobs.liveness import current
+from gaudi_tui.core.jobs.status import TERMINAL
 from gaudi_tui.ui.palette import palette
 
 POLL_S = 1.0
@@ -39,7 +40,7 @@ def status_stamp(run: runfolder.RunFolder) -> tuple[int, int] | None:
 
 def ended(run: runfolder.RunFolder) -> bool:
     status = run.status()
-    return status is not None and effective_state(status, time.time()) in TERMINAL
+    return status is not None and current(run.status_path, status, time.time())[1] in TERMINAL
 
 
 def relevant(insight: Insight) -> bool:
