@@ -221,10 +221,11 @@ def print_logs(job: RunFolder, lines: int, follow: bool) -> int:
 
 
 def _finished(job: RunFolder) -> bool:
-    from gaudi_tui.core.jobs.status import TERMINAL, effective_state
+    from gaudi_tui.core.jobs.liveness import current
+    from gaudi_tui.core.jobs.status import TERMINAL
 
     status = job.status()
-    return status is not None and effective_state(status, time.time()) in TERMINAL
+    return status is not None and current(job.status_path, status, time.time())[1] in TERMINAL
 
 
 def follow_metrics(job: RunFolder) -> int:

@@ -105,9 +105,11 @@ def export(runs: list[RunFolder], csv: Path | None, parquet: Path | None) -> int
     path, fmt = (csv, "csv") if csv is not None else (parquet, "parquet")
     assert path is not None  # argparse: one of the two is required
     try:
-        rows = export_mod.write(runs, path, fmt)
+        rows, skipped = export_mod.write(runs, path, fmt)
     except export_mod.ExportError as exc:
         print(f"gaudi-tui jobs export: {exc}", file=sys.stderr)
         return 1
     print(f"{path}: {rows} rows of {len(runs)} run{'s' if len(runs) != 1 else ''}")
+    if skipped:
+        print(f"gaudi-tui jobs export: skipped {skipped}", file=sys.stderr)
     return 0

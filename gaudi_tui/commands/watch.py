@@ -1,6 +1,7 @@
 """`gaudi-tui watch`: a small foreground watcher for a terminal or a tmux pane. It sends the card
-alerts of this host (idle with memory held, HBM near full, a port down, ECC rising) and puts every
-alert, a job's from its supervisor too, on this terminal: a line, the bell, OSC 9 and OSC 777."""
+alerts of this host (idle with memory held, HBM near full, a port down, ECC rising) and the alert of a
+job whose supervisor is gone (`core/alerts/lost.py`), and puts every alert, a job's from its
+supervisor too, on this terminal: a line, the bell, OSC 9 and OSC 777."""
 
 from __future__ import annotations
 
@@ -54,6 +55,7 @@ def _feed(
 
 def run(args: argparse.Namespace) -> int:
     from gaudi_tui.core.alerts import config, store
+    from gaudi_tui.core.alerts.lost import LostJobs
     from gaudi_tui.core.alerts.watcher import CardWatcher, TerminalFollower
     from gaudi_tui.core.devices.holders import HolderScanner
     from gaudi_tui.core.devices.sources.replay import ReplayError
@@ -66,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"gaudi-tui watch: {problem}", file=sys.stderr)
     follower = TerminalFollower(settings, sys.stdout)
     watcher = CardWatcher(settings, HolderScanner() if args.replay else None)
+    lost = LostJobs(settings)
     cancel = threading.Event()
     try:
         feed = _feed(args, watcher, cancel)
@@ -83,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
     thread.start()
     try:
         while thread.is_alive() and not cancel.is_set():
+            lost.poll()  # a lost job has no supervisor to send its alert
             follower.poll()
             cancel.wait(POLL_S)
     except KeyboardInterrupt:

@@ -1,6 +1,7 @@
 """The panel's part in alerts, while it runs: it sends card alerts from the live Devices feed (the same
 `CardWatcher` as `gaudi-tui watch`, through the same ledger, so the two never send one twice),
-follows the notifications file (every alert, a job's from its supervisor too), toasts each new one,
+sends the alert of a job whose supervisor is gone (`core/alerts/lost.py`), follows the notifications
+file (every alert, a job's from its supervisor too), toasts each new one,
 rings its own terminal (the bell, OSC 9, OSC 777: written through Textual's driver, in order with
 the frames) and keeps the list the `!` dialog shows. Alerts never depend on it: supervisors and
 `gaudi-tui watch` send theirs whether the panel is open or not."""
@@ -13,6 +14,8 @@ import threading
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from textual.app import App
     from textual.notifications import SeverityLevel
 
@@ -35,6 +38,8 @@ class PanelAlerts:
         self.config: AlertConfig | None = None
         self.watcher: CardWatcher | None = None
         self.cancel = threading.Event()
+        self.failing: set[str] = set()
+        """The follower's steps that raised, each logged once until it reads again."""
 
     def start(self) -> None:
         threading.Thread(target=self._follow, name="alerts", daemon=True).start()
@@ -51,22 +56,39 @@ class PanelAlerts:
 
     def _follow(self) -> None:
         from gaudi_tui.core.alerts import config
+        from gaudi_tui.core.alerts.lost import LostJobs
         from gaudi_tui.core.alerts.store import NotificationReader
         from gaudi_tui.core.alerts.watcher import CardWatcher
 
         self.config, problems = config.load()
         self.watcher = CardWatcher(self.config)
-        reader = NotificationReader()
+        reader, lost = NotificationReader(), LostJobs(self.config)
         try:
             for problem in problems:  # as the panel's other settings: a toast naming the line
                 self.app.call_from_thread(self.app.notify, problem, title="Settings: using the default",
                                           severity="warning", timeout=30, markup=False)  # fmt: skip
-            self.app.call_from_thread(self._add, reader.history(), False)
+            self.app.call_from_thread(self._add, self._guarded("the kept alerts", reader.history), False)
             while not self.cancel.wait(POLL_S):
-                if found := reader.poll():
+                self._guarded("lost jobs", lost.poll)  # a lost job has no supervisor to send its alert
+                if found := self._guarded("the notifications file", reader.poll):
                     self.app.call_from_thread(self._add, found, True)
         except RuntimeError:  # the app has exited
             return
+
+    def _guarded(self, what: str, read: Callable[[], list[Alert]]) -> list[Alert]:
+        """`read()`, or nothing when it raises: logged and toasted once while it keeps failing, and
+        the follower goes on (a bug in one step must not end the panel's alerts)."""
+        try:
+            found = read()
+        except Exception:
+            if what not in self.failing:
+                self.failing.add(what)
+                log.exception("alerts: reading %s failed", what)
+                self.app.call_from_thread(self.app.notify, f"Alerts: reading {what} failed; see the log",
+                                          severity="error", timeout=30, markup=False)  # fmt: skip
+            return []
+        self.failing.discard(what)
+        return found
 
     def _add(self, alerts: list[Alert], announce: bool) -> None:
         self.alerts = (self.alerts + alerts)[-KEEP:]

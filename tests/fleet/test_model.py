@@ -148,3 +148,13 @@ def test_a_scale_out_port_down_flags_the_host_and_leaves_multi_host_sizes() -> N
     assert [a.fits(n) for n in (1, 2, 4, 8, 16)] == [True, True, True, True, False]
     assert b.flags == () and b.fits(16) and b.to_json()["fits"]["16"] is True
     assert worst_first(fleet.hosts)[0] is a
+
+
+def test_a_host_whose_usual_count_is_not_a_number_does_not_stop_the_fleet() -> None:
+    """Issue 38, A.4: Prometheus answers NaN or ±Inf for a value; one host's `usual` count of
+    NaN raised in int() and no host was shown."""
+    samples = merged(card_samples("a", 0), card_samples("b", 0), card_samples("c", 0))
+    usual_counts = [Sample({"instance": "a", "job": "gaudi"}, float("nan")), usual("b", 1),
+                    Sample({"instance": "c", "job": "gaudi"}, float("inf"))]  # fmt: skip
+    fleet = build_fleet("p", samples, [up("a", 1), up("b", 1), up("c", 1)], usual_counts)
+    assert [(h.name, len(h.cards)) for h in fleet.hosts] == [("a", 1), ("b", 1), ("c", 1)]

@@ -6,8 +6,8 @@ warm-up, and HBM near full (its thresholds are the insight's), once per attempt 
 `JobAlerts.on_save` sees every status the supervisor writes (whatever the target), so the end of an
 attempt is seen where it is recorded. The stall and insight checks are a daemon thread reading
 metrics.jsonl (and the runtime's metrics files) by offset. The ledger is in the run folder: a re-attached supervisor does
-not repeat an alert the first one sent. A failure here is written to supervisor.log and never
-stops the supervisor.
+not repeat an alert the first one sent. A failure here is written to supervisor.log (once while a
+check keeps failing) and never stops the supervisor, nor the other check.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from functools import partial
 
 from gaudi_tui.core.alerts import config as alert_config
 from gaudi_tui.core.alerts.config import AlertConfig
@@ -83,20 +84,36 @@ class JobAlerts:
         reader = SummaryReader(self.run.metrics_path)
         insight = InsightWatcher(self.run)
         poll_s = min(5.0, max(0.2, self.config.stall_min_s / 10))
+        failing: set[str] = set()
         while True:
             time.sleep(poll_s)
-            try:
-                now_status = status()
-                if now_status.state in TERMINAL:
-                    return
-                reader.poll()
-                if now_status.state == "running" and (alert := self.stalled(reader, now_status.attempt)):
-                    self.send(alert)
-                for alert in self.from_insight(insight, now_status.attempt):
-                    self.send(alert)
-            except Exception:  # noqa: BLE001 - the checks stop; the job runs on
-                print(f"alerts: job checks ended:\n{traceback.format_exc()}", file=sys.stderr, flush=True)
+            now = status()
+            if now.state in TERMINAL:
                 return
+            self._check("stall", partial(self._stall_check, reader, now), failing)
+            self._check("insight", partial(self._insight_check, insight, now.attempt), failing)
+
+    def _stall_check(self, reader: SummaryReader, status: JobStatus) -> None:
+        reader.poll()
+        if status.state == "running" and (alert := self.stalled(reader, status.attempt)):
+            self.send(alert)
+
+    def _insight_check(self, insight: InsightWatcher, attempt: int) -> None:
+        for alert in self.from_insight(insight, attempt):
+            self.send(alert)
+
+    def _check(self, name: str, check: Callable[[], None], failing: set[str]) -> None:
+        """One of the job's checks: what it raises goes to supervisor.log once (while it keeps
+        raising) and the other checks, and this one at the next poll, go on."""
+        try:
+            check()
+        except Exception:  # noqa: BLE001 - one check's failure never ends the others, nor the job
+            if name not in failing:
+                failing.add(name)
+                print(f"alerts: the {name} check failed (it is tried again at each poll; the "
+                      f"other checks go on):\n{traceback.format_exc()}", file=sys.stderr, flush=True)  # fmt: skip
+        else:
+            failing.discard(name)
 
     def from_insight(self, insight: InsightWatcher, attempt: int) -> list[Alert]:
         """The insight's findings that are alerts: still compiling after warm-up, HBM near full."""

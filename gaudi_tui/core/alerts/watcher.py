@@ -9,6 +9,7 @@ and puts each new alert (a job's from its supervisor, a card's from any watcher)
 
 from __future__ import annotations
 
+import logging
 import socket
 import time
 from collections.abc import Mapping
@@ -23,6 +24,8 @@ from gaudi_tui.core.alerts.store import Ledger, NotificationReader
 from gaudi_tui.core.devices.feed import MonitorUpdate
 from gaudi_tui.core.devices.holders import HolderScanner
 
+log = logging.getLogger(__name__)
+
 
 def card_ledger(config: AlertConfig) -> Ledger:
     return Ledger(store.alerts_dir() / "sent", repeat_s=config.repeat_s)
@@ -36,12 +39,23 @@ class CardWatcher:
         self.rules = CardRules(config, host or socket.gethostname())
         self.ledger = card_ledger(config)
         self.scanner = scanner
+        self.failing = False
+        """The last update raised (and was logged)."""
 
     def on_update(self, update: MonitorUpdate) -> list[Alert]:
-        """The alerts this update sent (those not sent before)."""
-        holders = tuple(self.scanner.scan()) if self.scanner is not None else update.holders
-        found = self.rules.update(update.snapshot, holders, time.time())
-        return [alert for alert in found if dispatch(alert, self.ledger, self.config)]
+        """The alerts this update sent (those not sent before). An update whose rules raise sends
+        none, logged once while they keep raising: the feed (and `gaudi-tui watch`) goes on."""
+        try:
+            holders = tuple(self.scanner.scan()) if self.scanner is not None else update.holders
+            found = self.rules.update(update.snapshot, holders, time.time())
+            sent = [alert for alert in found if dispatch(alert, self.ledger, self.config)]
+        except Exception:  # one bad reading must not end the card feed, nor `watch` with it
+            if not self.failing:
+                log.exception("card alerts: an update could not be checked (the next ones are)")
+            self.failing = True
+            return []
+        self.failing = False
+        return sent
 
 
 def stamp(alert: Alert) -> str:

@@ -3,6 +3,7 @@ answer or a saved /metrics, by the health rules of `model` (its docstring)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -121,6 +122,12 @@ def _new_card(
     return values
 
 
+def _count(value: float) -> int:
+    """A count from Prometheus (a float), 0 where it is none: NaN or infinite for one host raised in
+    int() and left the whole Fleet unread."""
+    return int(value) if math.isfinite(value) and 0 <= value < 1 << 31 else 0
+
+
 def build_fleet(
     source: str,
     samples: SamplesByMetric,
@@ -136,7 +143,7 @@ def build_fleet(
     job_of: dict[str, str] = {}
     card_values = card_values or {}
     by_host = _cards_by_host(samples, default_host, job_of, card_values)
-    usual_count = {s.labels.get("instance", ""): int(s.value) for s in usual or ()}
+    usual_count = {s.labels.get("instance", ""): _count(s.value) for s in usual or ()}
     job_of.update({s.labels.get("instance", ""): s.labels.get("job", "") for s in usual or ()})
     gaudi_jobs = set(job_of.values())
     up_of = {s.labels.get("instance", ""): s.value for s in up or () if s.labels.get("job", "") in gaudi_jobs}

@@ -20,10 +20,10 @@ from typing import Any
 from gaudi_tui.core.jobs import spec as spec_mod
 from gaudi_tui.core.jobs.insight.report import InsightWatcher, metrics_file
 from gaudi_tui.core.jobs.insight.runtime import find_files
+from gaudi_tui.core.jobs.liveness import current
 from gaudi_tui.core.jobs.monitor import format_duration
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.series import Batch, ChartSeries, Downsampled
-from gaudi_tui.core.jobs.status import effective_state
 from gaudi_tui.core.jobs.summary import number
 from gaudi_tui.core.jobs.targets.ray.record import read_record
 from gaudi_tui.core.jobs.targets.slurm import record as slurm_record
@@ -221,9 +221,12 @@ def side(run: RunFolder, now: float | None = None) -> RunSide:
     memory = raw["max_memory_mib"] if raw["max_memory_mib"][0] else raw["memory_mib"]
     compiles = raw["graph_compilations"] if raw["graph_compilations"][0] else _compiles_from_files(run, spec)
     status = run.status()
+    state = "unknown"
+    if status is not None:
+        status, state = current(run.status_path, status, now)
     best = series.best
     final = Final(
-        state=effective_state(status, now) if status is not None else "unknown",
+        state=state,
         error=status.error if status is not None else None,
         steps=series.ended_step
         if series.ended_step is not None

@@ -19,9 +19,10 @@ from contextlib import contextmanager
 
 from gaudi_tui.core.accelerator import Accelerator
 from gaudi_tui.core.jobs import kinds, runfolder, supervisor, targets
+from gaudi_tui.core.jobs.liveness import current
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec, SpecError
-from gaudi_tui.core.jobs.status import ACTIVE, JobStatus, ProcRef, effective_state
+from gaudi_tui.core.jobs.status import ACTIVE, JobStatus, ProcRef
 from gaudi_tui.core.jobs.targets import Host, Target, TargetError
 from gaudi_tui.core.jobs.validate import InvalidSpec, Problem
 
@@ -123,7 +124,7 @@ def resume(run: RunFolder, env: Mapping[str, str] | None = None) -> str:
         status = run.status()
         if status is None:
             raise JobControlError(f"{run.id} has no readable status.json")
-        state = effective_state(status, time.time())
+        status, state = current(run.status_path, status, time.time())
         if state in ACTIVE:
             raise JobControlError(f"{run.id} is still {state}: stop it first")
         if state == "succeeded":
@@ -201,7 +202,7 @@ def _require_active(run: RunFolder, action: str) -> JobStatus:
     status = run.status()
     if status is None:
         raise JobControlError(f"{run.id} has no readable status.json")
-    state = effective_state(status, time.time())
+    status, state = current(run.status_path, status, time.time())
     if state in ACTIVE:
         return status
     raise JobControlError(f"{run.id} is {state}: nothing to {action}")
@@ -214,7 +215,7 @@ def _killable(run: RunFolder) -> tuple[JobStatus, bool]:
     status = run.status()
     if status is None:
         raise JobControlError(f"{run.id} has no readable status.json")
-    state = effective_state(status, time.time())
+    status, state = current(run.status_path, status, time.time())
     if state in ACTIVE:
         return status, True
     if state == "succeeded":

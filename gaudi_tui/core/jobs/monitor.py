@@ -10,16 +10,23 @@ finished run again until its folder changes.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
+from typing import TypeVar
 
 from gaudi_tui.core.jobs import index, runfolder
+from gaudi_tui.core.jobs.liveness import current
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec, SpecError
-from gaudi_tui.core.jobs.status import ACTIVE, JobStatus, State, effective_state
+from gaudi_tui.core.jobs.status import ACTIVE, JobStatus, State
 from gaudi_tui.core.jobs.summary import SummaryReader
 
+log = logging.getLogger(__name__)
+T = TypeVar("T")
 SETTLED: tuple[State, ...] = ("succeeded", "failed", "stopped", "cancelled")
 """Stored states after which a run's row changes only when something is written into its folder."""
 SETTLED_EVERY = 10
@@ -71,8 +78,13 @@ class RunWatcher:
         self._status_mtime = -1.0
         self.stamp: index.Stamp | None = seed[0] if seed else None
         self.settled_view: JobView | None = seed[1] if seed else None
+        self.failure: str | None = None
+        """Why the last poll or row of this run raised (its row says it); None when it did not."""
+        self.said: str | None = None
+        """The failure last logged: a run that keeps failing alike is logged once."""
 
     def poll(self) -> bool:
+        self.failure = None
         if self.settled_view is not None and self.stamp is not None:
             try:
                 if os.stat(self.run.path).st_mtime_ns == self.stamp[0]:
@@ -80,7 +92,7 @@ class RunWatcher:
             except OSError:
                 pass
         self.stamp, self.settled_view = index.stamp(self.run), None
-        changed = self.summary.poll()
+        changed = False
         try:
             mtime = os.stat(self.run.status_path).st_mtime
         except OSError:
@@ -94,7 +106,7 @@ class RunWatcher:
                 self.row_spec = self.run.row_spec()  # not the whole spec: 1,000 rows at a first start
             except SpecError as exc:
                 self.spec_error = str(exc)
-        return changed
+        return self.summary.poll() or changed  # last: a metrics file that raises leaves the rest known
 
     def load_spec(self) -> JobSpec | None:
         """The spec, read once (a row from the index has not read it)."""
@@ -114,13 +126,34 @@ class RunWatcher:
         if self.settled_view is not None:
             return self.settled_view
         view = self._make_view(now)
-        if self.status is not None and self.status.state in SETTLED:
+        if self.status is not None and self.status.state in SETTLED and self.failure is None:
             self.settled_view = view
         return view
 
-    def _make_view(self, now: float) -> JobView:
+    def failed_view(self) -> JobView:
+        """The row of a run whose reading raised: what is known of it, and why the rest is not."""
         status = self.status or JobStatus()
-        state = effective_state(status, now)
+        spec = self.spec or self.row_spec
+        return JobView(
+            id=self.run.id,
+            name=spec.name if spec is not None else self.run.id,
+            state=status.state,
+            elapsed_s=0.0,
+            step=0,
+            max_steps=None,
+            eta_s=None,
+            loss=None,
+            error=self.failure,
+            attempt=status.attempt,
+            processes=spec.processes if spec is not None else 1,
+            device=spec.device if spec is not None else "",
+        )
+
+    def _make_view(self, now: float) -> JobView:
+        # A supervisor found gone may have written its last status since the poll: read it again.
+        status, state = current(self.run.status_path, self.status or JobStatus(), now)
+        if self.status is not None or status != JobStatus():
+            self.status = status
         spec = self.spec or self.row_spec or JobSpec(name="(unreadable spec.toml)", max_steps=0)
         metrics = self.summary.summary
         max_steps = metrics.max_steps or (spec.max_steps or None)
@@ -131,7 +164,7 @@ class RunWatcher:
             and (per_step := metrics.seconds_per_step()) is not None
         ):
             eta = max(0.0, (max_steps - metrics.step) * per_step)  # only then: a rate parses the ETA's lines
-        error = status.error or self.spec_error
+        error = self.failure or status.error or self.spec_error
         if state == "lost" and not error and spec.target == "ray":
             error = "the supervisor is gone; the job may still run on the cluster: r re-attaches"
         elif state == "lost" and not error:
@@ -209,11 +242,25 @@ class Monitor:
             if w.settled_view is None or i % SETTLED_EVERY == turn or run_id == eager
         ]
         for watcher in polled:
-            watcher.poll()
-        views = [w.view(now) for w in self.watchers.values()]
+            self._guarded(watcher, watcher.poll)
+        views = [self._guarded(w, partial(w.view, now)) or w.failed_view() for w in self.watchers.values()]
         if any(self._saved.get(w.run.id) is not w.settled_view for w in polled):
             self._keep()
         return views
+
+    def _guarded(self, watcher: RunWatcher, read: Callable[[], T]) -> T | None:
+        """`read()` for one run; what it raises is that run's `failure` (logged once, shown in its
+        row), and the other runs are read on."""
+        try:
+            value = read()
+        except Exception as exc:  # one run's bad file must not stop the list
+            failure = f"cannot read this run: {type(exc).__name__}: {exc}"[:300]
+            if failure != watcher.said:
+                log.exception("job list: cannot read run %s", watcher.run.id)
+            watcher.failure = watcher.said = failure
+            watcher.settled_view = None
+            return None
+        return value
 
     def _discover(self) -> None:
         """Add the new run folders (oldest first); the runs folder is listed again only when an entry

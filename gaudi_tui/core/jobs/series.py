@@ -194,7 +194,8 @@ class ChartSeries:
     def _read(self, max_bytes: int) -> bool:
         try:
             size = os.stat(self.path).st_size
-        except OSError:
+        except OSError:  # gone (deleted mid catch-up): nothing is behind, or the poll would spin
+            self.behind = 0
             return False
         if size < self.offset:  # cut back (a mirror starting afresh): read it again
             self._reset()
@@ -206,6 +207,7 @@ class ChartSeries:
                 fh.seek(self.offset)
                 data = fh.read(min(size - self.offset, max_bytes))
         except OSError:
+            self.behind = 0
             return False
         complete = data.rfind(b"\n") + 1
         if not complete and size - self.offset > max_bytes:

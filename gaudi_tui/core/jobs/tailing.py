@@ -47,7 +47,8 @@ class AppendReader:
         read (nothing skipped; `behind` says how many are left)."""
         try:
             size = self.path.stat().st_size
-        except OSError:
+        except OSError:  # gone (deleted mid catch-up): nothing is left to read, so nothing is behind
+            self.behind = 0
             return [], 0
         if size < self.offset:
             self.offset, self.partial = 0, b""
@@ -63,6 +64,7 @@ class AppendReader:
                 fh.seek(self.offset)
                 chunk = fh.read(want)
         except OSError:
+            self.behind = 0
             return [], 0
         self.offset += len(chunk)
         self.behind = size - self.offset

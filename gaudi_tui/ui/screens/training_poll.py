@@ -11,6 +11,7 @@ false (the screen's list is not drawn yet: a slice would hold the interpreter th
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from gaudi_tui.core.jobs.series import ChartData, ChartSeries
 from gaudi_tui.core.jobs.spec import JobSpec
 from gaudi_tui.core.jobs.tailing import LogTail
 
+log = logging.getLogger(__name__)
 POLL_S = 0.5
 IDLE_POLL_S = 1.0
 """After a poll that found nothing new (every run ended, say), the next one comes after this long:
@@ -70,6 +72,10 @@ class JobsPoller:
         self.polled = False
         self.wait_s = POLL_S
         """How long to wait before the next poll."""
+        self.failing: set[str] = set()
+        """What raised and was logged (the list, or `run ID`'s panes)."""
+        self.broken: tuple[str, str] | None = None
+        """The run whose panes raised, and the Details text that said so."""
         self.tail: LogTail | None = None
         self.charts: ChartSeries | None = None
         self.charts_drawn = 0.0
@@ -86,21 +92,43 @@ class JobsPoller:
     def poll(self, selected: str | None, history: bool = True, detail: bool = True) -> JobsPolled | None:
         """What changed (the first poll: every row, none or many); the selected job's panes are read
         only when `detail` is true, its chart history only when `history` is true too."""
+        try:
+            views = self.monitor.poll(eager=selected)  # a run that raises is its row's error (Monitor)
+        except Exception:  # the runs folder or the index: log it once, keep polling
+            self._failed("the job list")
+            self.wait_s = IDLE_POLL_S
+            return None
         first, self.polled = not self.polled, True
-        views = self.monitor.poll(eager=selected)
         order = [v.id for v in views] if first or len(views) != len(self.sent) else None
         changed = [v for v in views if self.sent.get(v.id) is not v]  # a settled row is the same object
         self.sent.update((v.id, v) for v in changed)
         selected = selected or (views[-1].id if views else None)
         watcher = self.monitor.watchers.get(selected) if selected and detail else None
-        shown = (
-            self._detail(self.sent[watcher.run.id], watcher.run, watcher.load_spec(), history)
-            if watcher
-            else None
-        )
+        shown = None
+        if watcher is not None:
+            try:
+                shown = self._detail(self.sent[watcher.run.id], watcher.run, watcher.load_spec(), history)
+                self.broken = None
+            except Exception as exc:  # one run's panes: said in its Details, the list goes on
+                shown = self._broken_detail(watcher.run.id, exc)
         busy = bool(changed or order is not None or shown is not None)
         self.wait_s = POLL_S if busy else IDLE_POLL_S
         return JobsPolled(changed, order, shown) if busy else None
+
+    def _failed(self, what: str) -> None:
+        """Log what raised, once while it keeps raising (`failing`)."""
+        if what not in self.failing:
+            self.failing.add(what)
+            log.exception("Training poll: cannot read %s", what)
+
+    def _broken_detail(self, run_id: str, exc: Exception) -> Detail | None:
+        """The Details of a run whose panes raised: why, once (None while it says the same)."""
+        self._failed(f"run {run_id}")
+        text = f"Cannot read this run's details: {type(exc).__name__}: {exc}"[:500]
+        if (run_id, text) == self.broken:
+            return None
+        self.broken, self.text = (run_id, text), text  # a details text that reads again is posted
+        return Detail(run_id=run_id, charts=None, new_lines=(), reset_log=False, text=text)
 
     def _detail(
         self, view: JobView, run: runfolder.RunFolder, spec: JobSpec | None, history: bool

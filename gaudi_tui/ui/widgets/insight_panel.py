@@ -10,6 +10,7 @@ and drawn again (a panel left on a finished run stays idle).
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -22,9 +23,11 @@ from textual_plotext import PlotextPlot
 from gaudi_tui.core.jobs import runfolder
 from gaudi_tui.core.jobs.insight import text
 from gaudi_tui.core.jobs.insight.report import Insight, InsightWatcher
-from gaudi_tui.core.jobs.status import TERMINAL, effective_state
+from gaudi_tui.core.jobs.liveness import current
+from gaudi_tui.core.jobs.status import TERMINAL
 from gaudi_tui.ui.palette import palette
 
+log = logging.getLogger(__name__)
 POLL_S = 1.0
 MAX_RANK_LINES = 4
 
@@ -39,7 +42,7 @@ def status_stamp(run: runfolder.RunFolder) -> tuple[int, int] | None:
 
 def ended(run: runfolder.RunFolder) -> bool:
     status = run.status()
-    return status is not None and effective_state(status, time.time()) in TERMINAL
+    return status is not None and current(run.status_path, status, time.time())[1] in TERMINAL
 
 
 def relevant(insight: Insight) -> bool:
@@ -91,6 +94,8 @@ class InsightPanel(Static):
         """The ended run whose insight is drawn, and its status.json's stamp then (under the lock)."""
         self.polls = self.worked_out = 0
         """How many polls ran, and how many of them worked an insight out (the tests count them)."""
+        self.failure: tuple[str, str] | None = None
+        """The run whose reading raised at the last poll, and what the panel says of it."""
 
     def on_mount(self) -> None:
         self.set_interval(POLL_S, self._tick)
@@ -117,9 +122,26 @@ class InsightPanel(Static):
             insight = self._watcher.insight()
             self.worked_out += 1
             self.drawn_ended = (run_id, stamp) if ended(self._watcher.run) else None
+            self.failure = None
+        except Exception as exc:  # one run's files must not silence the panel: said here, logged once
+            self._failed(run_id, exc)
+            return
         finally:
             self._lock.release()
         self.app.call_from_thread(self._show, run_id, insight)
+
+    def _failed(self, run_id: str, exc: Exception) -> None:
+        said = f"cannot read this run's runtime metrics: {type(exc).__name__}: {exc}"[:300]
+        if self.failure == (run_id, said):
+            return
+        self.failure = (run_id, said)
+        log.exception("insight: cannot read run %s", run_id)
+        self.app.call_from_thread(self._show_failure, run_id, said)
+
+    def _show_failure(self, run_id: str, said: str) -> None:
+        if run_id == self.run_id:
+            self.display = True
+            self.update(f"Gaudi runtime\n{said}")
 
     def _show(self, run_id: str, insight: Insight) -> None:
         if run_id != self.run_id:

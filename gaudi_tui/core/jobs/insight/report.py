@@ -24,6 +24,7 @@ from gaudi_tui.core.jobs.insight import findings
 from gaudi_tui.core.jobs.insight.findings import RECENT_STEPS, WARMUP_STEPS, Finding
 from gaudi_tui.core.jobs.insight.points import Points
 from gaudi_tui.core.jobs.insight.runtime import CompileSample, RankMetrics, RuntimeMetrics, file_from_env
+from gaudi_tui.core.jobs.insight.zone import job_zone
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec, SpecError
 from gaudi_tui.core.jobs.status import ACTIVE, effective_state
@@ -133,6 +134,8 @@ class InsightWatcher:
         """What was appended since the last poll (`catch_up`: every metrics file to its end); whether
         anything was (a runtime file, a line of metrics.jsonl, a part of the log's banner)."""
         tails = len(self.runtime.tails)
+        if not tails:  # until the first file appears: its stamps are in the job host's zone
+            self.runtime.zone = job_zone(self.run.metrics_path)
         if catch_up:
             self.runtime.catch_up()
             read = True

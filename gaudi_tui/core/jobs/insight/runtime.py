@@ -29,7 +29,7 @@ import re
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, tzinfo
 from pathlib import Path
 
 from gaudi_tui.core.jobs.insight.recipes import RecipeTally
@@ -71,6 +71,8 @@ class RankMetrics:
     first_time: float | None = None
     closed: bool = False
     """The array's `]` was read: the process exited (JSON format only)."""
+    zone: tzinfo | None = None
+    """The writer's zone, for its `generated_on` (which has no offset); None: the reader's own."""
 
     def stat(self, metric: str, key: str) -> object:
         return self.latest.get(metric, {}).get(key)
@@ -103,7 +105,7 @@ class RankMetrics:
         if not isinstance(name, str) or not isinstance(stats, dict):
             return
         self.objects += 1
-        when = timestamp(obj.get("generated_on"))
+        when = timestamp(obj.get("generated_on"), self.zone)
         if self.first_time is None and when is not None:
             self.first_time = when
         recipes = stats.pop("recipe", None)
@@ -116,14 +118,17 @@ class RankMetrics:
             self.compiles.append(CompileSample(when, int(stats["TotalNumber"]), seconds))
 
 
-def timestamp(value: object) -> float | None:
-    """Epoch seconds of the writer's `generated_on` (`datetime.isoformat()`, local time)."""
+def timestamp(value: object, zone: tzinfo | None = None) -> float | None:
+    """Epoch seconds of the writer's `generated_on`: `datetime.isoformat()` of the job host's local
+    time, without an offset, read in `zone` (the job's, from its `begin` event) or, for a run that
+    did not say it, in the reader's own zone. A stamp with an offset is read as it says."""
     if not isinstance(value, str):
         return None
     try:
-        return datetime.fromisoformat(value.strip()).timestamp()
+        when = datetime.fromisoformat(value.strip())
     except ValueError:
         return None
+    return (when.replace(tzinfo=zone) if when.tzinfo is None and zone is not None else when).timestamp()
 
 
 class MetricsTail:
@@ -299,12 +304,15 @@ class RuntimeMetrics:
         self.base = base
         self.max_bytes = max_bytes
         self.tails: dict[tuple[int | None, int], MetricsTail] = {}
+        self.zone: tzinfo | None = None
+        """The writers' zone (RankMetrics.zone), for the files found from now on."""
 
     def poll(self) -> bool:
         changed = False
         for key, path in find_files(self.base).items():
             if key not in self.tails:
                 self.tails[key] = MetricsTail(path, self.max_bytes)
+                self.tails[key].metrics.zone = self.zone
         for tail in self.tails.values():
             changed = tail.poll() or changed
         return changed

@@ -27,6 +27,7 @@ import torch.distributed as dist
 from transformers import TrainerCallback
 
 from gaudi_tui.core.jobs.insight.runtime import RuntimeMetrics, compile_figures, file_from_env
+from gaudi_tui.core.jobs.insight.zone import offset_here
 from gaudi_tui.core.jobs.runfolder import COMPLETE_MARKER, RunFolder
 from gaudi_tui.core.jobs.worker.logstream import METRIC_PREFIX
 
@@ -246,6 +247,7 @@ class MetricsCallback(TrainerCallback):
                 {
                     "event": "begin",
                     "time": time.time(),
+                    "utc_offset_s": offset_here(),  # the runtime's stamps are in this host's zone
                     "step": state.global_step,
                     "max_steps": state.max_steps,
                     "world_size": self.world,

@@ -21,6 +21,7 @@ from typing import Any
 from transformers import TrainerCallback
 
 from gaudi_tui.core.jobs.insight.runtime import RuntimeMetrics, compile_figures, file_from_env
+from gaudi_tui.core.jobs.insight.zone import offset_here
 from gaudi_tui.core.jobs.readers.figures import GB_KEYS
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.worker.callbacks import (
@@ -82,6 +83,7 @@ class PanelCallback(StopCallback, TrainerCallback):
                 {
                     "event": "begin",
                     "time": time.time(),
+                    "utc_offset_s": offset_here(),  # the runtime's stamps are in this host's zone
                     "step": state.global_step,
                     "max_steps": state.max_steps,
                     "world_size": args.world_size,

@@ -25,7 +25,7 @@ from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec
 from gaudi_tui.core.jobs.status import JobStatus
 from gaudi_tui.core.jobs.targets import Attempt, Host, Presence, TargetError
-from gaudi_tui.core.jobs.targets.slurm import checks, script, states, supervise
+from gaudi_tui.core.jobs.targets.slurm import checks, script, states, submitting, supervise
 from gaudi_tui.core.jobs.targets.slurm import record as record_mod
 from gaudi_tui.core.jobs.validate import Problem
 from gaudi_tui.core.slurm import model, poll, reasons
@@ -79,7 +79,7 @@ class SlurmTarget:
             return Presence("unknown", snap.error)
         job_id = record.job_id
         if job_id is None:
-            found = [j for j in snap.jobs if j.name == record.job_name and j.active]
+            found = [j for j in submitting.attempt_jobs(snap.jobs, record.job_name) if j.active]
             if not found:
                 return Presence("ended", f"no Slurm job {record.job_name} was submitted")
             job_id = found[0].job_id

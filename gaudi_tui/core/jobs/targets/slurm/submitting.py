@@ -1,10 +1,16 @@
-"""In the detached supervisor: submit an attempt with sbatch, and find it by its name when sbatch
-gave no definite answer (a busy controller may have queued it anyway: never a second copy)."""
+"""In the detached supervisor: submit an attempt with sbatch, and find it by its name and user when
+sbatch gave no definite answer (a busy controller may have queued it anyway: never a second copy).
+
+squeue lists every user's jobs and anyone may name a job anything, so a job is the attempt's only
+when it is also this user's (`attempt_jobs`): else, after an unclear sbatch answer, a supervisor
+could adopt a stranger's job named like the attempt."""
 
 from __future__ import annotations
 
 import os
+import pwd
 import time
+from collections.abc import Iterable
 from dataclasses import replace
 
 import gaudi_tui.core.jobs.targets.slurm.record as record_mod
@@ -14,6 +20,7 @@ from gaudi_tui.core.jobs.targets import Attempt
 from gaudi_tui.core.jobs.targets.slurm.record import SlurmRecord
 from gaudi_tui.core.slurm import poll
 from gaudi_tui.core.slurm.cli import Slurm, SlurmError, conf_key
+from gaudi_tui.core.slurm.model import QueueJob
 
 FIND_SUBMITTED_S = 30.0
 """After an sbatch without a definite answer, how long the controller must answer without listing
@@ -78,7 +85,7 @@ def look_by_name(attempt: Attempt, slurm: Slurm, name: str) -> int | None:
     while answered is None or time.monotonic() - answered < FIND_SUBMITTED_S:
         snap = poll.take(slurm)
         if snap.error is None:
-            found = [j.job_id for j in snap.jobs if j.name == name]
+            found = [j.job_id for j in attempt_jobs(snap.jobs, name)]
             if found:
                 return max(found)
             answered = answered if answered is not None else time.monotonic()
@@ -90,3 +97,14 @@ def look_by_name(attempt: Attempt, slurm: Slurm, name: str) -> int | None:
                 )
         time.sleep(2.0)
     return None
+
+
+def attempt_jobs(jobs: Iterable[QueueJob], name: str, uid: int | None = None) -> list[QueueJob]:
+    """The jobs named `name` that user `uid` (this process's by default) submitted: squeue's
+    user_name is that user's login name, or its numeric id where squeue gives no name."""
+    uid = os.getuid() if uid is None else uid
+    try:
+        login: str | None = pwd.getpwuid(uid).pw_name
+    except KeyError:  # a user the passwd database does not know: squeue names it by its id
+        login = None
+    return [j for j in jobs if j.name == name and j.user in (login, str(uid))]
