@@ -46,8 +46,8 @@ _CHUNK = 64 << 10
 class HttpError(Exception):
     """The server could not be asked, did not answer in time, or answered too much or not HTTP."""
 
-    def __init__(self, url: str, reason: str) -> None:
-        super().__init__(f"{url} {reason}")
+    def __init__(self, url: str, reason: str, message: str | None = None) -> None:
+        super().__init__(message or f"{url} {reason}")
         self.url = url
         self.reason = reason
 
@@ -234,6 +234,8 @@ class Response:
         self.raw = raw
         self.status = raw.status
         self.reason = raw.reason
+        self.timeout: float | None = None
+        """The whole exchange's bound, for the words of a late answer."""
 
     def header(self, name: str) -> str | None:
         return self.raw.getheader(name)
@@ -248,7 +250,7 @@ class Response:
                 return b"".join(chunks)
             size += len(chunk)
             if size > max_body:
-                raise HttpError(self.url, f"answered more than {max_body:,} bytes (the rest not read)")
+                raise HttpError(self.url, f"answered more than {max_body:,} bytes")
             chunks.append(chunk)
 
     def lines(self, max_line: int = MAX_LINE) -> Iterator[bytes]:
@@ -266,7 +268,12 @@ class Response:
         try:
             return bytes(read(size))
         except TimeoutError:
-            raise HttpError(self.url, "did not finish its answer in time") from None
+            late = (
+                "did not finish its answer in time"
+                if self.timeout is None
+                else f"did not answer within {self.timeout:g} s"
+            )
+            raise HttpError(self.url, late) from None
         except (OSError, http.client.HTTPException, ValueError) as exc:
             raise HttpError(self.url, f"broke off its answer ({_why(exc)})") from None
 
@@ -356,9 +363,11 @@ def begin(
     deadline = time.monotonic() + timeout
     conn = conn or connection(Origin.of(url), min(timeout, idle), direct)
     try:
-        return send(
+        response = send(
             conn, method, url, deadline=deadline, body=body, headers=headers, credential=credential, idle=idle
         )
+        response.timeout = timeout
+        return response
     except HttpError:
         conn.close()
         raise
@@ -367,7 +376,8 @@ def begin(
         raise HttpError(_shown(url), f"did not answer within {timeout:g} s") from None
     except (OSError, http.client.HTTPException, ValueError) as exc:
         conn.close()
-        raise HttpError(_shown(url), f"could not be asked ({_why(exc)})") from None
+        why = _why(exc)
+        raise HttpError(_shown(url), why, f"Cannot reach {_shown(url)}: {why}") from None
 
 
 def request(

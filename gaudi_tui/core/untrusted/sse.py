@@ -39,7 +39,7 @@ def events(response: Response, max_event: int = MAX_EVENT, max_stream: int = MAX
     for raw in response.lines(max_event):
         total += len(raw) + 1
         if total > max_stream:
-            raise HttpError(response.url, f"streamed more than {max_stream:,} bytes (the rest not read)")
+            raise HttpError(response.url, f"streamed more than {max_stream:,} bytes")
         line = raw.decode("utf-8", "replace")
         if not line:
             if data or event is not None:
