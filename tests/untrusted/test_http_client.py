@@ -13,9 +13,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from gaudi_tui.core.untrusted.http import MAX_BODY, Credential, HttpError, get, is_loopback
 from gaudi_tui.core.serve import ready
 from gaudi_tui.core.serve.figures import FiguresError, fetch_figures
+from gaudi_tui.core.untrusted.http import MAX_BODY, Credential, HttpError, get, is_loopback
 from tests.chat.serving import free_port
 from tests.conftest import ROOT
 
