@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import base64
 import http.client
-import io
 import ipaddress
 import math
 import socket
@@ -34,8 +33,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-MAX_HEAD = 64 << 10
-"""The status line and every header together."""
+from gaudi_tui.core.untrusted.deadline_socket import MAX_HEAD, Bounded, Connection, TLSConnection, left
+
 MAX_BODY = 4 << 20
 """A body's default cap."""
 MAX_LINE = 1 << 20
@@ -88,10 +87,9 @@ class Credential:
     def bearer(cls, url: str, key: str) -> Credential:
         return cls(Origin.of(url), "Authorization", f"Bearer {key}")
 
-    @classmethod
-    def basic(cls, url: str, user: str, password: str) -> Credential:
-        token = base64.b64encode(f"{user}:{password}".encode()).decode()
-        return cls(Origin.of(url), "Authorization", f"Basic {token}")
+    @staticmethod
+    def basic_value(user: str, password: str) -> str:
+        return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
 
 
 @dataclass(frozen=True)
@@ -122,79 +120,6 @@ def proxy_for(origin: Origin, direct: bool = False) -> str | None:
     return proxy if "://" in proxy else f"http://{proxy}"
 
 
-# ---- the bounded socket ---------------------------------------------------------------------------
-
-
-class _Bounded:
-    """A connected socket whose every send and receive is given what is left until `deadline` (at most
-    `idle` for one wait), and whose reads before the headers end are capped at `MAX_HEAD`."""
-
-    def __init__(self, sock: socket.socket) -> None:
-        self.sock = sock
-        self.deadline = math.inf
-        self.idle = math.inf
-        self.head_left: int | None = None
-        """Bytes the status line and headers may still take; None once they are read."""
-
-    def arm(self) -> None:
-        self.sock.settimeout(min(_left(self.deadline), self.idle))
-
-    def sendall(self, data: bytes) -> None:
-        self.arm()
-        self.sock.sendall(data)
-
-    def makefile(self, mode: str) -> io.BufferedReader:
-        return io.BufferedReader(_BoundedReader(self.sock.makefile("rb", buffering=0), self))
-
-    def close(self) -> None:
-        self.sock.close()  # really closed once the answer's reader is closed too, as a socket is
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.sock, name)
-
-
-class HeadTooLong(http.client.HTTPException):
-    pass
-
-
-class _BoundedReader(io.RawIOBase):
-    def __init__(self, raw: Any, bounded: _Bounded) -> None:
-        self.raw, self.bounded = raw, bounded
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        self.bounded.arm()
-        left = self.bounded.head_left
-        if left is None:
-            return int(self.raw.readinto(buffer))
-        if left <= 0:
-            raise HeadTooLong(f"a status line and headers longer than {MAX_HEAD:,} bytes")
-        view = memoryview(buffer)[:left]
-        got = int(self.raw.readinto(view))
-        self.bounded.head_left = left - got
-        return got
-
-    def close(self) -> None:
-        self.raw.close()
-        super().close()
-
-
-class Connection(http.client.HTTPConnection):
-    """A plain connection whose socket is bounded (`exchange` sets its deadline)."""
-
-    def connect(self) -> None:
-        super().connect()
-        self.sock = _Bounded(self.sock)
-
-
-class TLSConnection(http.client.HTTPSConnection):
-    def connect(self) -> None:
-        super().connect()  # TCP, a proxy's CONNECT and the TLS handshake, within `timeout`
-        self.sock = _Bounded(self.sock)
-
-
 def connection(origin: Origin, timeout: float, direct: bool = False) -> http.client.HTTPConnection:
     """A new (not yet connected) connection to `origin`, through the proxy `proxy_for` names."""
     proxy = proxy_for(origin, direct)
@@ -205,7 +130,7 @@ def connection(origin: Origin, timeout: float, direct: bool = False) -> http.cli
     auth = {}
     if parts.username is not None:
         user, password = urllib.parse.unquote(parts.username), urllib.parse.unquote(parts.password or "")
-        auth["Proxy-Authorization"] = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+        auth["Proxy-Authorization"] = Credential.basic_value(user, password)
     if origin.scheme == "https":  # a CONNECT tunnel through the proxy, as urllib makes
         tunnel = TLSConnection(parts.hostname or "", parts.port, timeout=timeout)
         tunnel.set_tunnel(origin.host, origin.port, headers=auth)
@@ -247,6 +172,7 @@ class Response:
         while True:
             chunk = self._guard(self.raw.read1, _CHUNK)
             if not chunk:
+                self.raw.read()  # nothing left: ends the answer, so a kept connection can ask again
                 return b"".join(chunks)
             size += len(chunk)
             if size > max_body:
@@ -275,7 +201,7 @@ class Response:
             )
             raise HttpError(self.url, late) from None
         except (OSError, http.client.HTTPException, ValueError) as exc:
-            raise HttpError(self.url, f"broke off its answer ({_why(exc)})") from None
+            raise HttpError(self.url, f"broke off its answer ({why(exc)})") from None
 
     @property
     def reusable(self) -> bool:
@@ -334,10 +260,10 @@ def send(
             )
         sent[credential.header] = credential.value
     if conn.sock is None:
-        conn.timeout = _left(deadline)
+        conn.timeout = left(deadline)
         conn.connect()
     bounded = conn.sock
-    assert isinstance(bounded, _Bounded)  # made by Connection/TLSConnection.connect
+    assert isinstance(bounded, Bounded)  # made by Connection/TLSConnection.connect
     bounded.deadline, bounded.idle, bounded.head_left = deadline, idle, MAX_HEAD
     conn.request(method, target_of(conn, origin, path), body=body, headers=sent)
     raw = conn.getresponse()
@@ -376,8 +302,8 @@ def begin(
         raise HttpError(_shown(url), f"did not answer within {timeout:g} s") from None
     except (OSError, http.client.HTTPException, ValueError) as exc:
         conn.close()
-        why = _why(exc)
-        raise HttpError(_shown(url), why, f"Cannot reach {_shown(url)}: {why}") from None
+        said = why(exc)
+        raise HttpError(_shown(url), said, f"Cannot reach {_shown(url)}: {said}") from None
 
 
 def request(
@@ -403,14 +329,8 @@ def get(url: str, *, timeout: float, credential: Credential | None = None, **kw:
     return request("GET", url, timeout=timeout, credential=credential, **kw)
 
 
-def _left(deadline: float) -> float:
-    left = deadline - time.monotonic()
-    if left <= 0:
-        raise TimeoutError("timed out")
-    return left
-
-
-def _why(exc: BaseException) -> str:
+def why(exc: BaseException) -> str:
+    """A connection's failure in a few words."""
     if isinstance(exc, socket.gaierror):
         return f"no such host: {exc.strerror}"
     if isinstance(exc, ConnectionRefusedError):
