@@ -343,7 +343,7 @@ class EndpointClient:
 
     def _unreachable(self, exc: http.HttpError) -> ChatError:
         why = exc.reason
-        if "connection refused" in why:
+        if "connection refused" in why.lower():
             why = "connection refused: is the server running, and listening on that port?"
         return ChatError("unreachable", f"Cannot reach {self.url}: {first_line(why)} ({SERVED_HINT}).")
 

@@ -45,10 +45,12 @@ _CHUNK = 64 << 10
 class HttpError(Exception):
     """The server could not be asked, did not answer in time, or answered too much or not HTTP."""
 
-    def __init__(self, url: str, reason: str, message: str | None = None) -> None:
+    def __init__(self, url: str, reason: str, message: str | None = None, late: bool = False) -> None:
         super().__init__(message or f"{url} {reason}")
         self.url = url
         self.reason = reason
+        self.late = late
+        """The deadline passed (rather than a refusal, a break or too much)."""
 
 
 @dataclass(frozen=True)
@@ -199,7 +201,7 @@ class Response:
                 if self.timeout is None
                 else f"did not answer within {self.timeout:g} s"
             )
-            raise HttpError(self.url, late) from None
+            raise HttpError(self.url, late, late=True) from None
         except (OSError, http.client.HTTPException, ValueError) as exc:
             raise HttpError(self.url, f"broke off its answer ({why(exc)})") from None
 
@@ -299,7 +301,7 @@ def begin(
         raise
     except TimeoutError:
         conn.close()
-        raise HttpError(_shown(url), f"did not answer within {timeout:g} s") from None
+        raise HttpError(_shown(url), f"did not answer within {timeout:g} s", late=True) from None
     except (OSError, http.client.HTTPException, ValueError) as exc:
         conn.close()
         said = why(exc)
@@ -333,12 +335,12 @@ def why(exc: BaseException) -> str:
     """A connection's failure in a few words."""
     if isinstance(exc, socket.gaierror):
         return f"no such host: {exc.strerror}"
-    if isinstance(exc, ConnectionRefusedError):
-        return "connection refused"
     if isinstance(exc, http.client.BadStatusLine):
         return "its status line is not HTTP"
     if isinstance(exc, http.client.LineTooLong):
         return "a header line too long"
+    if isinstance(exc, http.client.InvalidURL | UnicodeError) or type(exc) is ValueError:
+        return "the URL is not valid"  # its words would repeat the URL, where a token may sit
     if isinstance(exc, http.client.HTTPException) and str(exc):
         return str(exc)[:120]
     text = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
