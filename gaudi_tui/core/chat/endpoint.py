@@ -219,6 +219,17 @@ class EndpointClient:
             if self._stopping:
                 return stream.answer(stopped=True)
             raise self._unreachable(exc) from None
+        with response:
+            return self._read_stream(response, stream, max_tokens, on_text, on_warning)
+
+    def _read_stream(
+        self,
+        response: http.Response,
+        stream: _Stream,
+        max_tokens: int,
+        on_text: Callable[[str], None] | None,
+        on_warning: Callable[[str], None] | None,
+    ) -> Answer:
         if self._stopping:  # stopped while connecting, before the socket could be shut down
             return stream.answer(stopped=True)
         try:

@@ -165,7 +165,11 @@ class PrometheusClient:
         response = bounded.send(
             connection, "GET", url, deadline=deadline, headers=self._headers, credential=self._credential
         )
-        body = response.read(MAX_ANSWER)
+        try:
+            body = response.read(MAX_ANSWER)
+        except bounded.HttpError:
+            response.close()  # the answer's socket too, which a connection that will close does not keep
+            raise
         return response.status, response.reason, response.header("Location"), body, response.reusable
 
     def _connection(self) -> tuple[http.client.HTTPConnection, bool]:

@@ -11,6 +11,7 @@ engine when vLLM runs data-parallel), the KV-cache use the fullest engine's.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,7 +57,11 @@ def parse_figures(text: str) -> ServerFigures | None:
     kv: dict[str, float] = {}
     try:
         for family in text_string_to_metric_families(text):
-            values = [s.value for s in family.samples if s.name in (family.name, family.name + "_total")]
+            values = [
+                s.value
+                for s in family.samples
+                if s.name in (family.name, family.name + "_total") and math.isfinite(s.value)
+            ]  # a value past any float (a 5000-digit one) or NaN is no figure
             if family.name in SUMMED and values:
                 key = SUMMED[family.name]
                 sums[key] = sums.get(key, 0.0) + sum(values)

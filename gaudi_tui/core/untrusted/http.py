@@ -174,6 +174,8 @@ class Response:
         while True:
             chunk = self._guard(self.raw.read1, _CHUNK)
             if not chunk:
+                if self.raw.length:  # http.client's read1 says nothing of a body cut short
+                    raise HttpError(self.url, f"broke off its answer ({self.raw.length:,} bytes missing)")
                 self.raw.read()  # nothing left: ends the answer, so a kept connection can ask again
                 return b"".join(chunks)
             size += len(chunk)
