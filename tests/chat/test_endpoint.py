@@ -83,7 +83,9 @@ def test_an_api_key_comes_from_the_named_variable_and_never_shows(monkeypatch: p
     with pytest.raises(ChatError, match="GAUDI_TEST_KEY .* is not set"):
         client.load(LoadOptions(endpoint="x"))
     monkeypatch.setenv("GAUDI_TEST_KEY", "sk-very-secret")
-    assert client._headers()["Authorization"] == "Bearer sk-very-secret"
+    credential = client._credential()
+    assert credential is not None and credential.value == "Bearer sk-very-secret"
+    assert credential.origin.netloc == "127.0.0.1:1" and "sk-very" not in repr(credential)
     refused = client._refused(401, {"detail": "bad key sk-very-secret"}, "the model list")
     assert "sk-very-secret" not in refused.message and "check the key in GAUDI_TEST_KEY" in refused.message
     with pytest.raises(ChatError, match="not an environment variable name"):

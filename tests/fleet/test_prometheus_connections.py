@@ -147,17 +147,20 @@ def test_the_timeout_bounds_every_call_as_a_whole() -> None:
 def test_http_proxy_from_the_environment_is_used_as_urllib_would(
     fleet_stack: FleetStack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A forwarding proxy on loopback in front of the real Prometheus: asked for the whole URL, with
-    the proxy's own password; `no_proxy` bypasses it."""
+    """A forwarding proxy on loopback in front of the real Prometheus, asked for as a remote host
+    (`prometheus.invalid`, which the proxy forwards to it): asked for the whole URL, with the proxy's
+    own password; `no_proxy` bypasses it; a Prometheus on loopback is never asked through it."""
     seen: list[tuple[str, str]] = []
     direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    port = fleet_stack.url.rsplit(":", 1)[1]
+    remote = f"http://prometheus.invalid:{port}"
 
     class Forward(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)
             seen.append((self.path, self.headers.get("Proxy-Authorization", "")))
-            with direct.open(self.path, timeout=5) as answer:
+            with direct.open(self.path.replace(remote, fleet_stack.url), timeout=5) as answer:
                 body = answer.read()
             self.send_response(200)
             self.send_header("Content-Length", str(len(body)))
@@ -173,13 +176,16 @@ def test_http_proxy_from_the_environment_is_used_as_urllib_would(
         for name in ("no_proxy", "NO_PROXY", "HTTP_PROXY"):
             monkeypatch.delenv(name, raising=False)
         monkeypatch.setenv("http_proxy", f"http://relay:pw@127.0.0.1:{proxy.server_port}")
-        client = PrometheusClient(fleet_stack.url, timeout=5)
+        client = PrometheusClient(remote, timeout=5)
         assert client.query("vector(7)")[0].value == 7.0 and client.query("vector(8)")[0].value == 8.0
-        assert [path.split("?")[0] for path, _ in seen] == [f"{fleet_stack.url}/api/v1/query"] * 2
+        assert [path.split("?")[0] for path, _ in seen] == [f"{remote}/api/v1/query"] * 2
         assert {auth for _, auth in seen} == {"Basic " + base64.b64encode(b"relay:pw").decode()}
         assert client.opened == 1  # kept alive through the proxy too
-        monkeypatch.setenv("no_proxy", "127.0.0.1")
         assert PrometheusClient(fleet_stack.url, timeout=5).query("vector(9)")[0].value == 9.0
+        assert len(seen) == 2  # loopback: past the proxy
+        monkeypatch.setenv("no_proxy", "prometheus.invalid")
+        with pytest.raises(PrometheusError, match="unreachable"):
+            PrometheusClient(remote, timeout=5).query("vector(10)")
         assert len(seen) == 2
     finally:
         proxy.shutdown()

@@ -68,6 +68,12 @@ def test_the_gaudi_knobs_are_set_and_the_users_own_win(gaudi_home: Path) -> None
         ({"serve_args": "--port 9"}, "serve_args", "--port is set by the panel: use serve_port"),
         ({"serve_args": "--api-key=s3cret"}, "serve_args", "a key on the command line is seen"),
         ({"serve_args": "-tp 4"}, "serve_args", "use cards"),
+        # M6: as vLLM's argparse reads them: `_` for `-`, a prefix, a config file that sets them all
+        ({"serve_args": "--api_key=s3cret"}, "serve_args", "a key on the command line is seen"),
+        ({"serve_args": "--tensor_parallel_size=8"}, "serve_args", "use cards"),
+        ({"serve_args": "--po 9"}, "serve_args", "--port is set by the panel: use serve_port"),
+        ({"serve_args": "--host=0.0.0.0"}, "serve_args", "use serve_host"),
+        ({"serve_args": "--config vllm.yaml"}, "serve_args", "--config is refused: a config file can set"),
         ({"serve_host": "-h"}, "serve_host", "is not an IP address or a host name"),
         ({"serve_host": "a b"}, "serve_host", "is not an IP address or a host name"),
         ({"serve_port": 80}, "serve_port", "is not a port from 1024 to 65535"),

@@ -96,3 +96,15 @@ def test_the_watch_follows_only_this_attempts_output_and_writes_the_warmup(tmp_p
     ready.write(tmp_path, watch.info)
     assert json.loads((tmp_path / ready.SERVE_FILE).read_text())["warmup"] == watch.info["warmup"]
     assert ready.note(tmp_path) == watch.info["warmup"]
+
+
+def test_a_stamped_line_then_an_unstamped_one_gives_no_eta_from_two_clocks() -> None:
+    """L2: vLLM's stamps count from the year's start, a line seen without one from the epoch: the
+    pace is never read across the two (that gave an ETA of decades, or none ever again)."""
+    reader = warmup.WarmupReader()
+    stamped = "INFO 08-02 17:37:54 hpu_model_runner.py:1] [Warmup][Prompt][1/24] batch_size:1 seq_len:128 free_mem:55 GiB"
+    assert reader.feed(stamped, now=1.7e9)
+    assert reader.feed("[Warmup][Prompt][2/24] batch_size:1 seq_len:256 free_mem:55 GiB", now=1.7e9 + 1)
+    assert reader.state.eta_s is None  # one bucket on the new clock: no pace yet
+    assert reader.feed("[Warmup][Prompt][4/24] batch_size:1 seq_len:512 free_mem:55 GiB", now=1.7e9 + 3)
+    assert reader.state.eta_s == 20.0  # 1 s a bucket, on the seen clock alone

@@ -1,6 +1,6 @@
 """Sending an alert: `dispatch` claims its key, keeps it in the notifications file, and hands the
-webhook and the command to a short-lived child (`python -m gaudi_tui.core.alerts.deliver ALERT`),
-so a slow or unreachable webhook never holds up a job or its supervisor, which may exit at once.
+webhook and the command to a short-lived child (`python -m gaudi_tui.core.alerts.deliver`, the
+alert on its stdin: argv is readable by every user of the host), so a slow or unreachable webhook never holds up a job or its supervisor, which may exit at once.
 
 The child tries each sink `1 + retries` times, each try bounded by `timeout_s`, waiting `retry_s`
 (doubled each time) between them, and says every try in `<state>/alerts/deliveries.log` (the
@@ -49,10 +49,16 @@ def start_child(alert: Alert) -> None:
         pass
     with open(path, "ab") as log:
         child = subprocess.Popen(
-            [sys.executable, "-m", "gaudi_tui.core.alerts.deliver", alert.to_json()],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            [sys.executable, "-m", "gaudi_tui.core.alerts.deliver"],
+            stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True, close_fds=True,
         )  # fmt: skip
+    assert child.stdin is not None
+    try:
+        with child.stdin:
+            child.stdin.write(alert.to_json().encode())
+    except OSError:
+        pass  # the child ended at once: its log says why
     threading.Thread(target=child.wait, name=f"reap-{child.pid}", daemon=True).start()
 
 
@@ -90,11 +96,16 @@ def deliver(alert: Alert, config: AlertConfig, say: Callable[[str], None]) -> bo
     return ok
 
 
+MAX_ALERT = 1 << 20
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The alert's JSON comes on stdin (or as the one argument, by hand)."""
     args = sys.argv[1:] if argv is None else argv
-    alert = Alert.from_json(args[0]) if len(args) == 1 else None
+    text = args[0] if len(args) == 1 else sys.stdin.buffer.read(MAX_ALERT) if not args else b""
+    alert = Alert.from_json(text) if text else None
     if alert is None:
-        print("usage: python -m gaudi_tui.core.alerts.deliver ALERT_JSON", file=sys.stderr)
+        print("usage: python -m gaudi_tui.core.alerts.deliver < ALERT_JSON", file=sys.stderr)
         return 2
     config, _ = alert_config.load()
 

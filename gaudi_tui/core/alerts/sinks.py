@@ -10,9 +10,13 @@ which tmux 3.3+ forwards only with `set -g allow-passthrough on`. Text from an a
 characters removed, so nothing in it can end the escape early or start another (and OSC 777's
 `;` in its title and body, which would split its fields).
 
-The webhook posts Slack-compatible JSON (`{"text": …}`) with the stdlib; the command runs argv
-(never a shell) with the alert in GAUDI_TUI_ALERT_* variables. Each returns None when it worked,
-else why not in words that never hold the webhook's URL (its path is a token).
+The webhook posts Slack-compatible JSON (`{"text": …}`, with `&`, `<` and `>` escaped as Slack
+asks, so a process name such as `<!channel>` is shown, never a mention) through the bounded client
+(`core/untrusted/http.py`: one deadline for the whole exchange, the answer capped); only a 2xx
+answer is delivered: a redirect is not followed (a POST redirected would arrive as a GET without
+its body) and is said. The command runs argv (never a shell) with the alert in GAUDI_TUI_ALERT_*
+variables. Each returns None when it worked, else why not in words that never hold the webhook's
+URL (its path is a token).
 """
 
 from __future__ import annotations
@@ -21,14 +25,15 @@ import json
 import os
 import re
 import subprocess
-import urllib.error
-import urllib.request
 from collections.abc import Mapping
 from typing import TextIO
 
 from gaudi_tui.core.alerts.model import Alert
+from gaudi_tui.core.untrusted import http
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+MAX_ANSWER = 64 << 10
+"""The most of a webhook's answer read (Slack answers `ok`)."""
 PREFIX = "gaudi-tui: "
 """OSC 9 text begins so: ConEmu and Windows Terminal read `9;<digit>;…` as other commands."""
 
@@ -60,33 +65,33 @@ def to_terminal(alert: Alert, stream: TextIO, environ: Mapping[str, str] | None 
     stream.flush()
 
 
+def slack_escape(text: str) -> str:
+    """`text` as Slack's mrkdwn shows it literally: `&`, `<` and `>` escaped (no mention, no link)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def payload(alert: Alert) -> bytes:
     """Slack-compatible: `text` (what Slack, Mattermost, Rocket.Chat and Discord's /slack read) plus the alert."""
     icon = {"critical": ":rotating_light:", "warning": ":warning:"}.get(alert.severity, ":bell:")
-    body = {"text": f"{icon} {alert.line()} ({alert.subject})", "alert": json.loads(alert.to_json())}
+    text = f"{icon} {slack_escape(alert.line())} ({slack_escape(alert.subject)})"
+    body = {"text": text, "alert": json.loads(alert.to_json())}
     return json.dumps(body).encode()
 
 
 def post(url: str, alert: Alert, timeout_s: float) -> str | None:
     """One webhook try; None on a 2xx answer."""
-    request = urllib.request.Request(
-        url, data=payload(alert), method="POST", headers={"Content-Type": "application/json"}
-    )
     try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as answer:  # noqa: S310 (http/https checked)
-            answer.read(1 << 16)
-            return None
-    except urllib.error.HTTPError as error:
-        return f"HTTP {error.code} {clean(str(error.reason), 80)}"
-    except TimeoutError:
-        return f"no answer in {timeout_s:g} s"
-    except urllib.error.URLError as error:
-        reason = error.reason
-        if isinstance(reason, TimeoutError):
-            return f"no answer in {timeout_s:g} s"
-        return clean(reason.strerror if isinstance(reason, OSError) and reason.strerror else str(reason), 120)
-    except OSError as error:  # reset mid-answer
-        return clean(error.strerror or str(error), 120)
+        answer = http.request(
+            "POST", url, timeout=timeout_s, body=payload(alert),
+            headers={"Content-Type": "application/json"}, max_body=MAX_ANSWER,
+        )  # fmt: skip
+    except http.HttpError as error:
+        return f"no answer in {timeout_s:g} s" if error.late else clean(error.reason, 120)
+    if 300 <= answer.status < 400:
+        return f"HTTP {answer.status}: the webhook redirects (not followed: give its final URL)"
+    if not 200 <= answer.status < 300:
+        return f"HTTP {answer.status} {clean(answer.reason, 80)}"
+    return None
 
 
 def alert_env(alert: Alert, base: Mapping[str, str] | None = None) -> dict[str, str]:

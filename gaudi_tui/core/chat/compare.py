@@ -14,11 +14,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from gaudi_tui.core.chat import trained
+from gaudi_tui.core.chat import served, trained
 from gaudi_tui.core.chat.backend import open_client
 from gaudi_tui.core.chat.client import Answer, EngineClient
 from gaudi_tui.core.chat.errors import ChatError
 from gaudi_tui.core.chat.metrics import LoadReport
+from gaudi_tui.core.chat.openai_api import parse_url
 from gaudi_tui.core.chat.options import GenerationParams, LoadOptions
 from gaudi_tui.core.chat.trained import Provenance
 
@@ -56,23 +57,43 @@ def is_url(text: str) -> bool:
     return text.strip().startswith(("http://", "https://"))
 
 
+def key_env_for(url: str, known: LoadOptions) -> str:
+    """The key variable of the server at `url`: `known`'s when it names a server of the same origin,
+    else that of the panel's served job there, else none (a key goes only where it was named for)."""
+    origin = _origin(url)
+    if origin is None:
+        return ""
+    if known.endpoint and _origin(known.endpoint) == origin:
+        return known.api_key_env
+    return next((job.api_key_env for job in served.served_jobs() if _origin(job.url) == origin), "")
+
+
+def _origin(url: str) -> tuple[str, str, int] | None:
+    try:
+        endpoint = parse_url(url)
+    except ChatError:
+        return None
+    return endpoint.scheme, endpoint.host.lower(), endpoint.port
+
+
 def first_options(text: str, current: LoadOptions) -> LoadOptions:
     """The first side as typed in the dialog: a server's URL (the model chosen for it if it is the
     current server, else its only one) or a model of the panel's, loaded as `current` says."""
     if is_url(text):
         url = text.strip()
         model = current.model if current.endpoint == url else ""
-        return LoadOptions(endpoint=url, api_key_env=current.api_key_env, model=model)
+        return LoadOptions(endpoint=url, api_key_env=key_env_for(url, current), model=model)
     return replace(current, model=text, endpoint="", api_key_env="")
 
 
 def second_options(first: LoadOptions, second: str) -> LoadOptions:
-    """The other side beside a server: a second server's only model (the same key), or a model of
-    the panel's loaded as `first` says (an endpoint has no base model to compare with)."""
+    """The other side beside a server: a second server's only model (with its own key: `key_env_for`),
+    or a model of the panel's loaded as `first` says (an endpoint has no base model to compare with)."""
     if is_url(second):
         if second.strip() == first.endpoint:
             raise ChatError("compare", f"Both sides name the same server ({second.strip()}): choose two.")
-        return LoadOptions(endpoint=second.strip(), api_key_env=first.api_key_env, model="")
+        url = second.strip()
+        return LoadOptions(endpoint=url, api_key_env=key_env_for(url, first), model="")
     if second.strip() == "base":
         raise ChatError(
             "compare", "A server's model has no base here: name a local model, a job id or a URL."

@@ -5,20 +5,22 @@ shape (core/chat/client.py), so a ChatSession, a Comparison and `gaudi-tui chat`
 (server-sent events) and measures TTFT and decode rate where the chunks arrive, as the engine's
 client does; `stop` closes the stream (the server ends that request and goes on serving). The API
 key is read from the environment variable the options name, at each request: never stored, shown
-or put in an error text. stdlib `http.client` only.
+or put in an error text, and sent only to the server's own origin. Every request goes through the
+bounded client (`core/untrusted/http.py`, `sse.py`): a deadline for the whole exchange, caps on the
+model list, an error's body, each event and the whole stream, each chunk read by the untrusted JSON
+reader; a stream that goes on past the token bound asked for is ended with a note.
 """
 
 from __future__ import annotations
 
 import functools
-import http.client
 import json
 import os
-import socket
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from http.client import HTTPConnection
 from typing import Any
 
 from gaudi_tui.core.chat.client import Answer, Cancel
@@ -36,11 +38,22 @@ from gaudi_tui.core.chat.openai_api import (
 )
 from gaudi_tui.core.chat.options import GenerationParams, LoadOptions
 from gaudi_tui.core.chat.trained import Provenance
+from gaudi_tui.core.untrusted import http, sse
+from gaudi_tui.core.untrusted.data import Untrusted, loads
 
 CHECK_TIMEOUT_S = 10.0
 """How long `/v1/models` may take to answer."""
 READ_TIMEOUT_S = 300.0
 """How long the stream may stay silent (a first request on a server still compiling is slow)."""
+STREAM_S = 3600.0
+"""How long one whole answer may take, connect to last chunk."""
+MAX_MODELS = 4 << 20
+"""The most of a /v1/models answer read (a server listing hundreds of models sends a few hundred KB)."""
+MAX_ERROR = 64 << 10
+"""The most of a refusal's body read."""
+EXTRA_CHUNKS = 16
+"""Chunks of text past `max_new_tokens` before a stream that ignores the bound is ended (a server
+may split a token's text, or count a few differently)."""
 WATCH_S = 0.05
 SERVED_HINT = "`gaudi-tui jobs` lists the panel's served jobs"
 
@@ -88,7 +101,7 @@ class EndpointClient:
         self.model: str | None = None
         self.report: LoadReport | None = None
         self._busy = threading.Lock()
-        self._conn: http.client.HTTPConnection | None = None
+        self._conn: HTTPConnection | None = None
         self._stopping = False
 
     @functools.cached_property
@@ -176,56 +189,91 @@ class EndpointClient:
             done = threading.Event()
             if cancel is not None:
                 threading.Thread(target=self._watch, args=(cancel, done), daemon=True).start()
-            conn = self._conn = self._connection(READ_TIMEOUT_S)
             try:
-                return self._stream(conn, body, stream, on_text)
+                return self._stream(body, stream, params.max_new_tokens, on_text, on_warning)
             except ChatError as exc:
                 exc.partial = exc.partial or stream.text
                 raise
-            except (OSError, http.client.HTTPException) as exc:
-                if self._stopping:
-                    return stream.answer(stopped=True)
-                if isinstance(exc, (ConnectionRefusedError, socket.gaierror)):
-                    raise self._unreachable(exc, READ_TIMEOUT_S) from None
-                raise self._lost(exc, stream) from None
             finally:
                 done.set()
-                self._conn = None
-                conn.close()
+                conn, self._conn = self._conn, None
+                if conn is not None:
+                    conn.close()
 
     def _stream(
         self,
-        conn: http.client.HTTPConnection,
         body: bytes,
         stream: _Stream,
+        max_tokens: int,
         on_text: Callable[[str], None] | None,
+        on_warning: Callable[[str], None] | None,
     ) -> Answer:
-        conn.request("POST", self.endpoint.prefix + "/v1/chat/completions", body, self._headers())
-        if self._stopping:  # stopped while connecting, before the socket could be shut down
-            return stream.answer(stopped=True)
-        response = conn.getresponse()
-        if response.status != 200:
-            raise self._refused(response.status, parse_json(response.read()), "the answer")
-        for raw in response:
+        url = self._url("/v1/chat/completions")
+        conn = self._conn = http.connection(http.Origin.of(url), READ_TIMEOUT_S, direct=True)
+        try:
+            response = http.begin(
+                "POST", url, timeout=STREAM_S, body=body, headers=self._headers(),
+                credential=self._credential(), idle=READ_TIMEOUT_S, conn=conn,
+            )  # fmt: skip
+        except http.HttpError as exc:
             if self._stopping:
                 return stream.answer(stopped=True)
-            line = raw.decode("utf-8", "replace").strip()
-            if not line.startswith("data:"):
-                continue
-            data = line[5:].strip()
-            if data == "[DONE]":
-                break
-            chunk = parse_json(data.encode("utf-8"))
-            if not isinstance(chunk, dict):
-                continue
-            if chunk.get("error"):
-                raise ChatError("server_error", f"{self.url} failed mid-answer: {detail(chunk)}", stream.text)
-            self._add(chunk, stream, on_text)
+            raise self._unreachable(exc) from None
+        with response:
+            return self._read_stream(response, stream, max_tokens, on_text, on_warning)
+
+    def _read_stream(
+        self,
+        response: http.Response,
+        stream: _Stream,
+        max_tokens: int,
+        on_text: Callable[[str], None] | None,
+        on_warning: Callable[[str], None] | None,
+    ) -> Answer:
+        if self._stopping:  # stopped while connecting, before the socket could be shut down
+            return stream.answer(stopped=True)
+        try:
+            if response.status != 200:
+                raise self._refused(response.status, parse_json(self._error_body(response)), "the answer")
+            for event in sse.events(response):
+                if self._stopping:
+                    return stream.answer(stopped=True)
+                if event.data.startswith("[DONE]"):
+                    break
+                chunk = self._chunk(event, stream)
+                if chunk is not None:
+                    self._add(chunk, stream, on_text)
+                if stream.chunks > max_tokens + EXTRA_CHUNKS:
+                    if on_warning is not None:
+                        on_warning(
+                            f"The server went on past the {max_tokens} tokens asked for: the answer was ended there."
+                        )
+                    return stream.answer(stopped=True)
+        except http.HttpError as exc:
+            if self._stopping:
+                return stream.answer(stopped=True)
+            raise self._lost(exc.reason, stream) from None
         if self._stopping:
             return stream.answer(stopped=True)
         if not stream.finished:
             raise self._lost(None, stream)
         return stream.answer(stopped=False)
+
+    def _chunk(self, event: sse.Event, stream: _Stream) -> dict[str, Any] | None:
+        """One event's chunk (None for one that is not an object); an error event or field, or a
+        chunk the untrusted reader refuses, is a ChatError."""
+        try:
+            chunk = loads(event.data, what="a chunk of the answer") if event.data else None
+        except Untrusted as exc:
+            if event.event == "error":
+                chunk = event.data[:240]
+            else:
+                raise ChatError(
+                    "bad_answer", f"{self.url} sent {exc}: the answer was ended.", stream.text
+                ) from None
+        if event.event == "error" or (isinstance(chunk, dict) and chunk.get("error")):
+            raise ChatError("server_error", f"{self.url} failed mid-answer: {detail(chunk)}", stream.text)
+        return chunk if isinstance(chunk, dict) else None
 
     @staticmethod
     def _add(chunk: Mapping[str, Any], stream: _Stream, on_text: Callable[[str], None] | None) -> None:
@@ -257,12 +305,8 @@ class EndpointClient:
         """Close the stream of the answer in progress (safe from any thread; no-op when idle)."""
         self._stopping = True
         conn = self._conn
-        sock = conn.sock if conn is not None else None
-        if sock is not None:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass  # already closed
+        if conn is not None:
+            http.abort(conn)
 
     def shutdown(self, timeout: float = 0.0) -> None:
         """End an answer in progress; the server goes on serving."""
@@ -272,38 +316,47 @@ class EndpointClient:
     kill = shutdown
 
     # ---- HTTP ------------------------------------------------------------------------------
-    def _connection(self, timeout: float) -> http.client.HTTPConnection:
-        kind = http.client.HTTPSConnection if self.endpoint.scheme == "https" else http.client.HTTPConnection
-        return kind(self.endpoint.host, self.endpoint.port, timeout=timeout)
+    def _url(self, path: str) -> str:
+        return self.endpoint.url + path
 
-    def _headers(self) -> dict[str, str]:
-        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    def _credential(self) -> http.Credential | None:
+        """The key, for this server's origin only."""
         key = api_key(self.api_key_env)
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        return headers
+        return http.Credential.bearer(self.endpoint.url, key) if key else None
+
+    @staticmethod
+    def _headers() -> dict[str, str]:
+        return {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 
     def _request(self, method: str, path: str, body: bytes | None, timeout: float) -> tuple[int, Any]:
-        conn = self._connection(timeout)
         try:
-            conn.request(method, self.endpoint.prefix + path, body, self._headers())
-            response = conn.getresponse()
-            return response.status, parse_json(response.read())
-        except (OSError, http.client.HTTPException) as exc:
-            raise self._unreachable(exc, timeout) from None
-        finally:
-            conn.close()
+            with http.begin(
+                method, self._url(path), timeout=timeout, body=body, headers=self._headers(),
+                credential=self._credential(), direct=True,
+            ) as response:  # fmt: skip
+                if response.status != 200:
+                    return response.status, parse_json(self._error_body(response))
+                raw = response.read(MAX_MODELS)
+        except http.HttpError as exc:
+            raise self._unreachable(exc) from None
+        try:
+            return response.status, loads(raw, what="the model list")
+        except Untrusted as exc:
+            raise ChatError("bad_answer", f"{self.url} sent {exc} on {path}.") from None
 
-    def _unreachable(self, exc: BaseException, timeout: float) -> ChatError:
-        if isinstance(exc, ConnectionRefusedError):
+    @staticmethod
+    def _error_body(response: http.Response) -> bytes:
+        """A refusal's body, or what fits of it (a refusal's reason is its first line or field)."""
+        try:
+            return response.read(MAX_ERROR)
+        except http.HttpError:
+            return b""
+
+    def _unreachable(self, exc: http.HttpError) -> ChatError:
+        why = exc.reason
+        if "connection refused" in why.lower():
             why = "connection refused: is the server running, and listening on that port?"
-        elif isinstance(exc, socket.gaierror):
-            why = f"the host {self.endpoint.host!r} is not known"
-        elif isinstance(exc, TimeoutError):
-            why = f"no answer within {timeout:g} s"
-        else:
-            why = first_line(str(exc) or type(exc).__name__)
-        return ChatError("unreachable", f"Cannot reach {self.url}: {why} ({SERVED_HINT}).")
+        return ChatError("unreachable", f"Cannot reach {self.url}: {first_line(why)} ({SERVED_HINT}).")
 
     def _refused(self, status: int, data: Any, what: str) -> ChatError:
         reason = self._clean(detail(data))
@@ -325,11 +378,11 @@ class EndpointClient:
             "server_error", f"{self.url} failed on {what} ({status}{said}): see the server's log."
         )
 
-    def _lost(self, exc: BaseException | None, stream: _Stream) -> ChatError:
-        why = f" ({first_line(type(exc).__name__ + ': ' + str(exc), 120)})" if exc is not None else ""
+    def _lost(self, why: str | None, stream: _Stream) -> ChatError:
+        said = f" ({first_line(why, 120)})" if why else ""
         return ChatError(
             "endpoint_lost",
-            f"The stream from {self.url} ended mid-answer{why}: the server stopped or was killed. "
+            f"The stream from {self.url} ended mid-answer{said}: the server stopped or was killed. "
             f"The partial answer is kept; check the server ({SERVED_HINT}), then ask again.",
             stream.text,
         )

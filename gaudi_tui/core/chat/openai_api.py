@@ -4,7 +4,6 @@ reason for a refusal (core/chat/endpoint.py's client uses them)."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -14,6 +13,7 @@ from urllib.parse import urlsplit
 
 from gaudi_tui.core.chat.errors import ChatError, first_line
 from gaudi_tui.core.chat.options import GenerationParams
+from gaudi_tui.core.untrusted.data import Untrusted, loads
 
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -105,10 +105,11 @@ def choose_model(url: str, served: Sequence[str], wanted: str) -> str:
 
 
 def parse_json(raw: bytes) -> Any:
+    """A server's JSON answer through the untrusted reader, else its text (an error page)."""
     try:
-        return json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return raw.decode("utf-8", "replace")
+        return loads(raw, what="the answer")
+    except Untrusted:
+        return raw[:4096].decode("utf-8", "replace")
 
 
 def detail(data: Any) -> str:

@@ -11,6 +11,7 @@ draws what that returns.
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -34,6 +35,8 @@ Job = Callable[[threading.Event], None]
 """Blocking work; the event asks it to give up (cancel a load, stop an answer)."""
 Runner = Callable[[Job, str], None]
 """Runs a job off the owner's thread; the name ("load", "generate", "unload") groups jobs."""
+
+log = logging.getLogger(__name__)
 
 
 class EngineState(str, Enum):
@@ -206,6 +209,12 @@ class ChatSession:
         except ChatError as exc:
             batcher.flush()
             self.events.answer_done(None, exc)
+            return
+        except Exception as exc:  # a client's bug must still end the answer, or every later question waits
+            log.exception("the answer failed unexpectedly")
+            batcher.flush()
+            why = f"{type(exc).__name__}: {exc}"[:200]
+            self.events.answer_done(None, ChatError("internal", f"The answer failed ({why}); ask again."))
             return
         batcher.flush()
         self.events.answer_done(answer, None)

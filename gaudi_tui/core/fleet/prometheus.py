@@ -1,24 +1,21 @@
-"""A small client for Prometheus's HTTP API (instant and range queries), on the standard library
-(where its URL comes from: `address.prometheus_url()`)."""
+"""A small client for Prometheus's HTTP API (instant and range queries), on the panel's bounded
+HTTP client (`core/untrusted/http.py`; where its URL comes from: `address.prometheus_url()`)."""
 
 from __future__ import annotations
 
-import base64
 import functools
 import http.client
-import io
-import json
-import math
 import re
-import socket
 import threading
 import time
 import urllib.parse
-import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from gaudi_tui.core.fleet.samples import CardValue, Sample
+from gaudi_tui.core.untrusted import http as bounded
+from gaudi_tui.core.untrusted.data import Untrusted, loads
 
 _LABEL = rb'"([^"\\]*)"'
 """A label value without escapes (an answer holding a backslash is decoded as JSON)."""
@@ -34,6 +31,10 @@ def _pair_result(first: str, second: str) -> re.Pattern[bytes]:
     return re.compile(labels + rb'\},"value":\[[^,\]]*,"([^"]*)"\]\}')
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+MAX_ANSWER = 32 << 20
+"""The most of one answer read: 4,096 cards' values are ~3 MB, an hour's range of them at 30 s ~20 MB."""
 AT_ONCE = 20
 """Queries `fetch.ask` runs at once (a refresh of the Fleet screen asks 17 or 18), each on its own
 kept-alive connection: a remote Prometheus answers them in parallel."""
@@ -41,6 +42,22 @@ kept-alive connection: a remote Prometheus answers them in parallel."""
 
 class PrometheusError(Exception):
     """Prometheus could not be asked or gave no usable answer; the message says which and what to do."""
+
+
+def _shaped(method: Callable[P, R]) -> Callable[P, R]:
+    """`method`, where an answer of another shape than Prometheus's (a field missing, a list for an
+    object, a value that is not a number) is a PrometheusError, not a crash of the refresh."""
+
+    @functools.wraps(method)
+    def read(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return method(*args, **kwargs)
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+            raise PrometheusError(
+                f"the answer is not shaped like Prometheus's ({type(exc).__name__})"
+            ) from None
+
+    return read
 
 
 @dataclass(frozen=True)
@@ -55,9 +72,11 @@ class PrometheusClient:
     one) and gives it back, so a refresh's ~17 queries open no connection once warm. A kept
     connection that Prometheus closed meanwhile (idle timeout, restart) is dropped with the other idle
     ones and the query is sent once more on a new one. `timeout` bounds each whole call (connect,
-    send, every read), not each socket operation. `http://user:password@host` sends Basic
-    authentication; the password is never part of `url` (what messages and the screen show).
-    `http_proxy`/`https_proxy`/`no_proxy` are honoured as urllib does (https through CONNECT)."""
+    send, status line, headers, every read), not each socket operation, and an answer past
+    MAX_ANSWER is an error. `http://user:password@host` sends Basic authentication, to that origin
+    only; the password is never part of `url` (what messages and the screen show).
+    `http_proxy`/`https_proxy`/`no_proxy` are honoured as urllib does (https through CONNECT), except
+    for a Prometheus on loopback (an SSH tunnel), which no proxy can reach."""
 
     KEEP = AT_ONCE
     """Idle connections kept at most: one per query `fetch.ask` runs at once."""
@@ -74,19 +93,17 @@ class PrometheusClient:
             raise PrometheusError(f"{_without_userinfo(parts)!r}: the port is not a number") from None
         self.url = _without_userinfo(parts)
         self.timeout = timeout
-        self._https = parts.scheme == "https"
-        self._host = parts.hostname or ""
-        self._port = port or (443 if self._https else 80)
+        self._origin = bounded.Origin(
+            parts.scheme, (parts.hostname or "").lower(), port or (443 if parts.scheme == "https" else 80)
+        )
         self._prefix = parts.path
-        self._headers = {"Accept": "application/json", "User-Agent": "gaudi-tui"}
+        self._headers = {"Accept": "application/json"}
+        self._credential = None
         if parts.username is not None:
-            self._headers["Authorization"] = _basic(parts)
-        self._proxy = _proxy_for(parts.scheme, self._host)
-        self._proxy_auth: dict[str, str] = {}
-        if self._proxy is not None and urllib.parse.urlsplit(self._proxy).username is not None:
-            self._proxy_auth["Proxy-Authorization"] = _basic(urllib.parse.urlsplit(self._proxy))
-            if not self._https:  # sent to the proxy with each request (https: with the CONNECT)
-                self._headers.update(self._proxy_auth)
+            user, password = urllib.parse.unquote(parts.username), urllib.parse.unquote(parts.password or "")
+            self._credential = bounded.Credential(
+                self._origin, "Authorization", bounded.Credential.basic_value(user, password)
+            )
         self._idle: list[http.client.HTTPConnection] = []
         self._lock = threading.Lock()
         self.opened = 0
@@ -106,27 +123,25 @@ class PrometheusClient:
         return self._data(self._body(path, params))
 
     def _body(self, path: str, params: dict[str, str]) -> bytes:
-        target = f"{self._prefix}{path}?{urllib.parse.urlencode(params)}"
-        if self._proxy is not None and not self._https:
-            netloc = f"[{self._host}]" if ":" in self._host else self._host
-            target = f"http://{netloc}:{self._port}{target}"  # a proxy is asked for the whole URL
+        url = f"{self._origin.scheme}://{self._origin.netloc}{self._prefix}{path}?{urllib.parse.urlencode(params)}"
         deadline = time.monotonic() + self.timeout
         connection, reused = self._connection()
         try:
             try:
-                answer = _exchange(connection, target, self._headers, deadline)
+                answer = self._exchange(connection, url, deadline)
             except (ConnectionError, http.client.BadStatusLine):
                 if not reused:
                     raise
                 connection.close()  # closed by Prometheus while idle: so are the others
                 self.close()
                 connection, _ = self._connection()
-                answer = _exchange(connection, target, self._headers, deadline)
-        except (OSError, http.client.HTTPException) as error:
+                answer = self._exchange(connection, url, deadline)
+        except (OSError, http.client.HTTPException, bounded.HttpError) as error:
             connection.close()
-            reason = (
-                f"timed out after {self.timeout:g} s" if isinstance(error, TimeoutError) else _reason(error)
-            )
+            if isinstance(error, TimeoutError):
+                reason = f"timed out after {self.timeout:g} s"
+            else:
+                reason = error.reason if isinstance(error, bounded.HttpError) else bounded.why(error)
             raise PrometheusError(
                 f"Prometheus unreachable at {self.url} ({reason}); check the URL or the SSH tunnel"
             ) from None
@@ -145,21 +160,25 @@ class PrometheusClient:
             raise PrometheusError(f"Prometheus at {self.url} answered HTTP {status}: {detail}")
         return body
 
+    def _exchange(self, connection: http.client.HTTPConnection, url: str, deadline: float) -> Answer:
+        """One GET on `connection`, done by `deadline` (monotonic time)."""
+        response = bounded.send(
+            connection, "GET", url, deadline=deadline, headers=self._headers, credential=self._credential
+        )
+        try:
+            body = response.read(MAX_ANSWER)
+        except bounded.HttpError:
+            response.close()  # the answer's socket too, which a connection that will close does not keep
+            raise
+        return response.status, response.reason, response.header("Location"), body, response.reusable
+
     def _connection(self) -> tuple[http.client.HTTPConnection, bool]:
         """An idle connection (True: reused) or a new one, not yet connected."""
         with self._lock:
             if self._idle:
                 return self._idle.pop(), True
             self.opened += 1
-        if self._proxy is None:
-            kind = _TLSConnection if self._https else _Connection
-            return kind(self._host, self._port, timeout=self.timeout), False
-        proxy = urllib.parse.urlsplit(self._proxy)
-        if self._https:  # a CONNECT tunnel through the proxy, as urllib makes
-            tunnel = _TLSConnection(proxy.hostname or "", proxy.port, timeout=self.timeout)
-            tunnel.set_tunnel(self._host, self._port, headers=self._proxy_auth)
-            return tunnel, False
-        return _Connection(proxy.hostname or "", proxy.port, timeout=self.timeout), False
+        return bounded.connection(self._origin, self.timeout), False
 
     def _give_back(self, connection: http.client.HTTPConnection) -> None:
         with self._lock:
@@ -170,13 +189,14 @@ class PrometheusClient:
 
     def _data(self, body: bytes) -> Any:
         try:
-            document = json.loads(body)
-        except ValueError:
-            raise PrometheusError(f"{self.url} did not answer like Prometheus (no JSON)") from None
+            document = loads(body, what="the answer")
+        except Untrusted as exc:
+            raise PrometheusError(f"{self.url} did not answer like Prometheus ({exc})") from None
         if not isinstance(document, dict) or document.get("status") != "success":
             raise PrometheusError(f"Prometheus query failed: {_error_text(body) or 'no reason given'}")
         return document.get("data") or {}
 
+    @_shaped
     def query(self, promql: str, at: float | None = None) -> list[Sample]:
         """An instant query; the answer must be a vector."""
         params = {"query": promql}
@@ -213,6 +233,7 @@ class PrometheusClient:
                 del self._read[next(iter(self._read))]
         return list(values)
 
+    @_shaped
     def _pair_values(self, body: bytes, promql: str, one: str, other: str) -> list[CardValue]:
         first, second = sorted((one, other))
         found = _pair_result(first, second).findall(body)
@@ -239,6 +260,7 @@ class PrometheusClient:
             raise PrometheusError(f"{self.url} gave no list of {label} values")
         return [str(value) for value in data]
 
+    @_shaped
     def query_range(self, promql: str, start: float, end: float, step: float) -> list[Series]:
         params = {"query": promql, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step:g}"}
         data = self._get("/api/v1/query_range", params)
@@ -252,75 +274,6 @@ Answer = tuple[int, str, str | None, bytes, bool]
 """HTTP status, reason, Location header, body, and whether the connection can be kept."""
 
 
-class _Bounded:
-    """A connected socket whose every send and receive is given what is left until `deadline` (a
-    per-operation timeout alone lets a server that trickles bytes hold a call for ever)."""
-
-    def __init__(self, sock: socket.socket) -> None:
-        self.sock = sock
-        self.deadline = math.inf
-
-    def arm(self) -> None:
-        self.sock.settimeout(_left(self.deadline))
-
-    def sendall(self, data: bytes) -> None:
-        self.arm()
-        self.sock.sendall(data)
-
-    def makefile(self, mode: str) -> io.BufferedReader:
-        return io.BufferedReader(_BoundedReader(self.sock.makefile("rb", buffering=0), self))
-
-    def close(self) -> None:
-        self.sock.close()  # really closed once the answer's reader is closed too, as a socket is
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.sock, name)
-
-
-class _BoundedReader(io.RawIOBase):
-    def __init__(self, raw: Any, bounded: _Bounded) -> None:
-        self.raw, self.bounded = raw, bounded
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        self.bounded.arm()
-        return int(self.raw.readinto(buffer))
-
-    def close(self) -> None:
-        self.raw.close()
-        super().close()
-
-
-class _Connection(http.client.HTTPConnection):
-    def connect(self) -> None:
-        super().connect()
-        self.sock = _Bounded(self.sock)
-
-
-class _TLSConnection(http.client.HTTPSConnection):
-    def connect(self) -> None:
-        super().connect()  # TCP, a proxy's CONNECT and the TLS handshake, within `timeout`
-        self.sock = _Bounded(self.sock)
-
-
-def _exchange(
-    connection: http.client.HTTPConnection, target: str, headers: dict[str, str], deadline: float
-) -> Answer:
-    """One GET on `connection`, done by `deadline` (monotonic time) or TimeoutError."""
-    if connection.sock is None:
-        connection.timeout = _left(deadline)
-        connection.connect()
-    bounded = connection.sock
-    assert isinstance(bounded, _Bounded)  # made by _Connection/_TLSConnection.connect
-    bounded.deadline = deadline
-    connection.request("GET", target, headers=headers)
-    response = connection.getresponse()
-    body = response.read()
-    return response.status, response.reason, response.getheader("Location"), body, not response.will_close
-
-
 def _unstamped(body: bytes) -> bytes:
     """An instant query's answer without its evaluation time (in every result's `"value":[time,`)."""
     start = body.find(b'"value":[')
@@ -330,42 +283,14 @@ def _unstamped(body: bytes) -> bytes:
     return body.replace(body[start + 8 : end + 1], b"[,") if end > 0 else body
 
 
-def _left(deadline: float) -> float:
-    left = deadline - time.monotonic()
-    if left <= 0:
-        raise TimeoutError("timed out")
-    return left
-
-
-def _reason(error: BaseException) -> str:
-    if isinstance(error, socket.gaierror):
-        return f"no such host: {error.strerror}"
-    return getattr(error, "strerror", None) or str(error) or type(error).__name__
-
-
 def _without_userinfo(parts: urllib.parse.SplitResult) -> str:
     netloc = parts.netloc.rpartition("@")[2]
     return f"{parts.scheme}://{netloc}{parts.path}"
 
 
-def _basic(parts: urllib.parse.SplitResult) -> str:
-    """A Basic authorization header value from a URL's user:password."""
-    user = urllib.parse.unquote(parts.username or "")
-    password = urllib.parse.unquote(parts.password or "")
-    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
-
-
-def _proxy_for(scheme: str, host: str) -> str | None:
-    """The proxy urllib would use for `host` (from `<scheme>_proxy` and `no_proxy`), or None."""
-    proxy = urllib.request.getproxies().get(scheme)
-    if not proxy or urllib.request.proxy_bypass(host):
-        return None
-    return proxy if "://" in proxy else f"http://{proxy}"
-
-
 def _error_text(body: bytes) -> str | None:
     try:
-        document = json.loads(body)
-    except ValueError:
+        document = loads(body, what="the error")
+    except Untrusted:
         return None
     return str(document.get("error")) if isinstance(document, dict) and document.get("error") else None

@@ -46,7 +46,12 @@ MANAGED_FLAGS = {
     "--trust-remote-code": "trust_remote_code",
     "--no-trust-remote-code": "trust_remote_code",
 }
-"""Engine flags the panel sets from the spec: typed into serve_args they are refused, naming the setting."""
+"""Engine flags the panel sets from the spec: typed into serve_args they are refused, naming the setting
+(also as vLLM's argparse reads them: `_` for `-`, and any unambiguous prefix, `--po` for `--port`)."""
+REFUSED_FLAGS = {
+    "--config": "a config file can set the host, port, key and cards behind the panel's back: "
+    "give its settings in serve_args",
+}
 
 
 def choose(spec: JobSpec, env: Mapping[str, str]) -> ServeEngine:
@@ -173,12 +178,27 @@ def host_problem(host: str) -> str | None:
 def _args_problems(args: Sequence[str]) -> list[Problem]:
     out: list[Problem] = []
     for word in args:
-        flag = word.split("=", 1)[0]
+        flag = _flag(word)
         if flag in MANAGED_FLAGS:
             out.append(Problem("serve_args", f"{flag} is set by the panel: use {MANAGED_FLAGS[flag]}"))
+        elif flag in REFUSED_FLAGS:
+            out.append(Problem("serve_args", f"{flag} is refused: {REFUSED_FLAGS[flag]}"))
         elif "\0" in word or "\n" in word:
             out.append(Problem("serve_args", f"{word!r} holds a NUL or a line break"))
     return out
+
+
+def _flag(word: str) -> str:
+    """The flag `word` names as argparse reads it: `--api_key=…` is `--api-key`, `--po` is `--port`
+    (a prefix of one managed or refused flag)."""
+    flag = word.split("=", 1)[0]
+    if not flag.startswith("--"):
+        return flag
+    flag = "--" + flag[2:].replace("_", "-")
+    known = [*MANAGED_FLAGS, *REFUSED_FLAGS]
+    if flag in known or len(flag) < 4:
+        return flag
+    return next((name for name in known if name.startswith(flag)), flag)
 
 
 def _key_problems(spec: JobSpec, env_now: Mapping[str, str]) -> list[Problem]:

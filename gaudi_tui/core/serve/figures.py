@@ -3,12 +3,15 @@ KV-cache use and the token counters (vLLM's names; `vllm:gpu_cache_usage_perc` i
 gauge's name before vLLM 0.9). A server that exports none (`transformers serve` answers 404) has
 no figures: `fetch_figures` returns None and `figure_lines` says so.
 
-Read with prometheus_client's own text parser; a family summed over its label sets (one per
+Asked through the bounded client (`core/untrusted/http.py`: a deadline for the whole exchange, the
+body capped at MAX_ANSWER, never through a proxy: the server is the job's own node), read with
+prometheus_client's own text parser; a family summed over its label sets (one per
 engine when vLLM runs data-parallel), the KV-cache use the fullest engine's.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,10 +19,12 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from gaudi_tui.core.chat.errors import ChatError, first_line
 from gaudi_tui.core.chat.openai_api import parse_url
-from gaudi_tui.core.http_get import GetError, get
 from gaudi_tui.core.serve import ready
+from gaudi_tui.core.untrusted import http
 
 FETCH_TIMEOUT_S = 2.0
+MAX_ANSWER = 4 << 20
+"""vLLM's /metrics is ~40 KB per engine; LoRA adapters and histograms add a few KB each."""
 NO_FIGURES = "the server exports no metrics (no vLLM figures on /metrics)"
 SUMMED = {
     "vllm:num_requests_running": "running",
@@ -52,13 +57,17 @@ def parse_figures(text: str) -> ServerFigures | None:
     kv: dict[str, float] = {}
     try:
         for family in text_string_to_metric_families(text):
-            values = [s.value for s in family.samples if s.name in (family.name, family.name + "_total")]
+            values = [
+                s.value
+                for s in family.samples
+                if s.name in (family.name, family.name + "_total") and math.isfinite(s.value)
+            ]  # a value past any float (a 5000-digit one) or NaN is no figure
             if family.name in SUMMED and values:
                 key = SUMMED[family.name]
                 sums[key] = sums.get(key, 0.0) + sum(values)
             elif family.name in KV_CACHE and values:
                 kv[family.name] = max(values + [kv.get(family.name, 0.0)])
-    except ValueError as exc:
+    except (ValueError, TypeError, IndexError, RecursionError) as exc:  # what the parser raises on bad text
         raise FiguresError(f"/metrics is not Prometheus text: {first_line(str(exc), 160)}") from None
     usage = next((kv[name] for name in KV_CACHE if name in kv), None)
     if not sums and usage is None:
@@ -73,8 +82,8 @@ def fetch_figures(url: str, timeout: float = FETCH_TIMEOUT_S) -> ServerFigures |
     except ChatError as exc:
         raise FiguresError(exc.message) from None
     try:
-        answer = get(base + "/metrics", timeout=timeout)
-    except GetError as exc:
+        answer = http.get(base + "/metrics", timeout=timeout, direct=True, max_body=MAX_ANSWER)
+    except http.HttpError as exc:
         raise FiguresError(first_line(str(exc), 200)) from None
     if answer.status == 404:
         return None

@@ -4,22 +4,31 @@ serve.json = {"url": "http://HOST:PORT", "model": the id the server answers to, 
 "transformers", "api_key_env": the variable's name or "", "ready": bool, "ready_at": epoch or null}
 (written atomically; Chat lists served jobs from it), plus "warmup": vLLM's warm-up in words while it
 warms up (`warmup.py`, read from the log as it grows). It never holds the key itself. Ready: GET
-/health answers 200, then GET /v1/models lists the model (each request bounded by REQUEST_S).
+/health answers 200 (asked without the key: vLLM does not check it there), then GET /v1/models lists
+the model; the key goes only there, and for a server on this host only once the port's listener is
+the server's own process (another user's process may hold the port before vLLM binds it). Each
+request goes through the bounded client (`core/untrusted/http.py`: REQUEST_S for the whole exchange,
+never through a proxy: the server is the job's own node), its JSON through the untrusted reader.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
-from gaudi_tui.core.http_get import GetError, get
+import psutil
+
 from gaudi_tui.core.jobs.status import write_atomic
 from gaudi_tui.core.jobs.tailing import AppendReader
 from gaudi_tui.core.serve.warmup import WarmupReader
+from gaudi_tui.core.untrusted import http
+from gaudi_tui.core.untrusted.data import Untrusted, loads
 
 SERVE_FILE = "serve.json"
 REQUEST_S = 2.0
@@ -29,6 +38,8 @@ MAX_READ = 1 << 20
 MAX_ANSWER = 1 << 20
 """The most of a /health or /v1/models answer read."""
 KEYS = ("url", "model", "engine", "api_key_env", "ready", "ready_at")
+
+log = logging.getLogger(__name__)
 
 
 def url_of(host: str, port: int) -> str:
@@ -50,16 +61,49 @@ def read(run_path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) and all(k in data for k in KEYS) else None
 
 
-def probe(url: str, model: str, api_key: str | None = None) -> bool:
-    """The server answers /health and lists `model` on /v1/models."""
+def probe(
+    url: str, model: str, api_key: str | None = None, owned: Callable[[int], bool] | None = None
+) -> bool:
+    """The server answers /health and lists `model` on /v1/models. With `api_key`, `owned` (a port
+    -> is its listener the server's own process) must say yes before the key is sent."""
     try:
-        if get(url + "/health", timeout=REQUEST_S, api_key=api_key, max_bytes=MAX_ANSWER).status != 200:
+        if http.get(url + "/health", timeout=REQUEST_S, direct=True, max_body=MAX_ANSWER).status != 200:
             return False
-        answer = get(url + "/v1/models", timeout=REQUEST_S, api_key=api_key, max_bytes=MAX_ANSWER)
-        listed = json.loads(answer.body).get("data", []) if answer.status == 200 else []
-    except (GetError, ValueError, AttributeError):
+        credential = None
+        if api_key:
+            if owned is not None and not owned(http.Origin.of(url).port):
+                return False
+            credential = http.Credential.bearer(url, api_key)
+        answer = http.get(
+            url + "/v1/models", timeout=REQUEST_S, credential=credential, direct=True, max_body=MAX_ANSWER
+        )
+        document = loads(answer.body, what="/v1/models") if answer.status == 200 else {}
+    except (http.HttpError, Untrusted):
         return False
+    listed = document.get("data", []) if isinstance(document, dict) else []
     return isinstance(listed, list) and any(isinstance(m, dict) and m.get("id") == model for m in listed)
+
+
+def listens(pid: int, port: int) -> bool:
+    """`pid` or one of its descendants listens on TCP `port` (psutil; the panel's own user's processes)."""
+    try:
+        root = psutil.Process(pid)
+        tree = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return False
+    for proc in tree:
+        try:
+            sockets = proc.net_connections(kind="inet")
+        except psutil.Error:
+            continue
+        if any(c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port for c in sockets):
+            return True
+    return False
+
+
+def is_local(url: str) -> bool:
+    """The server's host is this one: a loopback address (`url_of` asks a server on every network so)."""
+    return http.is_loopback(urlsplit(url).hostname or "")
 
 
 class ReadyWatch:
@@ -86,6 +130,9 @@ class ReadyWatch:
         self.info = dict(info, ready=False, ready_at=None, warmup="")
         self.warmup = WarmupReader()
         self._api_key = api_key
+        self.server_pid: int | None = None
+        """The local server's process (its supervisor sets it once started): the key waits for it."""
+        self._failed = ""
         self.reader = AppendReader(log)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="serve-ready", daemon=True)
@@ -100,17 +147,35 @@ class ReadyWatch:
 
     def _loop(self) -> None:
         while not self._stop.wait(POLL_S):
-            if self.follow(time.time()):
-                write(self.run_path, self.info)
-            if self.locate is not None and self.relocated():
-                write(self.run_path, self.info)
-            if not self.info["url"] or self.info["ready"]:
-                continue
-            if probe(self.info["url"], self.info["model"], self._api_key):
-                self.info.update(ready=True, ready_at=time.time())
-                write(self.run_path, self.info)
-                if self.locate is None:
+            try:
+                if self.step():
                     return
+            except Exception as exc:  # one bad poll never ends the watch: the server may still become ready
+                if str(exc) != self._failed:
+                    self._failed = str(exc)
+                    log.exception("the readiness watch's poll failed; it goes on")
+
+    def step(self) -> bool:
+        """One poll: the log's warm-up words, where the server is, whether it answers; True when the
+        watch is done (a local server is ready)."""
+        if self.follow(time.time()):
+            write(self.run_path, self.info)
+        if self.locate is not None and self.relocated():
+            write(self.run_path, self.info)
+        if not self.info["url"] or self.info["ready"]:
+            return False
+        if probe(self.info["url"], self.info["model"], self._api_key, self._owned):
+            self.info.update(ready=True, ready_at=time.time())
+            write(self.run_path, self.info)
+            return self.locate is None
+        return False
+
+    def _owned(self, port: int) -> bool:
+        """The key may go to the listener on `port`: the server's own process on this host (a
+        server on a cluster node, where no process of it can be read here, is asked as it is)."""
+        if not is_local(self.info["url"]):
+            return True
+        return self.server_pid is not None and listens(self.server_pid, port)
 
     def relocated(self) -> bool:
         """True when the node says the server is somewhere new (or started anew): not ready there

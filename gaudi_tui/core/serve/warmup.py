@@ -73,8 +73,9 @@ class WarmupReader:
 
     def __init__(self) -> None:
         self.state = Warmup()
-        self._phase_began: tuple[str, int, float] | None = None
-        """(phase, first bucket seen, when): the pace of this phase."""
+        self._phase_began: tuple[str, int, float, bool] | None = None
+        """(phase, first bucket seen, when, by vLLM's stamp): the pace of this phase, on one clock
+        (vLLM's stamps count from the year's start, the time a line was seen from the epoch)."""
 
     def feed(self, line: str, now: float) -> bool:
         """Read one line (seen at `now`, unless it carries vLLM's own time); True when the warm-up
@@ -86,10 +87,12 @@ class WarmupReader:
         if match is None:
             return False
         phase, done, total = match.group("phase"), int(match.group("done")), int(match.group("total"))
+        stamped = LOG_TIME.search(line) is not None
         now = _stamp(line, now)
-        if self._phase_began is None or self._phase_began[0] != phase or done < self._phase_began[1]:
-            self._phase_began = (phase, done, now)
-        _, first, began = self._phase_began
+        began_at = self._phase_began
+        if began_at is None or began_at[0] != phase or done < began_at[1] or began_at[3] != stamped:
+            began_at = self._phase_began = (phase, done, now, stamped)  # another clock: a new pace
+        _, first, began, _ = began_at
         eta = None
         if done > first and now > began:
             eta = (now - began) / (done - first) * (total - done)

@@ -167,7 +167,9 @@ class JobCompareScreen(PanelScreen):
         for title in figures.header:
             table.add_column(title, key=title)
         for i, (run, row) in enumerate(zip(self.comparison.runs, figures.rows, strict=True)):
-            table.add_row(legend(run, colours[i]), *row[1:], key=run.id)
+            table.add_row(
+                legend(run, colours[i]), *map(Text, row[1:]), key=run.id
+            )  # an error is anyone's text
 
     def action_toggle_all(self) -> None:
         self.everything = not self.everything

@@ -5,10 +5,12 @@ readiness watch writing `serve.json` (`core/serve/ready.py`)."""
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from gaudi_tui.core.jobs.kinds.command_supervise import CommandSupervision
 from gaudi_tui.core.jobs.spec import JobSpec
@@ -31,6 +33,15 @@ class ServeSupervision(CommandSupervision):
             return super().supervise(attempt)
         finally:
             self.ready_watch.close()  # again where it did not finish (it could not start, or is stuck)
+
+    def start_logged(
+        self, attempt: Attempt, *args: Any, **kwargs: Any
+    ) -> tuple[subprocess.Popen[bytes], int] | None:
+        """Start the server; the readiness watch learns its process (the key waits for its listener)."""
+        started = super().start_logged(attempt, *args, **kwargs)
+        if started is not None:
+            self.ready_watch.server_pid = started[0].pid
+        return started
 
     def finish_stuck(self, attempt: Attempt, launcher: int) -> None:
         self.ready_watch.close()

@@ -1,18 +1,19 @@
 """The cluster's nodes and free resources, from the dashboard's REST API (`/api/v0/nodes`,
-`/api/cluster_status`): the port an SSH tunnel forwards. Every request goes through the shared
-bounded GET (`core/http_get.py`: a deadline over the whole answer, a bounded body, a loopback
-tunnel asked past `$http_proxy`, no redirect followed)."""
+`/api/cluster_status`): the port an SSH tunnel forwards. Every request goes through the bounded
+client (`core/untrusted/http.py`: a deadline over the whole exchange, a bounded body, a loopback
+tunnel asked past `$http_proxy`, no redirect followed), every answer through the untrusted JSON
+reader."""
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gaudi_tui.core import http_get
 from gaudi_tui.core.jobs.targets import TargetError, seconds_from_env
+from gaudi_tui.core.untrusted import http
+from gaudi_tui.core.untrusted.data import loads
 
 TIMEOUT_ENV = "GAUDI_TUI_RAY_TIMEOUT_S"
 DEFAULT_TIMEOUT_S = 10.0
@@ -65,11 +66,11 @@ def normalize_address(address: str) -> str:
 def get_json(address: str, path: str) -> Any:
     url = normalize_address(address) + path
     try:
-        answer = http_get.get(url, timeout=request_timeout(), max_bytes=MAX_ANSWER)
+        answer = http.get(url, timeout=request_timeout(), max_body=MAX_ANSWER)
         if answer.status == 200:
-            return json.loads(answer.body.decode("utf-8"))
+            return loads(answer.body, what="the dashboard's answer")
         reason = f"HTTP {answer.status} {answer.reason}"
-    except http_get.GetError as exc:
+    except http.HttpError as exc:
         reason = exc.reason
     except ValueError as exc:
         reason = str(exc)
@@ -90,40 +91,42 @@ def list_nodes(address: str) -> list[Node]:
     except (KeyError, TypeError) as exc:
         raise ClusterError(f"{address} answered, but not like a Ray dashboard ({exc})") from None
     nodes = []
-    for row in rows:
-        node_id = str(row.get("node_id", ""))
-        total = row.get("resources_total") or {}
-        used = usage.get(node_id, {})
-
-        def free(name: str, total: Mapping[str, float] = total, used: Mapping[str, Any] = used) -> float:
-            pair = used.get(name)
-            return float(pair[1] - pair[0]) if pair else float(total.get(name, 0.0))
-
-        alive = row.get("state") == "ALIVE"
-        nodes.append(
-            Node(
-                node_id=node_id,
-                ip=str(row.get("node_ip", "")),
-                alive=alive,
-                head=bool(row.get("is_head_node")),
-                hpu_total=float(total.get("HPU", 0.0)),
-                hpu_free=free("HPU") if alive else 0.0,
-                cpu_total=float(total.get("CPU", 0.0)),
-                cpu_free=free("CPU") if alive else 0.0,
-                memory_total=float(total.get("memory", 0.0)),
-                memory_free=free("memory") if alive else 0.0,
-                message=str(row.get("state_message") or ""),
-                accelerator=next(
-                    (
-                        k.split(":", 1)[1].removeprefix("Intel-")
-                        for k in total
-                        if k.startswith("accelerator_type:")
-                    ),
-                    "",
-                ),
-            )
-        )
+    for row in rows if isinstance(rows, list) else ():
+        try:
+            nodes.append(_node(row, usage if isinstance(usage, dict) else {}))
+        except (AttributeError, TypeError, ValueError, IndexError, KeyError):
+            print(f"a node row of {address} is not like Ray's; left out", file=sys.stderr, flush=True)
     return sorted(nodes, key=lambda n: (not n.head, not n.alive, n.ip, n.node_id))
+
+
+def _node(row: Mapping[str, Any], usage: Mapping[str, Any]) -> Node:
+    """One row of `/api/v0/nodes` (raises for a row of another shape)."""
+    node_id = str(row.get("node_id", ""))
+    total = row.get("resources_total") or {}
+    used = usage.get(node_id, {})
+
+    def free(name: str, total: Mapping[str, float] = total, used: Mapping[str, Any] = used) -> float:
+        pair = used.get(name)
+        return float(pair[1] - pair[0]) if pair else float(total.get(name, 0.0))
+
+    alive = row.get("state") == "ALIVE"
+    return Node(
+        node_id=node_id,
+        ip=str(row.get("node_ip", "")),
+        alive=alive,
+        head=bool(row.get("is_head_node")),
+        hpu_total=float(total.get("HPU", 0.0)),
+        hpu_free=free("HPU") if alive else 0.0,
+        cpu_total=float(total.get("CPU", 0.0)),
+        cpu_free=free("CPU") if alive else 0.0,
+        memory_total=float(total.get("memory", 0.0)),
+        memory_free=free("memory") if alive else 0.0,
+        message=str(row.get("state_message") or ""),
+        accelerator=next(
+            (k.split(":", 1)[1].removeprefix("Intel-") for k in total if k.startswith("accelerator_type:")),
+            "",
+        ),
+    )
 
 
 def format_nodes(nodes: list[Node]) -> str:

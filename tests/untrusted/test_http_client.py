@@ -1,7 +1,7 @@
-"""The serve code's one HTTP GET (core/serve/http_get.py), on real loopback servers: an answer of any
+"""The panel's one HTTP client (core/untrusted/http.py), on real loopback servers: an answer of any
 status, a refused port, a server that never answers or drips, one that answers too much, a loopback
-server asked past `$http_proxy`, a redirect not followed; the readiness probe and a server's figures
-both go through it."""
+server asked past `$http_proxy`, a redirect not followed, a key sent only to its own origin; the
+readiness probe and a server's figures both go through it."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from gaudi_tui.core.http_get import MAX_BODY, GetError, get, is_loopback
 from gaudi_tui.core.serve import ready
 from gaudi_tui.core.serve.figures import FiguresError, fetch_figures
+from gaudi_tui.core.untrusted.http import MAX_BODY, Credential, HttpError, get, is_loopback
 from tests.chat.serving import free_port
 from tests.conftest import ROOT
 
@@ -102,24 +102,27 @@ def test_an_answer_of_any_status_comes_back_with_its_body(server: Server) -> Non
     assert get(server.url + "/v1/models", timeout=2.0).body == b'{"data": [{"id": "m"}]}'
     missing = get(server.url + "/nothing", timeout=2.0)
     assert missing.status == 404 and missing.reason == "Not Found"
-    assert get(server.url + "/health", timeout=2.0, api_key="sekrit").status == 200
+    assert (
+        get(server.url + "/health", timeout=2.0, credential=Credential.bearer(server.url, "sekrit")).status
+        == 200
+    )
     assert server.asked[-1] == ("/health", "Bearer sekrit")
 
 
 def test_a_refused_port_and_a_bad_url_are_errors_in_words() -> None:
     url = f"http://127.0.0.1:{free_port()}/health"
-    with pytest.raises(GetError, match=rf"^Cannot reach {url}: .*refused"):
+    with pytest.raises(HttpError, match=rf"^Cannot reach {url}: Connection refused$"):
         get(url, timeout=2.0)
-    with pytest.raises(GetError, match="is not an http"):
+    with pytest.raises(HttpError, match="is not an http"):
         get("ftp://host/x", timeout=2.0)
 
 
 def test_a_server_that_never_answers_or_drips_is_cut_at_the_timeout(silent: str, server: Server) -> None:
     started = time.monotonic()
     exc = ended_within(lambda: get(silent + "/health", timeout=0.5), 10.0)
-    assert isinstance(exc, GetError) and str(exc) == f"{silent}/health did not answer within 0.5 s"
+    assert isinstance(exc, HttpError) and str(exc) == f"{silent}/health did not answer within 0.5 s"
     exc = ended_within(lambda: get(server.url + "/drip", timeout=0.5), 10.0)
-    assert isinstance(exc, GetError) and "did not answer within 0.5 s" in str(exc)
+    assert isinstance(exc, HttpError) and exc.reason == "did not answer within 0.5 s"
     exc = ended_within(lambda: ready.probe(silent, "m"), 10.0)  # not ready, in words nowhere
     assert exc is None and time.monotonic() - started < 30
 
@@ -142,11 +145,11 @@ def drip_handler(server: Server) -> object:
 
 
 def test_more_than_the_bound_is_an_error_not_a_silent_cut(server: Server) -> None:
-    with pytest.raises(GetError, match=rf"^{server.url}/big answered more than {MAX_BODY:,} bytes$"):
+    with pytest.raises(HttpError, match=rf"^{server.url}/big answered more than {MAX_BODY:,} bytes$"):
         get(server.url + "/big", timeout=5.0)
-    assert get(server.url + "/metrics", timeout=2.0, max_bytes=len(METRICS)).body == METRICS
-    with pytest.raises(GetError, match="answered more than 100 bytes"):
-        get(server.url + "/metrics", timeout=2.0, max_bytes=100)
+    assert get(server.url + "/metrics", timeout=2.0, max_body=len(METRICS)).body == METRICS
+    with pytest.raises(HttpError, match="answered more than 100 bytes"):
+        get(server.url + "/metrics", timeout=2.0, max_body=100)
 
 
 def test_a_big_metrics_answer_is_a_figures_error(server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -173,6 +176,19 @@ def test_a_loopback_server_is_asked_past_the_proxy(server: Server, monkeypatch: 
 
 
 def test_a_redirect_is_not_followed_so_the_key_stays_put(server: Server) -> None:
-    moved = get(server.url + "/moved", timeout=2.0, api_key="sekrit")
+    moved = get(server.url + "/moved", timeout=2.0, credential=Credential.bearer(server.url, "sekrit"))
     assert moved.status == 302
     assert [path for path, _ in server.asked] == ["/moved"]
+    assert moved.location == "/elsewhere"
+
+
+def test_a_key_goes_only_to_the_origin_it_was_named_for(server: Server, silent: str) -> None:
+    """A key named for one server is refused for any other scheme, host or port: nothing is sent."""
+    key = Credential.bearer(silent, "sekrit")
+    with pytest.raises(HttpError, match="the key is not sent"):
+        get(server.url + "/health", timeout=2.0, credential=key)
+    assert server.asked == []
+    assert (
+        get(server.url + "/health", timeout=2.0, credential=Credential.bearer(server.url + "/v1", "k")).status
+        == 200
+    )
