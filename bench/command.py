@@ -44,6 +44,7 @@ import psutil
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))  # bench/common
 from common.figures import load, spread  # noqa: E402
+from common.home import own_home  # noqa: E402
 from common.timeslice import ENDLESS_STEPS, Side, Tree, pair_ratios, take_turns, warm_up  # noqa: E402
 
 PAIRS = 10
@@ -334,7 +335,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", choices=["all", "wrapper", "reader", "latency"], default="all")
     part = parser.parse_args().part
-    os.environ["GAUDI_TUI_HOME"] = tempfile.mkdtemp(prefix="gaudi-tui-bench-command-")
+    own_home("gaudi-tui-bench-command-")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     sys.path.insert(0, str(ROOT))
     if part in ("all", "reader"):

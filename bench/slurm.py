@@ -26,13 +26,13 @@ import resource
 import shutil
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))  # bench/common
 from common.figures import load, spread  # noqa: E402
+from common.home import own_home  # noqa: E402
 from common.job_runs import STEPS, WARMUP_STEPS, alternating, spec  # noqa: E402
 
 RUNS = 4
@@ -76,7 +76,7 @@ def main() -> int:
     parser.add_argument("--squeue-only", action="store_true", help="only the squeue call (no training runs)")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
-    os.environ["GAUDI_TUI_HOME"] = tempfile.mkdtemp(prefix="gaudi-tui-bench-slurm-")
+    own_home("gaudi-tui-bench-slurm-")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     print(load())
 
