@@ -209,7 +209,7 @@ def draw(tmux: Tmux, count: int) -> dict[str, float]:
     """Key 4 → the list drawn: wall, the panel's CPU, its UI thread's time on a core, the wait for one."""
     began, (on_main, waited) = cpu_s(tmux.pid), sched_s(tmux.pid)
     tmux.run("send-keys", "-t", "panel", "4")
-    newest = [f"long pretrain · {LONG_ID[-4:]}", f"demo fine-tune · {copy_id(count - 2)[-4:]}"]
+    newest = [f"long pretrain · {LONG_ID[-4:]}", f"demo fine-tune {count - 2} · {copy_id(count - 2)[-4:]}"]
     drawn = tmux.wait(*newest)
     now_main, now_waited = sched_s(tmux.pid)
     return {
