@@ -32,7 +32,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -42,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))  # bench/common
 from common.chat_bare import Bare, default_threads  # noqa: E402
 from common.chat_probes import DecodeWindow, Tmux, engine_pid, process_cpu_s, settle  # noqa: E402
+from common.home import own_home  # noqa: E402
 
 PAIRS = 15
 WARMUPS = 2
@@ -340,7 +340,7 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=PAIRS, help="pairs of measured/bare answers per part")
     parser.add_argument("--threads", type=int, default=default_threads(), help="torch threads on both sides")
     args = parser.parse_args()
-    os.environ["GAUDI_TUI_HOME"] = tempfile.mkdtemp(prefix="gaudi-tui-bench-")
+    own_home()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ["OMP_NUM_THREADS"] = str(args.threads)  # the engines (and the panel's) inherit it
     parts = {"path", "screen", "tmux"} if args.part == "all" else {args.part}

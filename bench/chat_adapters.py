@@ -30,6 +30,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.common.home import own_home  # noqa: E402
+
 ROUNDS = 5
 NEW_TOKENS = 96
 PROMPT = [{"role": "user", "content": "What is hl-smi?"}]
@@ -63,7 +65,7 @@ def main() -> int:
 
     params = GenerationParams(max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS)
     tmp = Path(tempfile.mkdtemp(prefix="gaudi-tui-bench-adapters-"))
-    os.environ.setdefault("GAUDI_TUI_HOME", str(tmp / "home"))
+    own_home(path=tmp / "home")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     env = {"PYTHONPATH": str(ROOT)}
     adapter = str(make_adapter(tmp / "adapter"))

@@ -9,7 +9,6 @@ Medians of N runs each with min–max, and the load average. Target: this host <
 
 from __future__ import annotations
 
-import os
 import sys
 import tempfile
 import threading
@@ -20,6 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))  # bench/common
 from common.figures import load, spread  # noqa: E402
+from common.home import own_home  # noqa: E402
 
 HOST_RUNS = 5
 GAUDI_RUNS = 2
@@ -68,5 +68,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("GAUDI_TUI_HOME", tempfile.mkdtemp(prefix="gaudi-tui-bench-"))
+    own_home()
     sys.exit(main())

@@ -8,9 +8,10 @@ supervisor with its output follower thread reading the script's log, the launche
 callback in the script (the stop check every step, metrics.jsonl lines). Each warms up to
 WARMUP_STEPS while the other is paused; then they take turns (`bench/common/timeslice.py`): one runs
 alone for SLICE_S while the other is paused (the job's whole process tree), PAIRS pairs, the order
-swapped every pair. A turn's figure is the seconds per step between the log events of every 5
-steps inside that turn: the bare script's log lines stamped as they arrive, the job's metrics.jsonl
-lines with the callback's own stamp. The ratio of each pair compares two turns seconds apart, so
+swapped every pair. A turn's figure is the seconds per step between the log lines of every 5
+steps inside that turn, stamped the same way on both sides: when the bench's poll first sees the
+line in the file the script writes its output to (the bare script's own file, the job's stdout.log;
+the callback's metrics.jsonl stamps are not used, the bare side has none). The ratio of each pair compares two turns seconds apart, so
 the machine's drift cancels. Median with min–max. Target: ≥ 0.98. The callback's own cost per step
 is then timed in this process (not moved by the machine's load).
 
@@ -27,7 +28,6 @@ Target: median < 100 ms. Skipped without tmux.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shlex
 import shutil
@@ -35,8 +35,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -44,7 +44,8 @@ import psutil
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))  # bench/common
 from common.figures import load, spread  # noqa: E402
-from common.timeslice import ENDLESS_STEPS, Side, Tree, pair_ratios, take_turns, warm_up  # noqa: E402
+from common.home import own_home  # noqa: E402
+from common.timeslice import ENDLESS_STEPS, Side, Tail, Tree, pair_ratios, take_turns, warm_up  # noqa: E402
 
 PAIRS = 10
 SLICE_S = 2.0
@@ -83,29 +84,33 @@ def script_argv() -> list[str]:
             "--output_dir", "out", "--max_steps", str(ENDLESS_STEPS), "--logging_steps", "5", "--disable_tqdm"]  # fmt: skip
 
 
+def log_stamps(path: Path) -> Callable[[], list[tuple[int, float]]]:
+    """The script's own output file, read as the turns poll it: each Trainer log line (one every 5
+    steps, the k-th is step 5k) stamped when the bench first sees it. Both sides are stamped this
+    one way, from the file the script itself writes (the bare script's, the job's stdout.log)."""
+    tail = Tail(path, lambda line: ("{'loss'" in line, time.time()))
+
+    def stamps() -> list[tuple[int, float]]:
+        seen = [when for is_log, when in tail.read() if is_log]
+        return [(5 * (k + 1), when) for k, when in enumerate(seen)]
+
+    return stamps
+
+
 def bare_run(folder: Path) -> tuple[subprocess.Popen[str], Side]:
-    """The script started in `folder`; its log lines are stamped as they arrive (the k-th is step 5k)."""
+    """The script started in `folder`, its output to a file of its own, as a job's goes to stdout.log."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1", **JOB_ENV}
-    argv = script_argv()
-    child = subprocess.Popen(
-        argv, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
-    )
-    stamps: list[tuple[int, float]] = []
-    tail: list[str] = []
-
-    def read() -> None:
-        assert child.stdout is not None
-        for line in child.stdout:
-            if line.startswith("{'loss'"):
-                stamps.append((5 * (len(stamps) + 1), time.time()))
-            tail[:] = [*tail[-40:], line]
-
-    threading.Thread(target=read, daemon=True).start()
+    output = folder / "bare.log"
+    with output.open("w") as out:
+        child = subprocess.Popen(
+            script_argv(), cwd=folder, stdout=out, stderr=subprocess.STDOUT, text=True, env=env
+        )
+    stamps = log_stamps(output)
 
     def marks() -> list[tuple[int, float]]:
         if child.poll() is not None:
-            raise RuntimeError(f"the bare script ended:\n{''.join(tail)}")
-        return list(stamps)
+            raise RuntimeError(f"the bare script ended:\n{output.read_text()[-4000:]}")
+        return stamps()
 
     return child, Side(psutil.Process(child.pid), marks)
 
@@ -132,16 +137,13 @@ def job_run(folder: Path):  # noqa: ANN201 - (RunFolder, Side)
             raise RuntimeError(f"{run.id}: no supervisor after 60 s")
         time.sleep(0.1)
 
+    stamps = log_stamps(run.log_path)
+
     def marks() -> list[tuple[int, float]]:
         now = run.status()
         if now is not None and now.state in TERMINAL:
             raise RuntimeError(f"the command job ended ({now.state}: {now.error})")
-        try:
-            lines = run.metrics_path.read_text().splitlines()
-        except FileNotFoundError:
-            return []
-        events = [json.loads(line) for line in lines if line.strip()]
-        return [(int(e["step"]), float(e["time"])) for e in events if e.get("event") == "log"]
+        return stamps()
 
     return run, Side(Tree(psutil.Process(status.supervisor.pid)), marks)
 
@@ -334,7 +336,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", choices=["all", "wrapper", "reader", "latency"], default="all")
     part = parser.parse_args().part
-    os.environ["GAUDI_TUI_HOME"] = tempfile.mkdtemp(prefix="gaudi-tui-bench-command-")
+    own_home("gaudi-tui-bench-command-")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     sys.path.insert(0, str(ROOT))
     if part in ("all", "reader"):

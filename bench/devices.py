@@ -215,7 +215,9 @@ def spawn_per_tick(env: dict[str, str]) -> None:
 
 def main() -> int:
     sys.path.insert(0, str(ROOT))
-    os.environ["GAUDI_TUI_HOME"] = tempfile.mkdtemp(prefix="gaudi-tui-bench-")
+    from bench.common.home import own_home
+
+    own_home()
     from gaudi_tui.core.devices.parsers.parse_csv import _VALUES as parse_csv_cells
     from gaudi_tui.core.devices.parsers.parse_csv import parse_csv
     from gaudi_tui.core.devices.parsers.parse_table import parse_table

@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.common.figures import load, spread  # noqa: E402
+from bench.common.home import own_home  # noqa: E402
 
 PAIRS = 9
 PROMPT = "What is hl-smi?"
@@ -88,7 +89,7 @@ def main() -> int:
     from gaudi_tui.core.demo import resolve_model
     from tests.chat.serving import long_answer_model, start_server
 
-    os.environ["GAUDI_TUI_HOME"] = tempfile.mkdtemp(prefix="gaudi-tui-bench-")
+    own_home()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     folder = Path(tempfile.mkdtemp(prefix="gaudi-tui-bench-serve-"))
     try:

@@ -55,6 +55,7 @@ from common.fleet_stack import (  # noqa: E402
     start_prometheus,
     write_openmetrics,
 )
+from common.home import own_home  # noqa: E402
 
 from gaudi_tui.core.fleet import fetch  # noqa: E402
 from gaudi_tui.core.fleet.model import Host, Overview, worst_first  # noqa: E402
@@ -267,7 +268,7 @@ def main() -> int:
             print(f"bench/fleet.py: cannot measure: `{tool}` is not on PATH (Debian package prometheus)")
             return 1
     began = time.monotonic()
-    os.environ.setdefault("GAUDI_TUI_HOME", tempfile.mkdtemp(prefix="gaudi-tui-bench-"))
+    own_home()
     workdir = Path(tempfile.mkdtemp(prefix="gaudi-tui-bench-fleet-"))
     end = int(time.time()) // 60 * 60 - 60
     results: dict[tuple[int, str], tuple[list[float], list[float]]] = {}

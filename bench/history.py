@@ -49,6 +49,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))  # bench/common
 from common.figures import load, spread  # noqa: E402
 from common.history import LONG_ID, copy_id, make_runs  # noqa: E402
+from common.home import own_home  # noqa: E402
 
 SIZES = tuple(int(n) for n in os.environ.get("BENCH_SIZES", "10,100,1000").split(","))
 LONG_STEPS = int(os.environ.get("BENCH_LONG_STEPS", "1000000"))
@@ -178,6 +179,7 @@ def jobs_part() -> int:
     print(f"history --part jobs: {SIZES} runs, the newest of {LONG_STEPS:,} metric lines; {load()}")
     compileall.compile_dir(ROOT / "gaudi_tui", quiet=1)
     with tempfile.TemporaryDirectory(prefix="gaudi-bench-history-") as tmp:
+        own_home(path=Path(tmp) / "home")  # each size then has its own (never the user's runs folder)
         pool = Path(tmp) / "pool"
         for count in SIZES:
             make_runs(Path(tmp) / str(count) / "state" / "runs", count, LONG_STEPS, pool)
@@ -207,7 +209,7 @@ def draw(tmux: Tmux, count: int) -> dict[str, float]:
     """Key 4 → the list drawn: wall, the panel's CPU, its UI thread's time on a core, the wait for one."""
     began, (on_main, waited) = cpu_s(tmux.pid), sched_s(tmux.pid)
     tmux.run("send-keys", "-t", "panel", "4")
-    newest = [f"long pretrain · {LONG_ID[-4:]}", f"demo fine-tune · {copy_id(count - 2)[-4:]}"]
+    newest = [f"long pretrain · {LONG_ID[-4:]}", f"demo fine-tune {count - 2} · {copy_id(count - 2)[-4:]}"]
     drawn = tmux.wait(*newest)
     now_main, now_waited = sched_s(tmux.pid)
     return {

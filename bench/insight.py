@@ -20,9 +20,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import os
 import sys
-import tempfile
 import time
 import tracemalloc
 from datetime import datetime
@@ -31,6 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))  # bench/common
 from common.figures import load, spread  # noqa: E402
+from common.home import own_home  # noqa: E402
 
 REFRESHES = 30
 REFRESH_S = 1.0
@@ -137,5 +136,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("GAUDI_TUI_HOME", tempfile.mkdtemp(prefix="gaudi-tui-bench-"))
+    own_home()
     sys.exit(main())

@@ -23,6 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))  # bench/common
 from common.figures import load, spread  # noqa: E402
+from common.home import own_home  # noqa: E402
 from common.job_runs import STEPS, WARMUP_STEPS, alternating, spec  # noqa: E402
 
 RUNS = 4
@@ -41,7 +42,7 @@ def main() -> int:
         print("ray is not installed: pip install 'gaudi-tui[cluster]'", file=sys.stderr)
         return 1
     sys.path.insert(0, str(ROOT))
-    os.environ["GAUDI_TUI_HOME"] = tempfile.mkdtemp(prefix="gaudi-tui-bench-ray-")
+    own_home("gaudi-tui-bench-ray-")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from tests.ray.cluster import RayTestCluster, free_port
 

@@ -3,7 +3,8 @@ demo fine-tune on a 2-node Slurm cluster (this machine, loopback) vs local `torc
 
 1. The squeue call. One refresh of the Slurm screen makes one squeue call; it is timed on the test
    cluster holding `--held` held jobs, in the poll's text form and as `squeue --json` read job by
-   job (the poll before), alternating: wall, the squeue child's CPU, this process's CPU (answers
+   job (the poll before), after one untimed call of each, in six turns whose order alternates
+   (text first, then JSON first): wall, the squeue child's CPU, this process's CPU (answers
    that barely change: held jobs). The panel's CPU to read a 1,000-job answer that changes at every poll is `bench/slurm_queue.py`'s (the path the
    poll takes, against a whole-document decode).
 2. Jobs. Steady-state steps/s (1 / the median seconds per step of the log windows after step 20,
@@ -26,13 +27,13 @@ import resource
 import shutil
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))  # bench/common
 from common.figures import load, spread  # noqa: E402
+from common.home import own_home  # noqa: E402
 from common.job_runs import STEPS, WARMUP_STEPS, alternating, spec  # noqa: E402
 
 RUNS = 4
@@ -54,8 +55,11 @@ def real_squeue(cluster, held: int) -> dict[str, tuple[list[float], list[float],
         "json by job": lambda: jobs_from_text(slurm.squeue_text()),
     }
     out: dict[str, tuple[list[float], list[float], list[float], int]] = {n: ([], [], [], 0) for n in forms}
-    for _ in range(6):
-        for name, call in forms.items():
+    for call in forms.values():  # one untimed call each: squeue's first answer, the imports
+        call()
+    for turn in range(6):
+        order = list(forms.items()) if turn % 2 == 0 else list(reversed(forms.items()))
+        for name, call in order:  # text form first in even turns, JSON first in odd ones
             walls, cpus, own, _ = out[name]
             before, cpu = resource.getrusage(resource.RUSAGE_CHILDREN), time.process_time()
             start = time.perf_counter()
@@ -76,7 +80,7 @@ def main() -> int:
     parser.add_argument("--squeue-only", action="store_true", help="only the squeue call (no training runs)")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
-    os.environ["GAUDI_TUI_HOME"] = tempfile.mkdtemp(prefix="gaudi-tui-bench-slurm-")
+    own_home("gaudi-tui-bench-slurm-")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     print(load())
 

@@ -40,6 +40,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))  # bench/common
+from common.home import own_home  # noqa: E402
+
 RUNS = int(os.environ.get("BENCH_RUNS", "9"))
 TIMEOUT_S = 60.0
 FAKE_BIN = ROOT / "tests" / "fakes" / "bin"
@@ -250,6 +253,7 @@ def main() -> int:
     table = work / "minimal-table"
     table.write_text(console_script(python, "minimal_table"))
     table.chmod(0o755)
+    own_home(path=work / "home")
     base = dict(
         os.environ, TERM="xterm-256color", COLUMNS="100", LINES="30", GAUDI_TUI_HOME=str(work / "home")
     )

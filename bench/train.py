@@ -55,6 +55,7 @@ import psutil
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))  # bench/common
 from common.figures import load, spread  # noqa: E402
+from common.home import own_home  # noqa: E402
 from common.timeslice import ENDLESS_STEPS, Marks, Side, Tail, cpu_ratios, pair_ratios, take_turns, warm_up  # noqa: E402
 
 PAIRS = 50
@@ -379,7 +380,7 @@ def main() -> int:
     args = parser.parse_args()
     THREADS, SLICE_S, STEPS_PER_TURN = args.threads, args.slice, args.steps
     part = args.part
-    os.environ["GAUDI_TUI_HOME"] = tempfile.mkdtemp(prefix="gaudi-tui-bench-train-")
+    own_home("gaudi-tui-bench-train-")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     sys.path.insert(0, str(ROOT))
     try:

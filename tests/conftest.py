@@ -15,6 +15,9 @@ from gaudi_tui.core.settings import SPECS
 from gaudi_tui.data import HLSMI_SAMPLES
 from tests import required
 
+pytest_plugins = ["tests.session_fixtures"]
+"""The session fixtures of more than one folder (a Slurm cluster, a LoRA run), defined once."""
+
 ROOT = Path(__file__).resolve().parent.parent
 FAKES = ROOT / "tests" / "fakes"
 SAMPLES = HLSMI_SAMPLES

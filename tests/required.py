@@ -17,7 +17,8 @@ from typing import NoReturn
 
 import pytest
 
-COMPONENTS = ("tmux", "prometheus", "slurm", "ray", "freezer", "serving")
+COMPONENTS = ("tmux", "prometheus", "slurm", "ray", "freezer", "serving", "root")
+"""`root`: the tests that start a process as another user (CI runs as root; the Slurm cluster needs it too)."""
 
 
 def required() -> frozenset[str]:

@@ -1,8 +1,8 @@
-"""A year of runs, generated: copies of the real finished run of tests/jobs/data/runs/ (new ids),
+"""A year of runs, generated: distinct runs made from the real finished run of tests/jobs/data/runs/,
 and one long run logging every step, as a run folder of this version lays them out.
 
-The copies keep the recording's spec.toml, status.json, metrics.jsonl and stdout.log byte for byte
-(hard links where the disk allows). The long run is the newest (the one the Training screen selects):
+Each run is its own: name, id, folder paths, settings (learning rate, batch size, seed), times
+and metric values differ from every other's, as a real year's do; no file is shared. The long run is the newest (the one the Training screen selects):
 a `begin`, then one `log` event per step with the recording's fields and values that drift and
 spike, an `eval` and a `save` every 10,000 steps, and the `summary` and `end` of a finished run.
 """
@@ -82,22 +82,49 @@ def write_long_run(folder: Path, steps: int) -> None:
         out.write("\n".join(block) + "\n")
 
 
-def _link_tree(source: Path, target: Path) -> None:
+def _distinct_copy(i: int, target: Path) -> None:
+    """The recording as the i-th run of a year: its own name, id, folder paths and settings (learning
+    rate, batch size, seed), times shifted to its day, and its own metrics values, so no memo or page
+    cache sees the same spec line or file twice (hard links of one run made every spec after the
+    first a memo hit and the page cache hold one file)."""
     target.mkdir(mode=0o700)
-    for child in source.iterdir():
-        try:
-            os.link(child, target / child.name)
-        except OSError:
-            shutil.copy2(child, target / child.name)
+    rng = random.Random(i)
+    lr, batch, seed = (1 + i % 9) * 1e-4 * 2, 8 * (1 + i % 4), 1000 + i
+    spec = (RECORDED / "spec.toml").read_text()
+    spec = spec.replace('name = "demo fine-tune"', f'name = "demo fine-tune {i}"')
+    spec = spec.replace("learning_rate = 0.002", f"learning_rate = {lr:g}")
+    spec = spec.replace("batch_size = 16", f"batch_size = {batch}").replace("seed = 42", f"seed = {seed}")
+    (target / "spec.toml").write_text(spec)
+    shift = (i + 1) * 3600.0 - 400 * 86400.0  # a run an hour apart, within the year before the recording
+    status = json.loads((RECORDED / "status.json").read_text().replace("{RUN}", str(target)))
+    for key in ("created", "queued", "started", "ended"):
+        status[key] += shift
+    status["supervisor"]["pid"] = status["launcher"]["pid"] = 10_000 + i
+    (target / "status.json").write_text(json.dumps(status, indent=1))
+    (target / "stdout.log").write_text((RECORDED / "stdout.log").read_text().replace("{RUN}", str(target)))
+    lines = []
+    for line in (RECORDED / "metrics.jsonl").read_text().splitlines():
+        event = json.loads(line)
+        event["time"] += shift
+        if "loss" in event:
+            event["loss"] *= 0.8 + 0.4 * rng.random()
+        if "learning_rate" in event:
+            event["learning_rate"] *= lr / 0.002
+        lines.append(json.dumps(event, separators=(",", ":")))
+    (target / "metrics.jsonl").write_text("\n".join(lines) + "\n")
 
 
 def make_runs(runs_dir: Path, count: int, long_steps: int, pool: Path) -> None:
-    """`count` runs in `runs_dir`: count - 1 copies of the recording and the long run (from `pool`,
-    where the long run is written once and shared by every size)."""
+    """`count` runs in `runs_dir`: count - 1 distinct runs made from the recording and the long run
+    (written once in `pool`, copied into every size)."""
     long_run = pool / LONG_ID
     if not long_run.exists():
         write_long_run(long_run, long_steps)
     runs_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     for i in range(count - 1):
-        _link_tree(RECORDED, runs_dir / copy_id(i))
-    _link_tree(long_run, runs_dir / LONG_ID)
+        _distinct_copy(i, runs_dir / copy_id(i))
+    try:  # one long run per history: links save its 250 MB per size where the disk allows
+        shutil.copytree(long_run, runs_dir / LONG_ID, copy_function=os.link)
+    except (OSError, shutil.Error):
+        shutil.rmtree(runs_dir / LONG_ID, ignore_errors=True)
+        shutil.copytree(long_run, runs_dir / LONG_ID)

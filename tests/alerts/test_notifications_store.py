@@ -58,15 +58,23 @@ def test_a_key_is_claimed_once_and_a_card_claim_again_after_it_expires(tmp_path:
 
 
 def test_two_processes_racing_for_the_same_keys_claim_each_once(tmp_path: Path) -> None:
+    """Both racers start claiming at one moment (each waits at a barrier until the other is ready),
+    so their claims of the same keys overlap instead of one finishing before the other starts."""
     script = (
         "import sys; from pathlib import Path; from gaudi_tui.core.alerts.store import Ledger; "
-        "ledger = Ledger(Path(sys.argv[1])); "
-        "print(sum(ledger.claim(f'key-{n}') for n in range(200)))"
+        "ledger = Ledger(Path(sys.argv[1])); print('ready', flush=True); sys.stdin.readline(); "
+        "print(sum(ledger.claim(f'key-{n}') for n in range(2000)))"
     )
     racers = [
-        subprocess.Popen([PYTHON, "-c", script, str(tmp_path / "sent")], stdout=subprocess.PIPE, text=True,
-                         env=child_env())
+        subprocess.Popen([PYTHON, "-c", script, str(tmp_path / "sent")], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True, env=child_env())
         for _ in range(2)
     ]  # fmt: skip
+    for racer in racers:  # the barrier: both imported and waiting
+        assert racer.stdout is not None and racer.stdout.readline().strip() == "ready"
+    for racer in racers:
+        assert racer.stdin is not None
+        racer.stdin.write("go\n")
+        racer.stdin.flush()
     won = [int(r.communicate(timeout=60)[0]) for r in racers]
-    assert sum(won) == 200
+    assert sum(won) == 2000

@@ -13,7 +13,7 @@ from gaudi_tui.core.chat.client import EngineClient
 from gaudi_tui.core.chat.options import LoadOptions
 from gaudi_tui.core.demo import resolve_model
 from tests.chat.serving import Server, long_answer_model, serving_installed, start_server
-from tests.conftest import ROOT
+from tests.conftest import ROOT, USER_SETTINGS
 
 
 @pytest.fixture(scope="session")
@@ -36,8 +36,15 @@ def start_engine(log_dir: Path, options: LoadOptions | None = None, **env: str) 
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngineClient]:
-    """The demo model loaded once per module (engine start + load is the slow part)."""
-    client = start_engine(tmp_path_factory.mktemp("engine"), LoadOptions())
+    """The demo model loaded once per module (engine start + load is the slow part). It starts
+    before any test's own home is set (a module fixture comes first), so it gets a private home of
+    its own, and none of the user's settings, as every test does (tests/conftest.py `gaudi_home`)."""
+    folder = tmp_path_factory.mktemp("engine")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GAUDI_TUI_HOME", str(folder / "gaudi-home"))
+        for name in USER_SETTINGS:
+            patch.delenv(name, raising=False)
+        client = start_engine(folder, LoadOptions())
     yield client
     client.shutdown()
 
@@ -107,11 +114,6 @@ def train_facts(home: Path, preset: str, **changes: object) -> TrainedRun:
         state = wait_done(run, timeout=300)
     assert state == "succeeded", log_tail(run)
     return TrainedRun(run.path.parent, run.id, run.path)
-
-
-@pytest.fixture(scope="session")
-def lora_run(tmp_path_factory: pytest.TempPathFactory) -> TrainedRun:
-    return train_facts(tmp_path_factory.mktemp("lora-home"), "lora")
 
 
 @pytest.fixture

@@ -76,10 +76,10 @@ async def test_chat_on_a_served_job_streams_stops_with_esc_and_answers_again(
 
         store = screen.store
         assert store is not None
+        conversation = store.conversations()[0]  # the screen's, made at its mount
+        store.set_params(conversation.id, GenerationParams(max_new_tokens=200))  # before the question
         await pilot.press("i")
         await send(pilot, "What is hl-smi?")
-        conversation = store.conversations()[0]
-        store.set_params(conversation.id, GenerationParams(max_new_tokens=200))
         await wait_until(pilot, lambda: screen.live is not None and bool(screen.live.text))
         await pilot.press("escape")
         await wait_until(pilot, lambda: screen.live is None)

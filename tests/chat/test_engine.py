@@ -10,6 +10,7 @@ import threading
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from gaudi_tui.core.chat.client import EngineClient
@@ -39,6 +40,18 @@ def test_load_report(engine: EngineClient) -> None:
     assert report.parameters > 100_000
     assert report.load_s > 0 and report.warmup_s > 0
     assert report.memory is not None and report.memory.kind == host.kind and report.memory.rss > 50 << 20
+
+
+def test_the_module_engine_has_a_private_home(
+    engine: EngineClient, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The module's engine started before this test's home was set: it has one of its own, under
+    this session's temporary folder, never the user's state folder or runs folder."""
+    env = psutil.Process(engine.pid).environ()
+    home = Path(env["GAUDI_TUI_HOME"])
+    assert home.parent.parent == tmp_path_factory.getbasetemp() and home.name == "gaudi-home"
+    assert home != Path(os.environ["GAUDI_TUI_HOME"])  # not this test's either: the engine outlives it
+    assert "GAUDI_TUI_RUNS_DIR" not in env
 
 
 def test_answer_streams_in_pieces(engine: EngineClient) -> None:

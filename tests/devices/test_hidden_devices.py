@@ -8,7 +8,10 @@ import threading
 import time
 from collections.abc import Callable
 
+import pytest
+
 from gaudi_tui.core.devices.feed import MonitorUpdate
+from gaudi_tui.core.devices.sources import host
 from gaudi_tui.core.devices.sources.host import HostStats, tick_host
 from gaudi_tui.ui.app import GaudiApp
 from gaudi_tui.ui.screens.devices import DevicesScreen
@@ -24,23 +27,39 @@ def wait_for(check: Callable[[], bool], deadline_s: float = 10.0) -> None:
         time.sleep(0.01)
 
 
-def test_the_host_row_reads_nothing_while_hidden_and_at_once_when_shown() -> None:
-    reads: list[float] = []
+class Wakes(threading.Event):
+    """The `shown` event, counting the waits the hidden row makes on it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waits = 0
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waits += 1
+        return super().wait(timeout)
+
+
+def test_the_host_row_reads_nothing_while_hidden_and_at_once_when_shown(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(host, "HIDDEN_WAKE_S", 0.02)
+    reads: list[int] = []
+    shown = Wakes()
 
     def reader() -> HostStats:
-        reads.append(time.monotonic())
+        reads.append(shown.waits)  # how many hidden waits came before this read
         return HOST
 
-    cancel, shown = threading.Event(), threading.Event()
+    cancel = threading.Event()
     thread = threading.Thread(target=tick_host, args=(lambda _s: None, cancel, 0.02, reader, shown))
     thread.start()
     try:
-        time.sleep(0.4)  # twenty intervals: a hidden row has no read in any of them
+        wait_for(lambda: shown.waits >= 20)  # twenty hidden wakes: a hidden row read in none of them
         assert reads == []
+        before = shown.waits
         shown.set()
-        began = time.monotonic()
         wait_for(lambda: len(reads) >= 3)
-        assert reads[0] - began < 0.3  # at once, not after the hidden wait
+        assert reads[0] <= before + 1  # at once: the wait under way ends, no further hidden wait
         shown.clear()  # hidden again: a cancel is still seen
     finally:
         cancel.set()

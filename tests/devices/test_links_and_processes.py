@@ -27,6 +27,7 @@ from gaudi_tui.ui.palette import palette
 from gaudi_tui.ui.screens.card_links import CardLinksScreen
 from gaudi_tui.ui.screens.devices import DevicesScreen
 from gaudi_tui.ui.widgets.device_table import COLUMNS, DeviceTable
+from tests import required
 from tests.conftest import CPU, PYTHON
 from tests.devices.conftest import FakeHlSmi
 from tests.devices.test_devices_screen import HOST, replayed, text
@@ -135,7 +136,7 @@ def test_processes_merge_hl_smi_rows_with_proc_holders(tmp_path: Path) -> None:
     """A holder you can see gets hl-smi's memory; hl-smi's row for another user's process gets that
     user, command line and start time from /proc; a PID /proc does not know stays hidden."""
     if os.geteuid() != 0:
-        pytest.skip("needs root, to start a process as user nobody")
+        required.require("root", "starting a process as user nobody needs root")
     node = tmp_path / "accel" / "accel2"
     node.parent.mkdir()
     node.touch()

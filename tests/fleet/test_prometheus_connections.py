@@ -19,6 +19,7 @@ import pytest
 from gaudi_tui.core.fleet import fetch
 from gaudi_tui.core.fleet.prometheus import AT_ONCE, PrometheusClient, PrometheusError
 from tests import required
+from tests.fleet.bcrypt_hash import bcrypt_hash
 from tests.fleet.stack import FleetStack, free_port, silent_target, start_prometheus, stop
 
 ACCEPTED = 'net_conntrack_listener_conn_accepted_total{listener_name="http"}'
@@ -62,10 +63,9 @@ def test_refreshes_reuse_the_kept_connections(fleet_stack: FleetStack) -> None:
 def guarded(tmp_path: Path) -> Iterator[tuple[Path, int, tuple[str, ...]]]:
     """The folder, port and arguments of a Prometheus that wants user `panel`, password `s3cret`."""
     required.tools("prometheus", "prometheus")
-    crypt = pytest.importorskip("crypt", reason="no crypt module to make the bcrypt password hash")
-    hashed = crypt.crypt("s3cret", crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=16))
-    if not hashed or not hashed.startswith("$2"):
-        pytest.skip("this libc's crypt makes no bcrypt hash")
+    hashed = bcrypt_hash("s3cret")
+    if hashed is None:
+        required.require("prometheus", "this system's libcrypt makes no bcrypt hash for the web config")
     web = tmp_path / "web.yml"
     web.write_text(f"basic_auth_users:\n  panel: '{hashed}'\n")
     yield tmp_path, free_port(), (f"--web.config.file={web}",)

@@ -17,13 +17,13 @@ from tests.conftest import ROOT
 from tests.insight.test_fake_runtime_runs import FAKE_RUNTIME, SCRIPT, STEPS
 from tests.jobs.conftest import log_tail, wait_done
 from tests.slurm.cluster import SlurmTestCluster
-from tests.slurm.conftest import nothing_outlives_the_test, slurm, slurm_cluster  # noqa: F401 - fixtures
+from tests.slurm.conftest import nothing_outlives_the_test  # noqa: F401 - the autouse guard
 from tests.slurm.test_slurm_jobs import CPU
 
 
 @pytest.mark.slow
 def test_every_rank_on_every_node_writes_its_file_and_both_are_read(
-    slurm: SlurmTestCluster,  # noqa: F811 - the fixture imported above
+    slurm: SlurmTestCluster,
     tmp_path: Path,
 ) -> None:
     project = tmp_path / "project"

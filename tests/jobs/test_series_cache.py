@@ -5,14 +5,19 @@ grew, and reads afresh when the cache is stale or malformed; the points always t
 from __future__ import annotations
 
 import json
+import os
 import stat
 from pathlib import Path
 
 import pytest
 
-from gaudi_tui.core.jobs import series
+from gaudi_tui.core.jobs import series, series_cache
 from gaudi_tui.core.jobs.series import ChartSeries
-from gaudi_tui.core.jobs.series_cache import cache_path
+
+
+def cache_path(metrics: Path) -> Path:
+    """The Training charts' saved series of `metrics`."""
+    return series_cache.cache_path(metrics, series.METRICS)
 
 
 def log_lines(first: int, last: int) -> str:
@@ -77,6 +82,28 @@ def test_a_rewritten_file_reads_afresh(metrics: Path) -> None:
     again = read_all(metrics)
     assert again.data() == read_all(metrics, cache=False).data()
     assert again.data().lines["loss"][1][0] == 9.0
+
+
+@pytest.mark.parametrize("where", ["head", "tail"])
+def test_a_rewrite_of_the_same_size_and_time_reads_afresh(metrics: Path, where: str) -> None:
+    """A rewrite that keeps both the size and the modification time (a copy with `cp -p`, a restore)
+    is told by the bytes: the first, or the last before the offset."""
+    read_all(metrics)
+    before, text = metrics.stat(), metrics.read_text()
+    changed = (
+        text.replace('"loss": 3.0,', '"loss": 9.0,', 1)
+        if where == "head"
+        else text[: text.rindex('"loss": 0.')] + '"loss": 8.' + text[text.rindex('"loss": 0.') + 10 :]
+    )
+    assert len(changed) == len(text) and changed != text
+    metrics.write_text(changed)
+    os.utime(metrics, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert metrics.stat().st_size == before.st_size and metrics.stat().st_mtime_ns == before.st_mtime_ns
+    again = read_all(metrics)
+    assert again.data() == read_all(metrics, cache=False).data()
+    assert (
+        (again.data().lines["loss"][1][0] == 9.0) if where == "head" else again.data().latest["loss"] == 8.001
+    )
 
 
 def test_a_file_cut_back_reads_afresh(metrics: Path) -> None:

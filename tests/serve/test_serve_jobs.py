@@ -19,7 +19,7 @@ from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import from_mapping, preset
 from gaudi_tui.core.serve import ready
 from gaudi_tui.ui.screens.training import cluster_nodes
-from tests.chat.conftest import FACT_MARK, FACT_QUESTION, TrainedRun, lora_run  # noqa: F401 - the fixture
+from tests.chat.conftest import FACT_MARK, FACT_QUESTION, TrainedRun
 from tests.conftest import CPU, PYTHON, child_env
 from tests.jobs.conftest import log_tail, wait_done, wait_for
 from tests.serve.conftest import chat, need_serving, open_stream, wait_ready
@@ -119,7 +119,7 @@ def test_a_port_in_use_is_refused_before_anything_starts() -> None:
 
 @pytest.mark.slow
 def test_a_lora_job_is_served_merged_once_and_answers_what_it_was_taught(
-    lora_run: TrainedRun,  # noqa: F811 - the fixture
+    lora_run: TrainedRun,
 ) -> None:
     """The LoRA job's run folder (its own runs folder is the chat tests' session one: a serve job is
     not added there; serving by id is tests/serve/test_served_model.py's)."""

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from gaudi_tui.core.serve import ready, warmup
+from tests.jobs.conftest import wait_for
 from tests.serve.conftest import DATA
 
 
@@ -76,26 +77,29 @@ def test_the_fixes_name_what_to_change() -> None:
 
 
 def test_the_watch_follows_only_this_attempts_output_and_writes_the_warmup(tmp_path: Path) -> None:
+    """`start()` skips an earlier attempt's output; its thread follows what is appended (a line cut
+    by a read included) into serve.json's `warmup`."""
     log = tmp_path / "stdout.log"
     log.write_text("[Warmup][Prompt][9/9] batch_size:1 seq_len:1 free_mem:1 GiB\n")  # an earlier attempt's
     watch = ready.ReadyWatch(tmp_path, log, {"url": "http://127.0.0.1:9", "model": "m", "engine": "vllm",
                                              "api_key_env": ""}, None)  # fmt: skip
-    watch.reader.offset = log.stat().st_size  # as start() does, without the thread
-    assert not watch.follow(now=1.0)
-    with log.open("a") as out:
-        out.write(
-            "INFO 08-02 17:38:22 hpu_model_runner.py:1066] [Warmup][Graph/Prompt][1/24] batch_size:1 seq_len:128 free_mem:55.43 GiB\n[Warmup][Graph/Pro"
-        )
-    assert watch.follow(now=2.0)
-    assert watch.info["warmup"] == "warming up Graph/Prompt 1/24 · free 55.43 GiB"
-    with log.open("a") as out:
-        out.write(
-            "mpt][2/24] batch_size:1 seq_len:256 free_mem:55.4 GiB\n"
-        )  # the rest of a line cut by a read
-    assert watch.follow(now=3.0) and watch.info["warmup"].startswith("warming up Graph/Prompt 2/24")
-    ready.write(tmp_path, watch.info)
-    assert json.loads((tmp_path / ready.SERVE_FILE).read_text())["warmup"] == watch.info["warmup"]
-    assert ready.note(tmp_path) == watch.info["warmup"]
+    watch.start()
+    try:
+        assert watch.reader.offset == log.stat().st_size  # this attempt's output only
+        assert json.loads((tmp_path / ready.SERVE_FILE).read_text())["warmup"] == ""
+        with log.open("a") as out:
+            out.write(
+                "INFO 08-02 17:38:22 hpu_model_runner.py:1066] [Warmup][Graph/Prompt][1/24] batch_size:1 seq_len:128 free_mem:55.43 GiB\n[Warmup][Graph/Pro"
+            )
+        wait_for(lambda: ready.note(tmp_path) == "warming up Graph/Prompt 1/24 · free 55.43 GiB", 10, "1/24")
+        with log.open("a") as out:
+            out.write(
+                "mpt][2/24] batch_size:1 seq_len:256 free_mem:55.4 GiB\n"
+            )  # the rest of a line cut by a read
+        wait_for(lambda: ready.note(tmp_path).startswith("warming up Graph/Prompt 2/24"), 10, "2/24")
+    finally:
+        watch.close()
+    assert "9/9" not in json.dumps(watch.info)
 
 
 def test_a_stamped_line_then_an_unstamped_one_gives_no_eta_from_two_clocks() -> None:

@@ -25,6 +25,7 @@ from gaudi_tui.ui.app import GaudiApp
 from gaudi_tui.ui.screens.slurm import SignalDialog, SlurmScreen
 from tests.conftest import CPU
 from tests.jobs.conftest import log_tail, wait_done, wait_for
+from tests.pilot import settle
 from tests.slurm.cluster import SlurmTestCluster
 from tests.slurm.test_slurm_hardening import nap_spec
 
@@ -161,11 +162,14 @@ async def test_cancelling_a_pending_array_record_leaves_its_running_tasks(slurm:
             assert time.monotonic() < deadline, "the pending record never showed"
             await pilot.pause(0.1)
         grid = screen.query_one("#slurm-queue", DataTable)
-        grid.move_cursor(row=[j.label for j in screen.rows].index(record))
+        row = [j.label for j in screen.rows].index(record)
+        grid.move_cursor(row=row)
+        await settle(pilot, lambda: grid.cursor_row == row, what="the cursor on the record")
         await pilot.press("c")
-        assert isinstance(app.screen, SignalDialog)
+        await settle(pilot, lambda: isinstance(app.screen, SignalDialog), what="the signal dialog")
         app.screen.query_one(OptionList).highlighted = 0  # plain cancel
         await pilot.press("enter")
+        await settle(pilot, lambda: not isinstance(app.screen, SignalDialog), what="the dialog answered")
         while record in queue(slurm) and queue(slurm)[record].state == "PENDING":
             assert time.monotonic() < deadline + 20, "the pending remainder was not cancelled"
             await pilot.pause(0.2)

@@ -101,8 +101,47 @@ class Comparison:
         }
 
 
+FIGURES = ("best", "peak", "first", "last", "summary_rate", "world", "ended_step")
+"""What `_RunSeries` gathers besides the lines; saved with them, so a warm read has them too."""
+
+
+def _step(value: object) -> int:
+    if value.__class__ is not int:
+        raise ValueError("not a step")
+    return value
+
+
+def _figures(state: dict[str, Any]) -> dict[str, Any]:
+    """The saved figures, checked (ValueError, KeyError or TypeError when they are not ones)."""
+    saved = state["figures"]
+
+    def measure(value: object) -> float:
+        if (out := number(value)) is None:
+            raise ValueError("not a number")
+        return out
+
+    def pair(name: str, step_first: bool) -> tuple[Any, Any] | None:
+        if saved[name] is None:
+            return None
+        a, b = saved[name]
+        return (_step(a), measure(b)) if step_first else (measure(a), _step(b))
+
+    if not isinstance(saved["world"], str):
+        raise ValueError("not a world size")
+    return {
+        "best": pair("best", step_first=False),
+        "first": pair("first", step_first=True),
+        "last": pair("last", step_first=True),
+        "peak": None if saved["peak"] is None else measure(saved["peak"]),
+        "summary_rate": None if saved["summary_rate"] is None else measure(saved["summary_rate"]),
+        "world": saved["world"],
+        "ended_step": None if saved["ended_step"] is None else _step(saved["ended_step"]),
+    }
+
+
 class _RunSeries(ChartSeries):
-    """ChartSeries that also gathers the final figures on its one read of metrics.jsonl."""
+    """ChartSeries that also gathers the final figures on its one read of metrics.jsonl (and keeps
+    them in its saved series: a long run's second compare starts from there)."""
 
     def __init__(self, run: RunFolder) -> None:
         super().__init__(run.metrics_path, LINES)
@@ -113,6 +152,20 @@ class _RunSeries(ChartSeries):
         self.summary_rate: float | None = None
         self.world: str = MISSING
         self.ended_step: int | None = None
+
+    def _state(self) -> dict[str, Any]:
+        return {**super()._state(), "figures": {name: getattr(self, name) for name in FIGURES}}
+
+    def _adopt(self, state: dict[str, Any]) -> bool:
+        try:
+            figures = _figures(state)
+        except (TypeError, KeyError, ValueError):
+            return False
+        if not super()._adopt(state):
+            return False
+        for name, value in figures.items():
+            setattr(self, name, value)
+        return True
 
     def read_all(self) -> None:
         """To the file's end, a slice at a time (stops where a read makes no progress)."""

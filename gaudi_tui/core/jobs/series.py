@@ -155,25 +155,33 @@ class ChartSeries:
     def _restore(self) -> None:
         self.restored = True
         state = series_cache.load(self.path, self.metrics)
-        if state is None:
-            return
+        if state is not None:
+            self._adopt(state)
+
+    def _adopt(self, state: dict[str, Any]) -> bool:
+        """Start from a saved state (a subclass adopts what it added to `_state` too); False, and
+        nothing taken, when it is not one."""
         try:
             lines = {name: Downsampled.restore(state["lines"][name]) for name in self.lines}
             ema, count = state["ema"]
             if not (ema.__class__ in FINITE and count.__class__ is int):
-                return
+                return False
         except (TypeError, KeyError, ValueError, IndexError):
-            return
+            return False
         self.lines, self._ema, self.offset = lines, (float(ema), count), state["offset"]
         self.saved = self.offset
+        return True
 
-    def _save(self) -> None:
-        state = {
+    def _state(self) -> dict[str, Any]:
+        """What a later reader starts from: everything read to `offset`."""
+        return {
             "offset": self.offset,
             "ema": list(self._ema),
             "lines": {name: line.state() for name, line in self.lines.items()},
         }
-        series_cache.save(self.path, self.metrics, state)
+
+    def _save(self) -> None:
+        series_cache.save(self.path, self.metrics, self._state())
         self.saved = self.offset
 
     def _reset(self) -> None:

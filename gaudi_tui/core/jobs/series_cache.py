@@ -1,9 +1,9 @@
 """A chart series kept between panel starts: the selected run's bounded lines and the byte offset they
 were read to, so opening a long run's charts again reads only what was appended since.
 
-One private file per run in the state folder (`charts/<hash of the metrics path>.json`, written
-atomically). It is used only when it holds this format, this path and these metrics, the file is
-at least as long as its offset, its first bytes and the bytes just before that offset are the ones
+One private file per run and reader in the state folder (`charts/<hash of the metrics path and the
+lines kept>.json`, written atomically: the Training charts and `jobs compare` keep theirs apart). It
+is used only when it holds this format, this path and these metrics, the file is at least as long as its offset, its first bytes and the bytes just before that offset are the ones
 it was read from, and a file of the size saved has the modification time saved (a file rewritten,
 or cut back, reads afresh); anything else is ignored. The first save of a run's series removes the
 saved series of runs whose folder was deleted.
@@ -27,8 +27,10 @@ CHECK_BYTES = 4096
 NAME = re.compile(r"[0-9a-f]{20}\.json")
 
 
-def cache_path(metrics_path: Path) -> Path:
-    key = hashlib.sha1(str(metrics_path.resolve()).encode()).hexdigest()[:20]
+def cache_path(metrics_path: Path, metrics: tuple[str, ...]) -> Path:
+    """Keyed by the file and by the lines kept: each reader (the Training charts, `jobs compare`)
+    has its own, so neither overwrites the other's."""
+    key = hashlib.sha1("\0".join((str(metrics_path.resolve()), *metrics)).encode()).hexdigest()[:20]
     return paths.state_dir() / "charts" / f"{key}.json"
 
 
@@ -57,7 +59,7 @@ def _same(saved: list, now: list | None) -> bool:
 def load(metrics_path: Path, metrics: tuple[str, ...]) -> dict[str, Any] | None:
     """The saved state (offset, ema, lines) when it is of this file as it is now, else None."""
     try:
-        data = json.loads(cache_path(metrics_path).read_text(encoding="utf-8"))
+        data = json.loads(cache_path(metrics_path, metrics).read_text(encoding="utf-8"))
         offset = data["offset"]
         if (
             data["format"] != FORMAT
@@ -83,7 +85,7 @@ def save(metrics_path: Path, metrics: tuple[str, ...], state: dict[str, Any]) ->
         {"format": FORMAT, "path": str(metrics_path), "metrics": list(metrics), "check": check, **state},
         separators=(",", ":"),
     )
-    target = cache_path(metrics_path)
+    target = cache_path(metrics_path, metrics)
     try:
         new = not target.exists()
         target.parent.mkdir(mode=0o700, exist_ok=True)
