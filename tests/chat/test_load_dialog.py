@@ -55,6 +55,23 @@ async def test_a_ready_served_job_is_offered_first_and_enter_loads_it() -> None:
     assert chosen == [LoadOptions(endpoint=READY.url, api_key_env="KEY", model="demo")]
 
 
+async def test_the_current_server_keeps_its_model_id_and_another_job_fills_the_fields() -> None:
+    app = GaudiApp(accelerator=CPU, hostname="h")
+    chosen: list[LoadOptions | None] = []
+    async with app.run_test(size=(80, 24)) as pilot:
+        current = LoadOptions(endpoint=READY.url, api_key_env="KEY", model="custom")
+        dialog = await opened(app, pilot, current, [WARMING, READY], chosen)
+        await pilot.pause(0.2)
+        assert dialog.query_one("#load-served", Select).value == READY.run_id
+        assert dialog.query_one("#load-server-model", Input).value == "custom"
+        dialog.query_one("#load-served", Select).value = WARMING.run_id
+        await settle(pilot, lambda: dialog.query_one("#load-endpoint", Input).value == WARMING.url)
+        assert dialog.query_one("#load-server-model", Input).value == "big"
+        dialog.query_one("#load-served", Select).value = READY.run_id
+        await settle(pilot, lambda: dialog.query_one("#load-endpoint", Input).value == READY.url)
+        assert dialog.query_one("#load-server-model", Input).value == "demo"
+
+
 async def test_the_keys_switch_to_this_hosts_part_and_enter_loads_its_model() -> None:
     app = GaudiApp(accelerator=CPU, hostname="h")
     chosen: list[LoadOptions | None] = []

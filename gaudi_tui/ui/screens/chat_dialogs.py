@@ -66,6 +66,8 @@ class LoadDialog(Dialog[LoadOptions | None]):
         self.served = served_jobs() if served is None else served
         self.offered = self._offered()
         """The served job chosen at open: the current server's, else the newest ready one."""
+        self._opened_with = self.offered.run_id if self.offered is not None else None
+        """The select's first change may be its value at open: the fields already hold it."""
 
     def _offered(self) -> ServedJob | None:
         if self.options.endpoint:
@@ -170,6 +172,9 @@ class LoadDialog(Dialog[LoadOptions | None]):
         if event.select.id != "load-served":
             return
         event.stop()
+        first, self._opened_with = self._opened_with, None
+        if event.value == first:
+            return  # the choice at open (a model id typed for that server is kept)
         job = next((j for j in self.served if j.run_id == event.value), None)
         if job is not None:
             self.query_one("#load-endpoint", Input).value = job.url
