@@ -13,6 +13,7 @@ from gaudi_tui.ui.widgets.metric_charts import Chart
 from tests.jobs.conftest import replay
 from tests.jobs.test_job_compare_screen import open_comparison
 from tests.jobs.test_training_screen import make_app
+from tests.pilot import settle
 
 
 def shown_charts(screen: JobCompareScreen) -> dict[str, int]:
@@ -49,9 +50,10 @@ async def test_a_short_terminal_shows_one_tall_chart_at_a_time(size: tuple[int, 
 async def test_a_tall_terminal_keeps_the_grid_of_five() -> None:
     replay(), replay(recorded="ray-runs")
     app = make_app()
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with app.run_test(size=(100, 30)) as pilot:
         screen = await open_comparison(pilot, 2)
-        await pilot.pause()
+        await pilot.resize_terminal(120, 40)  # made taller while open: the grid comes back
+        await settle(pilot, lambda: len(shown_charts(screen)) == len(compare_mod.CHARTS), what="the grid")
         charts = shown_charts(screen)
         assert len(charts) == len(compare_mod.CHARTS) and min(charts.values()) >= MIN_CHART_ROWS, charts
         footer_keys = {b.key for b in screen.query_one(Footer).query("FooterKey")}  # type: ignore[attr-defined]

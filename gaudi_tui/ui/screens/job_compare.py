@@ -120,7 +120,10 @@ class JobCompareScreen(PanelScreen):
 
     def _fit(self, rows: int) -> None:
         """The grid where each chart keeps its rows, else one chart at a time."""
-        charts = self.query_one("#compare-charts", Grid)
+        found = self.query("#compare-charts")
+        if not found:
+            return  # a resize before the body mounted: on_mount fits it
+        charts = found.first(Grid)
         one = rows < GRID_FROM_ROWS
         if charts.has_class("-one") != one:
             charts.set_class(one, "-one")
