@@ -274,6 +274,7 @@ SHOTS = [
     Shot("checklist.svg", ["2"], setup=run_checklist, hostname="replayed Gaudi 2 host (test doubles)"),
     Shot("chat.svg", ["3"], setup=chat_conversation),
     Shot("chat-trained.svg", [], setup=trained_side_by_side),
+    Shot("chat-model.svg", ["3", "m"]),
     Shot("training.svg", ["4"]),
     Shot("fleet.svg", [], setup=fleet_recorded),
     Shot("ray.svg", ["4"], setup=ray_job_details),

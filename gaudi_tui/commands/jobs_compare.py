@@ -19,7 +19,8 @@ def register(actions: argparse._SubParsersAction) -> None:
     compare = actions.add_parser(
         "compare",
         help="runs side by side: what differs, and their final figures",
-        description="Compare two or more runs (any state, target or kind): the spec fields, command "
+        description="Compare two or more training runs (any state or target, the Trainer or a command; "
+        "a serve job is refused): the spec fields, command "
         "arguments, environment (secrets masked), accelerator, world size and nodes that differ, and "
         "each run's outcome, steps, steps/s, best loss and its step, peak memory and wall time. "
         "--json adds each run's loss, learning-rate, throughput, compile and memory lines by step.",
@@ -64,10 +65,14 @@ def find_runs(ids: list[str]) -> list[RunFolder]:
 
 
 def compare(runs: list[RunFolder], as_json: bool, everything: bool) -> int:
+    from gaudi_tui.core.jobs import comparable
     from gaudi_tui.core.jobs.compare import compare as compare_runs
 
     if len(runs) < 2:
         print("gaudi-tui jobs compare: give two runs or more (`gaudi-tui jobs` lists them)", file=sys.stderr)
+        return 2
+    if why := comparable.refusal({run.id: comparable.kind_of(run) for run in runs}):
+        print(f"gaudi-tui jobs compare: {why}", file=sys.stderr)
         return 2
     comparison = compare_runs(runs, everything=everything)
     if as_json:

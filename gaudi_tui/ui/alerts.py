@@ -4,7 +4,11 @@ sends the alert of a job whose supervisor is gone (`core/alerts/lost.py`), follo
 file (every alert, a job's from its supervisor too), toasts each new one,
 rings its own terminal (the bell, OSC 9, OSC 777: written through Textual's driver, in order with
 the frames) and keeps the list the `!` dialog shows. Alerts never depend on it: supervisors and
-`gaudi-tui watch` send theirs whether the panel is open or not."""
+`gaudi-tui watch` send theirs whether the panel is open or not.
+
+When it starts it says once, in a toast, what happened since the panel was last open
+(`core/alerts/away.py`: jobs ended, alerts sent), and it moves the "last open" stamp then and when
+the panel quits (`stop`)."""
 
 from __future__ import annotations
 
@@ -40,9 +44,22 @@ class PanelAlerts:
         self.cancel = threading.Event()
         self.failing: set[str] = set()
         """The follower's steps that raised, each logged once until it reads again."""
+        self.greeted = False
+        """The "while you were away" line was said (or there was nothing to say)."""
 
     def start(self) -> None:
         threading.Thread(target=self._follow, name="alerts", daemon=True).start()
+
+    def stop(self) -> None:
+        """The panel quits: the follower ends and the stamp says it was open until now."""
+        self.cancel.set()
+        if self.greeted:
+            from gaudi_tui.core.alerts.away import mark_open
+
+            try:
+                mark_open()
+            except OSError:
+                log.exception("cannot write the last-open stamp")
 
     def card_update(self, update: MonitorUpdate) -> None:
         """In the device feed's thread: send the card alerts of this update. A replay's cards are
@@ -67,6 +84,7 @@ class PanelAlerts:
             for problem in problems:  # as the panel's other settings: a toast naming the line
                 self.app.call_from_thread(self.app.notify, problem, title="Settings: using the default",
                                           severity="warning", timeout=30, markup=False)  # fmt: skip
+            self._greet()
             self.app.call_from_thread(self._add, self._guarded("the kept alerts", reader.history), False)
             while not self.cancel.wait(POLL_S):
                 self._guarded("lost jobs", lost.poll)  # a lost job has no supervisor to send its alert
@@ -89,6 +107,22 @@ class PanelAlerts:
             return []
         self.failing.discard(what)
         return found
+
+    def _greet(self) -> None:
+        """Once, at start: what happened while the panel was closed, in one line."""
+        from gaudi_tui.core.alerts.away import since_last_open
+
+        try:
+            away = since_last_open()
+        except Exception:  # the alerts follower goes on without the line
+            log.exception("cannot tell what happened while the panel was closed")
+            away = None
+        if away is not None and (line := away.line()):
+            severity: SeverityLevel = (
+                "warning" if away.ended["failed"] or away.ended["lost"] else "information"
+            )
+            self.app.call_from_thread(self.app.notify, line, severity=severity, timeout=20, markup=False)
+        self.greeted = True
 
     def _add(self, alerts: list[Alert], announce: bool) -> None:
         self.alerts = (self.alerts + alerts)[-KEEP:]

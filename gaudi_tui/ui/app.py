@@ -231,6 +231,7 @@ class GaudiApp(PanelApp):
     def on_unmount(self) -> None:
         if self._first_second is not None:
             self._first_second.release()  # an app that ends within its first second
+        self.panel_alerts.stop()
 
     def after_first_frame(self, callback: Callable[[], object]) -> None:
         """Run `callback` once the first frame is on the terminal. (`call_after_refresh` alone is

@@ -61,11 +61,9 @@ async def test_chat_on_a_served_job_streams_stops_with_esc_and_answers_again(
         await pilot.press("3", "m")
         dialog = app.screen
         assert isinstance(dialog, LoadDialog)
-        choice = dialog.query_one("#load-served", Select)
-        choice.value = run.id  # the served job, listed first
-        await wait_until(pilot, lambda: dialog.query_one("#load-endpoint", Input).value == server.url)
-        assert dialog.query_one("#load-model", Input).value == server.model
-        dialog.query_one("#load-model", Input).focus()
+        assert dialog.query_one("#load-served", Select).value == run.id  # the ready served job, offered first
+        assert dialog.query_one("#load-endpoint", Input).value == server.url
+        assert dialog.query_one("#load-server-model", Input).value == server.model
         await pilot.press("enter")
         screen = app.screen
         assert isinstance(screen, ChatScreen) and screen.session is not None
@@ -154,16 +152,19 @@ async def test_the_load_dialog_switches_between_a_server_and_a_model_here(
     app = GaudiApp(accelerator=cpu_accelerator, hostname="h")
     chosen: list[LoadOptions | None] = []
     async with app.run_test(size=(100, 30)) as pilot:
-        for before, url, expected in [
-            (LoadOptions(), "http://127.0.0.1:1", LoadOptions(endpoint="http://127.0.0.1:1", model="")),
-            (LoadOptions(endpoint="http://127.0.0.1:1", model="served"), "", LoadOptions()),
-        ]:
+        for before, key, field, value, expected in [
+            (LoadOptions(), "right", "#load-endpoint", "http://127.0.0.1:1",
+             LoadOptions(endpoint="http://127.0.0.1:1", model="")),
+            (LoadOptions(endpoint="http://127.0.0.1:1", model="served"), "left", "#load-model", "", LoadOptions()),
+        ]:  # fmt: skip
             app.push_screen(LoadDialog(before, cpu_accelerator, served=[]), chosen.append)
             await pilot.pause()
             dialog = app.screen
             assert isinstance(dialog, LoadDialog) and not dialog.query("#load-served")  # no served job
-            dialog.query_one("#load-endpoint", Input).value = url
-            dialog.query_one("#load-model", Input).focus()
-            await pilot.press("enter")  # the model field left as it was: the new side's default
+            await pilot.press("shift+tab", key)  # to the parts' tabs, then the other part
+            await pilot.pause()
+            dialog.query_one(field, Input).value = value
+            dialog.query_one(field, Input).focus()
+            await pilot.press("enter")  # the other part's model field is its own: this part's default
             await wait_until(pilot, lambda: len(chosen) == 1)
             assert chosen.pop() == expected

@@ -3,6 +3,10 @@
 Their loss, learning rate, throughput, compiles and memory overlaid on shared step axes (each run
 its own colour, named in the legend), the fields that differ between them (`a`: every field), and
 their final figures. The run folders are read once, off the UI thread (core/jobs/compare.py).
+
+The charts share one grid on a screen tall enough that each keeps `MIN_CHART_ROWS` rows
+(`GRID_FROM_ROWS`); on a shorter one (80×24, 100×30) one chart is shown at a time, as tall as the
+table and the diff leave, and `n` (in the footer) shows the next.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rich.text import Text
-from textual import work
+from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid
@@ -34,6 +38,10 @@ TITLES = {
 }
 """Each chart's title; their x axis is the step."""
 NONE = {"compiles": "none (the Gaudi runtime counts them: Gaudi runs only)"}
+MIN_CHART_ROWS = 6
+GRID_FROM_ROWS = 36
+"""From this many terminal rows the five charts share a grid (two rows of charts of at least
+`MIN_CHART_ROWS` each, beside a full final table and the diff); below it, one chart at a time."""
 NAME_WIDTH = 24
 MIN_VALUE_WIDTH = 16
 EXTRA_COLOURS: tuple[RGB, ...] = ((230, 140, 40), (120, 170, 255), (200, 120, 200), (140, 200, 120))
@@ -64,19 +72,24 @@ class JobCompareScreen(PanelScreen):
         "The runs you marked on Training (m), side by side: loss, learning rate, throughput, graph "
         "compiles and memory overlaid by step, each run in its own colour; the settings that differ "
         "(spec fields, the command's arguments, environment with secrets masked, accelerator, world "
-        "size, nodes); and each run's final figures. a shows every field, Esc goes back. Headless: "
+        "size, nodes); and each run's final figures. On a short terminal one chart shows at a time: n "
+        "shows the next. a shows every field, Esc goes back. Headless: "
         "gaudi-tui jobs compare A B … [--json], gaudi-tui jobs export ID … --csv|--parquet FILE."
     )
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back", id="job_compare.back"),
         Binding("a", "toggle_all", "All fields", id="job_compare.all"),
+        Binding("n", "next_chart", "Next chart", id="job_compare.next_chart"),
     ]
     DEFAULT_CSS = """
     JobCompareScreen #compare-status { height: auto; padding: 0 1; color: $text-muted; }
     JobCompareScreen #compare-final { height: auto; max-height: 8; }
-    JobCompareScreen #compare-charts { grid-size: 3 2; grid-gutter: 0 1; height: 1fr; min-height: 10; }
-    JobCompareScreen #compare-charts > Chart { height: 1fr; min-height: 5; }
+    JobCompareScreen #compare-charts { grid-size: 3 2; grid-gutter: 0 1; height: 2fr; min-height: 12; }
+    JobCompareScreen #compare-charts > Chart { height: 1fr; min-height: 6; }
     JobCompareScreen #compare-memory { column-span: 2; }
+    JobCompareScreen #compare-charts.-one { layout: vertical; min-height: 6; }
+    JobCompareScreen #compare-charts.-one > Chart { display: none; }
+    JobCompareScreen #compare-charts.-one > Chart.-shown { display: block; }
     JobCompareScreen #compare-diff { height: 1fr; min-height: 4; }
     """
 
@@ -85,6 +98,8 @@ class JobCompareScreen(PanelScreen):
         self.run_ids = run_ids
         self.everything = False
         self.comparison: Comparison | None = None
+        self.shown = 0
+        """The chart shown when one shows at a time (an index into compare.CHARTS)."""
 
     def compose_body(self) -> ComposeResult:
         yield Static(f"Reading {len(self.run_ids)} runs…", id="compare-status", markup=False)
@@ -97,7 +112,38 @@ class JobCompareScreen(PanelScreen):
     def on_mount(self) -> None:
         for name in compare_mod.CHARTS:
             self.query_one(f"#compare-{name}", Chart).placeholder = f"{TITLES[name]}: reading…"
+        self._fit(self.app.size.height)
         self.load()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._fit(event.size.height)
+
+    def _fit(self, rows: int) -> None:
+        """The grid where each chart keeps its rows, else one chart at a time."""
+        found = self.query("#compare-charts")
+        if not found:
+            return  # a resize before the body mounted: on_mount fits it
+        charts = found.first(Grid)
+        one = rows < GRID_FROM_ROWS
+        if charts.has_class("-one") != one:
+            charts.set_class(one, "-one")
+            self.refresh_bindings()
+        self._show_chart()
+
+    def _show_chart(self) -> None:
+        for i, name in enumerate(compare_mod.CHARTS):
+            self.query_one(f"#compare-{name}", Chart).set_class(i == self.shown, "-shown")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """`n` only where one chart shows at a time."""
+        if action == "next_chart":
+            charts = self.query("#compare-charts")  # asked before the body mounts too
+            return bool(charts) and charts.first().has_class("-one")
+        return True
+
+    def action_next_chart(self) -> None:
+        self.shown = (self.shown + 1) % len(compare_mod.CHARTS)
+        self._show_chart()
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="job-compare", description="compare runs")
     def load(self) -> None:
@@ -167,9 +213,7 @@ class JobCompareScreen(PanelScreen):
         for title in figures.header:
             table.add_column(title, key=title)
         for i, (run, row) in enumerate(zip(self.comparison.runs, figures.rows, strict=True)):
-            table.add_row(
-                legend(run, colours[i]), *map(Text, row[1:]), key=run.id
-            )  # an error is anyone's text
+            table.add_row(legend(run, colours[i]), *map(Text, row[1:]), key=run.id)
 
     def action_toggle_all(self) -> None:
         self.everything = not self.everything

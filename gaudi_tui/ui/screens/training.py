@@ -380,10 +380,15 @@ class TrainingScreen(PanelScreen):
             table.update_cell(run_id, COLUMNS[0], self._cells(self.views[run_id])[0], update_width=True)
 
     def action_compare_jobs(self) -> None:
+        from gaudi_tui.core.jobs.comparable import refusal
         from gaudi_tui.ui.screens.job_compare import JobCompareScreen
 
         if len(self.marked) < 2:
             self.notify(f"Mark two runs or more with m to compare them ({len(self.marked)} marked).")
+        elif why := refusal(
+            {run_id: view.kind for run_id in self.marked if (view := self.views.get(run_id))}
+        ):
+            self.notify(f"Not compared: {why} (m unmarks a run).", severity="warning", markup=False)
         else:
             self.app.push_screen(JobCompareScreen(list(self.marked)))
 
