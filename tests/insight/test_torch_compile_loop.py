@@ -74,4 +74,7 @@ def test_guard_words_keeps_torch_words_for_other_guards() -> None:
     assert guard_words("tensor 'x' stride mismatch at index 0. expected 8, actual 1") == (
         "x stride of dimension 0 was 8, now 1"
     )
+    assert guard_words("tensor 'kwargs['input_ids']' size mismatch at index 1. expected 42, actual 65") == (
+        "kwargs['input_ids'] dimension 1 was 42, now 65"
+    )
     assert guard_words("L['flag'] == True") == "L['flag'] == True"

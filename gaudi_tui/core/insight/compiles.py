@@ -22,7 +22,7 @@ MAX_RECOMPILES = 64
 """Per frame, only the newest recompiles are kept (the count stays whole)."""
 
 _SIZE = re.compile(
-    r"tensor '(?P<input>[^']+)' (?P<what>size|stride) mismatch at index (?P<index>\d+)\. "
+    r"tensor '(?P<input>.+?)' (?P<what>size|stride) mismatch at index (?P<index>\d+)\. "
     r"expected (?P<expected>-?\d+), actual (?P<actual>-?\d+)"
 )
 _FAILURE = re.compile(r"^\s*-\s*(?P<frame>\d+)/(?P<attempt>\d+):\s*(?P<reason>.+)$", re.M)
