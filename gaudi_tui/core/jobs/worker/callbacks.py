@@ -26,6 +26,7 @@ import torch
 import torch.distributed as dist
 from transformers import TrainerCallback
 
+from gaudi_tui.core.insight.probe import JobProbe
 from gaudi_tui.core.jobs.insight.runtime import RuntimeMetrics, compile_figures, file_from_env
 from gaudi_tui.core.jobs.runfolder import COMPLETE_MARKER, RunFolder
 from gaudi_tui.core.jobs.worker.logstream import METRIC_PREFIX
@@ -229,10 +230,16 @@ class MetricsCallback(TrainerCallback):
         self.world = 1
         self._mark = (0.0, 0)  # time and step at the start of the current window
         self.hpu = RuntimeMetrics(Path(file_from_env(os.environ) or run.hpu_metrics_path))
+        self.probe = JobProbe()
+        """torch.compile's compiles and the input wait (`core/insight`)."""
 
     def _write(self, event: dict[str, object]) -> None:
         if self.out is not None:
             self.out.write(event)
+
+    def _write_all(self, events: list[dict[str, object]]) -> None:
+        for event in events:
+            self._write(event)
 
     def _restart_window(self, step: int) -> None:
         self._mark = (time.monotonic(), step)
@@ -253,6 +260,15 @@ class MetricsCallback(TrainerCallback):
                     "resumed_from": self.resumed_from,
                 }
             )
+        self.probe.begin(args.process_index)
+        return control
+
+    def on_step_begin(self, args, state, control, **kwargs):  # noqa: ANN001
+        self.probe.step_begin(state.global_step)
+        return control
+
+    def on_step_end(self, args, state, control, **kwargs):  # noqa: ANN001
+        self._write_all(self.probe.step_end())
         return control
 
     def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: ANN001
@@ -265,6 +281,8 @@ class MetricsCallback(TrainerCallback):
             self._write({"event": "eval", **base, **logs})
         elif "loss" in logs:
             self._write({"event": "log", **base, **logs, **self._rates(state.global_step)})
+            self._write_all(self.probe.logged(state.global_step))
+        self.probe.skip()  # writing the log is not waiting for data
         return control
 
     def _rates(self, step: int) -> dict[str, object]:
@@ -287,14 +305,17 @@ class MetricsCallback(TrainerCallback):
 
     def on_evaluate(self, args, state, control, **kwargs):  # noqa: ANN001
         self._restart_window(state.global_step)  # evaluation time is not training throughput
+        self.probe.skip()
         return control
 
     def on_save(self, args, state, control, **kwargs):  # noqa: ANN001
         if state.is_world_process_zero:
             self._write(save_event(state.global_step, Path(args.output_dir)))
+        self.probe.skip()
         return control
 
     def on_train_end(self, args, state, control, **kwargs):  # noqa: ANN001
+        self._write_all(self.probe.end())
         if state.is_world_process_zero:
             self._write(end_event(state.global_step, state.max_steps, self.stop.stopped))
             if self.out is not None:
