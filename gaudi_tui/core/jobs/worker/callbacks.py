@@ -260,7 +260,7 @@ class MetricsCallback(TrainerCallback):
                     "resumed_from": self.resumed_from,
                 }
             )
-        self.probe.begin(args.process_index)
+        self.probe.begin(args.process_index, self.run.path, self.device)
         return control
 
     def on_step_begin(self, args, state, control, **kwargs):  # noqa: ANN001
@@ -268,7 +268,7 @@ class MetricsCallback(TrainerCallback):
         return control
 
     def on_step_end(self, args, state, control, **kwargs):  # noqa: ANN001
-        self._write_all(self.probe.step_end())
+        self._write_all(self.probe.step_end(state.global_step))
         return control
 
     def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: ANN001
@@ -315,7 +315,7 @@ class MetricsCallback(TrainerCallback):
         return control
 
     def on_train_end(self, args, state, control, **kwargs):  # noqa: ANN001
-        self._write_all(self.probe.end())
+        self._write_all(self.probe.end(state.global_step))
         if state.is_world_process_zero:
             self._write(end_event(state.global_step, state.max_steps, self.stop.stopped))
             if self.out is not None:

@@ -97,7 +97,7 @@ class PanelCallback(StopCallback, TrainerCallback):
                     "source": "wrapper",
                 }
             )
-        self.probe.begin(args.process_index)
+        self.probe.begin(args.process_index, self.run.path, self.device)
         return control
 
     def on_step_begin(self, args, state, control, **kwargs):  # noqa: ANN001
@@ -106,7 +106,7 @@ class PanelCallback(StopCallback, TrainerCallback):
 
     def on_step_end(self, args, state, control, **kwargs):  # noqa: ANN001
         control = super().on_step_end(args, state, control, **kwargs)  # the graceful stop
-        self._write_all(self.probe.step_end())
+        self._write_all(self.probe.step_end(state.global_step))
         return control
 
     def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: ANN001
@@ -147,7 +147,7 @@ class PanelCallback(StopCallback, TrainerCallback):
         return control
 
     def on_train_end(self, args, state, control, **kwargs):  # noqa: ANN001
-        self._write_all(self.probe.end())
+        self._write_all(self.probe.end(state.global_step))
         if state.is_world_process_zero and self.out is not None:
             self._write(end_event(state.global_step, state.max_steps, self.stopped))
             self.out.close()
