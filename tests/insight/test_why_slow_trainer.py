@@ -65,7 +65,8 @@ trainer = Trainer(
     args=TrainingArguments(output_dir="out", max_steps=args.max_steps, logging_steps=2,
                            per_device_train_batch_size=1, learning_rate=1e-3, use_cpu=True,
                            report_to="none", save_strategy="no", disable_tqdm=True, seed=1,
-                           torch_compile=args.compile, torch_compile_backend="eager"),
+                           # a backend alone turns compiling on: name it only with --compile
+                           **({"torch_compile_backend": "eager"} if args.compile else {})),
     train_dataset=Lines(),
     data_collator=collate,
 )
