@@ -23,7 +23,8 @@ from tests.jobs.conftest import events, log_tail, no_stray_processes, wait_done,
 STEPS = 400
 
 
-def start(tmp_path: Path) -> RunFolder:
+def start(tmp_path: Path, steps: int = STEPS, ask: int | None = None) -> RunFolder:
+    """The script as a command job; `ask`: a profile of that many steps requested before it starts."""
     project = tmp_path / "project"
     project.mkdir()
     (project / "slow.py").write_text(SCRIPT, encoding="utf-8")
@@ -31,9 +32,12 @@ def start(tmp_path: Path) -> RunFolder:
 
     spec = from_mapping({
         "kind": "command", "workdir": str(project), "device": "cpu",
-        "command": [PYTHON, "slow.py", "--model", str(model_dir()), "--max_steps", str(STEPS)],
+        "command": [PYTHON, "slow.py", "--model", str(model_dir()), "--max_steps", str(steps)],
     })  # fmt: skip
-    return control.submit(spec, CPU, env=child_env())
+    run = control.submit(spec, CPU, env=child_env())
+    if ask is not None:
+        assert profile.request(run.path, ask) is None
+    return run
 
 
 @pytest.mark.slow
@@ -69,3 +73,25 @@ def test_a_profile_is_refused_while_one_is_taken(tmp_path: Path) -> None:
     assert profile.request(tmp_path, 0) == f"--steps must be 1 to {profile.MAX_STEPS}"
     assert profile.request(tmp_path, 3) is None
     assert json.loads((tmp_path / profile.REQUEST).read_text(encoding="utf-8"))["steps"] == 3
+
+
+@pytest.mark.slow
+def test_a_job_that_ends_inside_the_window_leaves_no_trace(tmp_path: Path) -> None:
+    """Asked before it starts for more steps than it has left: the callback begins at step 1's end,
+    the run ends at step 12, and the window is dropped whole."""
+    run = start(tmp_path, steps=12, ask=50)
+    assert wait_done(run, 120) == "succeeded", log_tail(run)
+    (dropped,) = events(run, "profile")
+    assert dropped["what"] == "abandoned" and "no trace written" in dropped["reason"]
+    assert not list(run.path.glob("profile-*")) and not list(run.path.glob(".profile-*"))
+    assert not (run.path / profile.TAKING).exists()
+
+
+def test_the_profiler_records_the_device_each_accelerator_has() -> None:
+    """On Gaudi, Intel's profiling workflow records device activity with ProfilerActivity.HPU
+    (https://docs.habana.ai/en/latest/Profiling/Profiling_Workflow.html); torch 2.13 lists it."""
+    from torch.profiler import ProfilerActivity
+
+    assert profile.activities("cpu") == [ProfilerActivity.CPU]
+    assert profile.activities("cuda") == [ProfilerActivity.CPU, ProfilerActivity.CUDA]
+    assert profile.activities("hpu") == [ProfilerActivity.CPU, ProfilerActivity.HPU]

@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 from gaudi_tui.core.insight.compiles import CompileFrames, findings, guard_words
+from gaudi_tui.core.insight.events import WhySlow
 from tests.conftest import PYTHON, child_env
 
 LOOP = """\
@@ -68,6 +69,14 @@ def test_a_loop_with_changing_lengths_reports_its_recompiles_the_guard_and_the_l
     assert "Intel" not in found["torch-recompiling"].fix  # Gaudi's advice only on Gaudi
     gaudi = {f.id: f for f in findings(frames, warmup_end=1, hpu=True)}
     assert "bucketing" in gaudi["torch-recompiling"].fix
+
+    why = WhySlow()
+    for event in events:
+        why.apply(event)
+    on_gaudi, on_cpu = why.lines(hpu=True), why.lines(hpu=False)
+    assert on_gaudi[:-1] == on_cpu  # on Gaudi, a line says whose count this is, beside Intel's
+    assert "Intel's runtime file counts the graphs hpu_backend compiles" in on_gaudi[-1]
+    assert "not added up" in on_gaudi[-1]
 
 
 def test_guard_words_keeps_torch_words_for_other_guards() -> None:
