@@ -74,13 +74,15 @@ trainer.train()
 '''
 
 
-def run_script(tmp_path: Path, *extra: str) -> RunFolder:
+def run_script(tmp_path: Path, *extra: str, ranks: int = 1) -> RunFolder:
     project = tmp_path / "project"
     project.mkdir()
     (project / "slow.py").write_text(SCRIPT, encoding="utf-8")
     spec = from_mapping({
         "kind": "command", "workdir": str(project), "device": "cpu",
-        "command": [PYTHON, "slow.py", "--model", str(model_dir()), "--max_steps", str(STEPS), *extra],
+        "command": [*([PYTHON] if ranks == 1 else []), "slow.py", "--model", str(model_dir()),
+                    "--max_steps", str(STEPS), *extra],
+        **({"command_launcher": "torchrun", "processes": ranks} if ranks > 1 else {}),
     })  # fmt: skip
     run = control.submit(spec, CPU, env=child_env())
     assert wait_done(run, 180) == "succeeded", log_tail(run)
@@ -108,6 +110,18 @@ def test_a_trainer_with_a_slow_dataset_shows_the_stall_finding_and_its_fix(tmp_p
     assert "input wait (rank 0):" in lines
     assert "Gaudi runs only" in lines  # the runtime's figures: said to be Gaudi's, on a CPU run
     assert relevant(insight)  # Details shows it for a CPU run
+
+
+@pytest.mark.slow
+def test_each_rank_reports_its_own_input_wait(tmp_path: Path) -> None:
+    """Two ranks under torchrun: each rank's window is gathered to rank 0 at every log."""
+    run = run_script(tmp_path, "--sleep", "0.4", ranks=2)
+    insight = insight_of(run)
+    windows = insight.torch["input_stalls"]["ranks"]  # type: ignore[index]
+    assert sorted(windows) == [0, 1]
+    assert all(w["share"] > STALL_SHARE and w["step"] == STEPS for w in windows.values()), windows
+    lines = "\n".join(text.lines(insight))
+    assert "input wait (rank 0):" in lines and "input wait (rank 1):" in lines
 
 
 @pytest.mark.slow

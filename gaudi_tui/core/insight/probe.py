@@ -9,7 +9,7 @@ from pathlib import Path
 
 from gaudi_tui.core.insight.compile_watch import CompileWatch
 from gaudi_tui.core.insight.profile import ProfileTaker
-from gaudi_tui.core.insight.stalls import StepTimer
+from gaudi_tui.core.insight.stalls import StepTimer, window_event
 
 
 class JobProbe:
@@ -35,10 +35,22 @@ class JobProbe:
             self.timer.skip()  # starting or ending a profile (its trace written) is not waiting for data
         return self.compiles.drain() + ([taken] if taken is not None else [])
 
-    def logged(self, step: int) -> list[dict[str, object]]:
-        """At a log: the compile events not yet written and the stall window since the last log."""
-        stall = self.timer.event(step)
-        return self.compiles.drain() + ([stall] if stall is not None else [])
+    def logged(self, step: int, group: object = None, distributed: bool = False) -> list[dict[str, object]]:
+        """At a training log, on every rank (a collective when `distributed`): the compile events not
+        yet written and each rank's stall window since the last log, gathered over `group` (a CPU
+        group: the Trainer callbacks' gloo group)."""
+        rows = [self.timer.take()]
+        if distributed:
+            import torch
+            import torch.distributed as dist
+
+            mine = torch.tensor(rows[0], dtype=torch.float64)
+            every = [torch.zeros_like(mine) for _ in range(dist.get_world_size(group))]  # type: ignore[arg-type]
+            dist.all_gather(every, mine, group=group)  # type: ignore[arg-type]
+            rows = [(float(w), float(b), int(n)) for w, b, n in (t.tolist() for t in every)]
+        ranks = range(len(rows)) if distributed else [self.timer.rank]
+        windows = [window_event(rank, step, *row) for rank, row in zip(ranks, rows, strict=True)]
+        return self.compiles.drain() + [w for w in windows if w is not None]
 
     def skip(self) -> None:
         self.timer.skip()

@@ -4,8 +4,8 @@ Trainer calls `on_step_begin` once it has the step's batches (`get_batch_samples
 micro-batch of the step first) and `on_step_end` after the optimizer step, so the time from one
 step's end to the next step's begin is the data loader's `__next__` (collation, a slow
 `__getitem__`, too few workers), plus logging, evaluation and saving, which `StepTimer.skip` takes
-out. `StepTimer` runs in the job's process and gives a `stall` event at each log; `Stalls` reads
-them back per rank, and `finding` says what to do above `STALL_SHARE`.
+out. `StepTimer` runs in every rank's process; at each log the ranks' windows are gathered to rank 0
+(`probe.JobProbe.logged`), which writes one `stall` event per rank; `Stalls` reads them back, and `finding` says what to do above `STALL_SHARE`.
 """
 
 from __future__ import annotations
@@ -49,24 +49,33 @@ class StepTimer:
         if self._end is not None:
             self._end = time.perf_counter()
 
-    def event(self, step: int) -> dict[str, object] | None:
-        """The window since the last event as a `stall` event (None: no whole step in it)."""
-        if not self.steps:
-            return None
-        total = self.wait + self.busy
-        out: dict[str, object] = {
-            "event": EVENT,
-            "time": time.time(),
-            "step": step,
-            "rank": self.rank,
-            "steps": self.steps,
-            "wait_s": self.wait,
-            "step_s": total / self.steps,
-            "share": self.wait / total if total > 0 else 0.0,
-        }
+    def take(self) -> tuple[float, float, int]:
+        """(wait, busy, steps) since the last take, and a new window."""
+        taken = (self.wait, self.busy, self.steps)
         self.wait = self.busy = 0.0
         self.steps = 0
-        return out
+        return taken
+
+    def event(self, step: int) -> dict[str, object] | None:
+        """This rank's window since the last take as a `stall` event (None: no whole step in it)."""
+        return window_event(self.rank, step, *self.take())
+
+
+def window_event(rank: int, step: int, wait: float, busy: float, steps: int) -> dict[str, object] | None:
+    """One rank's window as a `stall` event (None: no whole step in it)."""
+    if not steps:
+        return None
+    total = wait + busy
+    return {
+        "event": EVENT,
+        "time": time.time(),
+        "step": step,
+        "rank": rank,
+        "steps": steps,
+        "wait_s": wait,
+        "step_s": total / steps,
+        "share": wait / total if total > 0 else 0.0,
+    }
 
 
 @dataclass(frozen=True)

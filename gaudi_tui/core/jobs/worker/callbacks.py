@@ -82,7 +82,7 @@ class CountingCollator:
         return batch
 
 
-def _distributed() -> bool:
+def distributed() -> bool:
     return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
 
 
@@ -113,7 +113,7 @@ class StopCallback(TrainerCallback):
         self._mark = (0.0, 0)
 
     def on_train_begin(self, args, state, control, **kwargs):  # noqa: ANN001 - Trainer's signature
-        if _distributed():
+        if distributed():
             # A CPU group even when training runs on HCCL/NCCL: the flag never touches the device.
             self.group = None if dist.get_backend() == "gloo" else dist.new_group(backend="gloo")
         self._next_check = state.global_step + 1
@@ -147,13 +147,13 @@ class StopCallback(TrainerCallback):
             [1 if zero and self.flag() else 0, self._proposal(state.global_step) if zero else 0],
             dtype=torch.int64,
         )
-        if _distributed():
+        if distributed():
             dist.all_reduce(mine, op=dist.ReduceOp.MAX, group=self.group)
         stop, self._interval = int(mine[0].item()), int(mine[1].item())
         self._next_check = state.global_step + self._interval
         if stop:
             self.stopped = True
-            rank = dist.get_rank() if _distributed() else 0
+            rank = dist.get_rank() if distributed() else 0
             print(f"[gaudi-tui] rank {rank} stopping at step {state.global_step}", flush=True)
             control.should_log = True
             control.should_save = True
@@ -161,7 +161,7 @@ class StopCallback(TrainerCallback):
         return control
 
     def on_save(self, args, state, control, **kwargs):  # noqa: ANN001
-        if _distributed():
+        if distributed():
             dist.barrier(group=self.group)  # every rank has written its part of the checkpoint
         if state.is_world_process_zero:
             checkpoint = Path(args.output_dir) / f"checkpoint-{state.global_step}"
@@ -272,7 +272,15 @@ class MetricsCallback(TrainerCallback):
         return control
 
     def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: ANN001
-        if not state.is_world_process_zero or not logs:
+        if not logs:
+            return control
+        training = (
+            "loss" in logs and "train_runtime" not in logs and not any(k.startswith("eval_") for k in logs)
+        )
+        # every rank's stall window, gathered to rank 0 (every rank logs at the same steps)
+        found = self.probe.logged(state.global_step, self.stop.group, distributed()) if training else []
+        if not state.is_world_process_zero:
+            self.probe.skip()
             return control
         base = {"time": time.time(), "step": state.global_step, "max_steps": state.max_steps}
         if "train_runtime" in logs:
@@ -281,7 +289,7 @@ class MetricsCallback(TrainerCallback):
             self._write({"event": "eval", **base, **logs})
         elif "loss" in logs:
             self._write({"event": "log", **base, **logs, **self._rates(state.global_step)})
-            self._write_all(self.probe.logged(state.global_step))
+            self._write_all(found)
         self.probe.skip()  # writing the log is not waiting for data
         return control
 

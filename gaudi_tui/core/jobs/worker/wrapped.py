@@ -29,6 +29,7 @@ from gaudi_tui.core.jobs.worker.callbacks import (
     LogStreamSink,
     Sink,
     StopCallback,
+    distributed,
     end_event,
     memory_mib,
     save_event,
@@ -110,7 +111,15 @@ class PanelCallback(StopCallback, TrainerCallback):
         return control
 
     def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: ANN001
-        if not state.is_world_process_zero or not logs:
+        if not logs:
+            return control
+        training = (
+            "loss" in logs and "train_runtime" not in logs and not any(k.startswith("eval_") for k in logs)
+        )
+        # every rank's stall window, gathered to rank 0 (every rank logs at the same steps)
+        found = self.probe.logged(state.global_step, self.group, distributed()) if training else []
+        if not state.is_world_process_zero:
+            self.probe.skip()
             return control
         figures = {GB_KEYS.get(k, k): v * 1024 if k in GB_KEYS else v for k, v in logs.items()}
         base = {"time": time.time(), "step": state.global_step, "max_steps": state.max_steps}
@@ -120,7 +129,7 @@ class PanelCallback(StopCallback, TrainerCallback):
             self._write({"event": "eval", **base, **figures})
         elif "loss" in figures:
             self._write({"event": "log", **base, **self._rates(state.global_step), **figures})
-            self._write_all(self.probe.logged(state.global_step))
+            self._write_all(found)
         self.probe.skip()  # writing the log is not waiting for data
         return control
 
