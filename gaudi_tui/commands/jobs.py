@@ -11,6 +11,9 @@ from typing import TYPE_CHECKING
 from gaudi_tui.commands.jobs_compare import ACTIONS as COMPARE_ACTIONS
 from gaudi_tui.commands.jobs_compare import register as register_compare
 from gaudi_tui.commands.jobs_compare import run as run_compare
+from gaudi_tui.commands.jobs_profile import ACTIONS as PROFILE_ACTIONS
+from gaudi_tui.commands.jobs_profile import register as register_profile
+from gaudi_tui.commands.jobs_profile import run as run_profile
 
 if TYPE_CHECKING:
     from gaudi_tui.core.jobs.monitor import JobView
@@ -64,6 +67,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     nodes.add_argument("where", nargs="?", default="", metavar="ADDRESS|ID")
     register_compare(actions)
+    register_profile(actions)
     parser.set_defaults(func=run)
 
 
@@ -74,6 +78,8 @@ def run(args: argparse.Namespace) -> int:
         return print_nodes(args.where)
     if args.action in COMPARE_ACTIONS:
         return run_compare(args)
+    if args.action in PROFILE_ACTIONS:
+        return run_profile(args)
     from gaudi_tui.core.jobs import control, runfolder  # not for the list: it imports the supervisor
 
     try:

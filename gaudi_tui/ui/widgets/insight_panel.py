@@ -1,6 +1,7 @@
-"""The Training screen's Gaudi insight: the findings and figures in Details (`InsightPanel`), and
-graph compiles by step beside the loss in Charts (`CompilesChart`). Both stay hidden for a job
-with no runtime metrics that is not on hpu.
+"""The Training screen's insight: the findings and figures in Details (`InsightPanel`), and Gaudi's
+graph compiles by step beside the loss in Charts (`CompilesChart`). The panel shows torch's own
+figures (torch.compile's frames, the input wait) on every accelerator, and stays hidden for a job
+with neither those nor Gaudi runtime metrics; the chart is Gaudi's only.
 
 `InsightPanel` follows the screen's selected job on its own: every `POLL_S` a thread worker polls an
 `InsightWatcher` (bounded reads, see core/jobs/insight/report.py) and the result is drawn here. An
@@ -46,6 +47,16 @@ def ended(run: runfolder.RunFolder) -> bool:
 
 
 def relevant(insight: Insight) -> bool:
+    """Gaudi's runtime figures, or torch's own (compiles, input wait) on any accelerator."""
+    return (
+        insight.device == "hpu"
+        or insight.files_found
+        or bool(insight.graphs_by_rank)
+        or bool(insight.torch_lines)
+    )
+
+
+def gaudi(insight: Insight) -> bool:
     return insight.device == "hpu" or insight.files_found or bool(insight.graphs_by_rank)
 
 
@@ -54,7 +65,7 @@ class CompilesChart(PlotextPlot):
 
     def show(self, insight: Insight) -> None:
         series = {r: s for r, s in insight.graphs_by_rank.items() if any(g is not None for g in s)}
-        self.display = bool(series) and relevant(insight)
+        self.display = bool(series) and gaudi(insight)
         if not self.display:
             return
         colours = palette(self.app)
@@ -148,6 +159,7 @@ class InsightPanel(Static):
             return
         self.display = relevant(insight)
         if self.display:
-            self.update("Gaudi runtime\n" + "\n".join(text.lines(insight)))
+            title = "Why slow: Gaudi runtime and torch" if gaudi(insight) else "Why slow: torch"
+            self.update(title + "\n" + "\n".join(text.lines(insight)))
         for chart in self.screen.query(CompilesChart):
             chart.show(insight)

@@ -16,25 +16,13 @@ Thresholds (chosen here, not Intel's; docs/runtime-metrics.md explains them):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from gaudi_tui.core.insight.finding import Finding
 
 WARMUP_STEPS = 5
 RECENT_STEPS = 10
 STORM_GRAPHS = 3
 HBM_FULL = 0.95
 NO_METRICS_AFTER_S = 120.0
-
-
-@dataclass(frozen=True)
-class Finding:
-    id: str
-    threshold: str
-    text: str
-    fix: str
-    status: str = "warn"
-
-    def to_dict(self) -> dict[str, str]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
 def recompiling(graphs: int | None, steps: int, rank: int | None = None) -> Finding | None:

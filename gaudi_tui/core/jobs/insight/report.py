@@ -18,8 +18,10 @@ import time
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from gaudi_tui.core.devices.model import DeviceSnapshot
+from gaudi_tui.core.insight.events import WORDS, WhySlow
 from gaudi_tui.core.jobs.insight import findings
 from gaudi_tui.core.jobs.insight.findings import RECENT_STEPS, WARMUP_STEPS, Finding
 from gaudi_tui.core.jobs.insight.points import Points
@@ -28,7 +30,7 @@ from gaudi_tui.core.jobs.insight.zone import job_zone
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec, SpecError
 from gaudi_tui.core.jobs.status import ACTIVE, effective_state
-from gaudi_tui.core.jobs.summary import event_of, lines_end
+from gaudi_tui.core.jobs.summary import chunks_backwards, event_of, lines_end
 from gaudi_tui.core.jobs.tailing import AppendReader
 
 TIME_UNIT_S = 1e-6
@@ -38,6 +40,8 @@ LOG_SLICE_BYTES = 1 << 20
 BANNER_BYTES = 16 * 2**20
 """stdout.log is searched for the bridge's banner only this far (it is printed at start)."""
 BANNER_CHUNK = 2**20
+MAX_EVENTS = 100_000
+"""A first read keeps at most this many of the newest `compile` and `stall` events."""
 _LAZY = re.compile(r"^\s*PT_HPU_LAZY_MODE\s*=\s*(\S+)")
 
 
@@ -78,6 +82,9 @@ class Insight:
     in use now, not a peak) when nothing in the log reports memory."""
     findings: list[Finding] = field(default_factory=list)
     time_unit: str = "µs (assumed: the runtime does not state TotalTime's unit)"
+    torch: dict[str, object] = field(default_factory=dict)
+    """torch's own figures on every accelerator: torch.compile's frames and the input wait."""
+    torch_lines: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, object]:
         out = {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -127,6 +134,7 @@ class InsightWatcher:
         self._banner_offset = 0
         self._banner_partial = b""
         self.history = Points()
+        self.why = WhySlow()
         self.lazy_banner: str | None = None
         self._in_banner = 0
 
@@ -149,6 +157,7 @@ class InsightWatcher:
             for line in lines:
                 if (event := event_of(line)) is not None:
                     self.history.apply(event)
+                    self.why.apply(event)
             if not self._log.behind:
                 break
         hpu = self.spec is not None and self.spec.device == "hpu"
@@ -163,10 +172,30 @@ class InsightWatcher:
             with self._log.path.open("rb") as fh:
                 end = lines_end(fh, os.fstat(fh.fileno()).st_size)
                 self.history.read_back(fh, end)
+                self._read_events(fh, end)
         except OSError:
             return False
         self._log.offset = end
         return end > 0
+
+    def _read_events(self, fh: BinaryIO, end: int) -> None:
+        """The `compile` events and each rank's newest `stall` before byte `end`, applied oldest first
+        (other lines are not parsed)."""
+        found: list[dict] = []
+        ranks: set[object] = set()
+        for chunk in chunks_backwards(fh, end):
+            if not any(word in chunk for word in WORDS):
+                continue
+            for line in reversed(chunk.split(b"\n")):
+                if any(word in line for word in WORDS) and (event := event_of(line)) is not None:
+                    if event.get("event") == "stall":
+                        if event.get("rank") in ranks:
+                            continue
+                        ranks.add(event.get("rank"))
+                    if len(found) < MAX_EVENTS:
+                        found.append(event)
+        for event in reversed(found):
+            self.why.apply(event)
 
     def _read_banner(self) -> bool:
         """The next part of stdout.log's head (at most BANNER_CHUNK a poll, BANNER_BYTES in all);
@@ -233,6 +262,7 @@ class InsightWatcher:
             recent_steps=recent_steps, ranks=views, steps=steps, graphs_by_rank=by_rank,
             compile_share=share, max_memory_mib=peak, total_memory_mib=total,
             lazy_banner=self.lazy_banner, lazy_asked=asked, memory_source=source,
+            torch=self.why.to_dict(), torch_lines=self.why.lines(spec.device == "hpu"),
         )  # fmt: skip
         out.findings.extend(self._findings(out, spec, now))
         return out
@@ -253,6 +283,7 @@ class InsightWatcher:
         if out.lazy_banner is not None and out.lazy_asked is not None:
             found.append(findings.lazy_mismatch(out.lazy_banner, out.lazy_asked))
         found.append(self._no_card(out, spec, now))
+        found.extend(self.why.findings(out.warmup_end, spec.device == "hpu"))
         return [f for f in found if f is not None]
 
     def _no_card(self, out: Insight, spec: JobSpec, now: float) -> Finding | None:

@@ -26,6 +26,10 @@ def lines(insight: Insight) -> list[str]:
     for finding in insight.findings:
         out.append(f"{'✗' if finding.status == 'fail' else '!'} {finding.text}")
         out.append(f"    fix: {finding.fix}")
+    out += insight.torch_lines  # torch's own figures, on every accelerator
+    if insight.device != "hpu" and not insight.files_found and not insight.graphs_by_rank:
+        out.append("runtime metrics (graph compiles, CPU fallbacks, HBM): Gaudi runs only")
+        return out
     if not insight.files_found and not insight.graphs_by_rank:
         out.append(f"runtime metrics: no file yet ({insight.metrics_file})")
     elif insight.files_found:

@@ -26,6 +26,7 @@ import torch
 import torch.distributed as dist
 from transformers import TrainerCallback
 
+from gaudi_tui.core.insight.probe import JobProbe
 from gaudi_tui.core.jobs.insight.runtime import RuntimeMetrics, compile_figures, file_from_env
 from gaudi_tui.core.jobs.insight.zone import offset_here
 from gaudi_tui.core.jobs.runfolder import COMPLETE_MARKER, RunFolder
@@ -82,7 +83,7 @@ class CountingCollator:
         return batch
 
 
-def _distributed() -> bool:
+def distributed() -> bool:
     return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
 
 
@@ -113,7 +114,7 @@ class StopCallback(TrainerCallback):
         self._mark = (0.0, 0)
 
     def on_train_begin(self, args, state, control, **kwargs):  # noqa: ANN001 - Trainer's signature
-        if _distributed():
+        if distributed():
             # A CPU group even when training runs on HCCL/NCCL: the flag never touches the device.
             self.group = None if dist.get_backend() == "gloo" else dist.new_group(backend="gloo")
         self._next_check = state.global_step + 1
@@ -147,13 +148,13 @@ class StopCallback(TrainerCallback):
             [1 if zero and self.flag() else 0, self._proposal(state.global_step) if zero else 0],
             dtype=torch.int64,
         )
-        if _distributed():
+        if distributed():
             dist.all_reduce(mine, op=dist.ReduceOp.MAX, group=self.group)
         stop, self._interval = int(mine[0].item()), int(mine[1].item())
         self._next_check = state.global_step + self._interval
         if stop:
             self.stopped = True
-            rank = dist.get_rank() if _distributed() else 0
+            rank = dist.get_rank() if distributed() else 0
             print(f"[gaudi-tui] rank {rank} stopping at step {state.global_step}", flush=True)
             control.should_log = True
             control.should_save = True
@@ -161,7 +162,7 @@ class StopCallback(TrainerCallback):
         return control
 
     def on_save(self, args, state, control, **kwargs):  # noqa: ANN001
-        if _distributed():
+        if distributed():
             dist.barrier(group=self.group)  # every rank has written its part of the checkpoint
         if state.is_world_process_zero:
             checkpoint = Path(args.output_dir) / f"checkpoint-{state.global_step}"
@@ -230,10 +231,16 @@ class MetricsCallback(TrainerCallback):
         self.world = 1
         self._mark = (0.0, 0)  # time and step at the start of the current window
         self.hpu = RuntimeMetrics(Path(file_from_env(os.environ) or run.hpu_metrics_path))
+        self.probe = JobProbe()
+        """torch.compile's compiles and the input wait (`core/insight`)."""
 
     def _write(self, event: dict[str, object]) -> None:
         if self.out is not None:
             self.out.write(event)
+
+    def _write_all(self, events: list[dict[str, object]]) -> None:
+        for event in events:
+            self._write(event)
 
     def _restart_window(self, step: int) -> None:
         self._mark = (time.monotonic(), step)
@@ -255,10 +262,27 @@ class MetricsCallback(TrainerCallback):
                     "resumed_from": self.resumed_from,
                 }
             )
+        self.probe.begin(args.process_index, self.run.path, self.device)
+        return control
+
+    def on_step_begin(self, args, state, control, **kwargs):  # noqa: ANN001
+        self.probe.step_begin(state.global_step)
+        return control
+
+    def on_step_end(self, args, state, control, **kwargs):  # noqa: ANN001
+        self._write_all(self.probe.step_end(state.global_step))
         return control
 
     def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: ANN001
-        if not state.is_world_process_zero or not logs:
+        if not logs:
+            return control
+        training = (
+            "loss" in logs and "train_runtime" not in logs and not any(k.startswith("eval_") for k in logs)
+        )
+        # every rank's stall window, gathered to rank 0 (every rank logs at the same steps)
+        found = self.probe.logged(state.global_step, self.stop.group, distributed()) if training else []
+        if not state.is_world_process_zero:
+            self.probe.skip()
             return control
         base = {"time": time.time(), "step": state.global_step, "max_steps": state.max_steps}
         if "train_runtime" in logs:
@@ -267,6 +291,8 @@ class MetricsCallback(TrainerCallback):
             self._write({"event": "eval", **base, **logs})
         elif "loss" in logs:
             self._write({"event": "log", **base, **logs, **self._rates(state.global_step)})
+            self._write_all(found)
+        self.probe.skip()  # writing the log is not waiting for data
         return control
 
     def _rates(self, step: int) -> dict[str, object]:
@@ -289,14 +315,17 @@ class MetricsCallback(TrainerCallback):
 
     def on_evaluate(self, args, state, control, **kwargs):  # noqa: ANN001
         self._restart_window(state.global_step)  # evaluation time is not training throughput
+        self.probe.skip()
         return control
 
     def on_save(self, args, state, control, **kwargs):  # noqa: ANN001
         if state.is_world_process_zero:
             self._write(save_event(state.global_step, Path(args.output_dir)))
+        self.probe.skip()
         return control
 
     def on_train_end(self, args, state, control, **kwargs):  # noqa: ANN001
+        self._write_all(self.probe.end(state.global_step))
         if state.is_world_process_zero:
             self._write(end_event(state.global_step, state.max_steps, self.stop.stopped))
             if self.out is not None:

@@ -20,6 +20,7 @@ from typing import Any
 
 from transformers import TrainerCallback
 
+from gaudi_tui.core.insight.probe import JobProbe
 from gaudi_tui.core.jobs.insight.runtime import RuntimeMetrics, compile_figures, file_from_env
 from gaudi_tui.core.jobs.insight.zone import offset_here
 from gaudi_tui.core.jobs.readers.figures import GB_KEYS
@@ -29,6 +30,7 @@ from gaudi_tui.core.jobs.worker.callbacks import (
     LogStreamSink,
     Sink,
     StopCallback,
+    distributed,
     end_event,
     memory_mib,
     save_event,
@@ -55,10 +57,16 @@ class PanelCallback(StopCallback, TrainerCallback):
         self._window = (0.0, 0)
         metrics_file = file_from_env(os.environ)
         self.hpu = RuntimeMetrics(Path(metrics_file)) if metrics_file else None
+        self.probe = JobProbe()
+        """torch.compile's compiles and the input wait (`core/insight`)."""
 
     def _write(self, event: dict[str, object]) -> None:
         if self.out is not None:
             self.out.write(event)
+
+    def _write_all(self, events: list[dict[str, object]]) -> None:
+        for event in events:
+            self._write(event)
 
     def on_train_begin(self, args, state, control, **kwargs):  # noqa: ANN001 - Trainer's signature
         control = super().on_train_begin(args, state, control, **kwargs)
@@ -92,10 +100,28 @@ class PanelCallback(StopCallback, TrainerCallback):
                     "source": "wrapper",
                 }
             )
+        self.probe.begin(args.process_index, self.run.path, self.device)
+        return control
+
+    def on_step_begin(self, args, state, control, **kwargs):  # noqa: ANN001
+        self.probe.step_begin(state.global_step)
+        return control
+
+    def on_step_end(self, args, state, control, **kwargs):  # noqa: ANN001
+        control = super().on_step_end(args, state, control, **kwargs)  # the graceful stop
+        self._write_all(self.probe.step_end(state.global_step))
         return control
 
     def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: ANN001
-        if not state.is_world_process_zero or not logs:
+        if not logs:
+            return control
+        training = (
+            "loss" in logs and "train_runtime" not in logs and not any(k.startswith("eval_") for k in logs)
+        )
+        # every rank's stall window, gathered to rank 0 (every rank logs at the same steps)
+        found = self.probe.logged(state.global_step, self.group, distributed()) if training else []
+        if not state.is_world_process_zero:
+            self.probe.skip()
             return control
         figures = {GB_KEYS.get(k, k): v * 1024 if k in GB_KEYS else v for k, v in logs.items()}
         base = {"time": time.time(), "step": state.global_step, "max_steps": state.max_steps}
@@ -105,6 +131,8 @@ class PanelCallback(StopCallback, TrainerCallback):
             self._write({"event": "eval", **base, **figures})
         elif "loss" in figures:
             self._write({"event": "log", **base, **self._rates(state.global_step), **figures})
+            self._write_all(found)
+        self.probe.skip()  # writing the log is not waiting for data
         return control
 
     def _rates(self, step: int) -> dict[str, object]:
@@ -119,15 +147,18 @@ class PanelCallback(StopCallback, TrainerCallback):
 
     def on_evaluate(self, args, state, control, **kwargs):  # noqa: ANN001
         self._window = (time.monotonic(), state.global_step)  # evaluation time is not throughput
+        self.probe.skip()
         return control
 
     def on_save(self, args, state, control, **kwargs):  # noqa: ANN001
         control = super().on_save(args, state, control, **kwargs)  # the completion marker
         if state.is_world_process_zero:
             self._write(save_event(state.global_step, Path(args.output_dir).resolve()))
+        self.probe.skip()
         return control
 
     def on_train_end(self, args, state, control, **kwargs):  # noqa: ANN001
+        self._write_all(self.probe.end(state.global_step))
         if state.is_world_process_zero and self.out is not None:
             self._write(end_event(state.global_step, state.max_steps, self.stopped))
             self.out.close()

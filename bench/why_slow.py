@@ -1,0 +1,132 @@
+"""Why slow: the cost of the compile hook and the stall timer per step, and the pace after a profile.
+
+1. The hooks: a compiled training step (a small MLP under `torch.compile(backend="eager")`, CPU,
+   a fixed shape, so nothing compiles after warm-up) with the callbacks' probe calls
+   (`JobProbe.step_begin`/`step_end` every step, `logged` every `LOG_EVERY` steps, the profile
+   request's stat included) against the same step without them. Both sides run the same compiled
+   function in the same process with the compile callbacks registered (they fire only on a
+   compile); `ROUNDS` rounds of `STEPS` steps each, alternated, the side going first swapped each
+   round. The headline is the hooks' own time a step (timed around the calls alone) as a share of
+   the median step; the per-step medians of both sides are printed beside (on a shared machine
+   their difference is within noise). Target: ≤ 0.5 % of a step.
+2. The profile: steps/s in `ROUNDS` rounds before a 5-step profile window (a real request file
+   answered by `ProfileTaker`, its trace written to a temporary folder), and in as many rounds
+   after it. Target: after within 1 % of before.
+Medians with min–max, and the load average.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))  # bench/common
+sys.path.insert(0, str(ROOT))
+from common.figures import load, spread  # noqa: E402
+
+ROUNDS = 15
+STEPS = 200
+LOG_EVERY = 10
+
+
+def main() -> int:
+    import statistics
+
+    import torch
+
+    from gaudi_tui.core.insight import profile
+    from gaudi_tui.core.insight.probe import JobProbe
+
+    started = time.monotonic()
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256))
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+    step_fn = torch.compile(model, backend="eager")
+    batch = torch.randn(32, 256)
+    folder = Path(tempfile.mkdtemp(prefix="why-slow-bench-"))
+    probe = JobProbe()
+    probe.begin(0, folder, "cpu")
+
+    def step() -> None:
+        optimizer.zero_grad()
+        step_fn(batch).sum().backward()
+        optimizer.step()
+
+    def plain() -> float:
+        began = time.perf_counter()
+        for _ in range(STEPS):
+            step()
+        return (time.perf_counter() - began) / STEPS
+
+    hook_s: list[float] = []
+
+    def hooked(start: int) -> float:
+        spent = 0.0
+        began = time.perf_counter()
+        for i in range(start, start + STEPS):
+            t0 = time.perf_counter()
+            probe.step_begin(i)
+            spent += time.perf_counter() - t0
+            step()
+            t0 = time.perf_counter()
+            probe.step_end(i + 1)
+            if (i + 1) % LOG_EVERY == 0:
+                probe.logged(i + 1)
+            spent += time.perf_counter() - t0
+        hook_s.append(spent / STEPS)
+        return (time.perf_counter() - began) / STEPS
+
+    for _ in range(20):  # compile and warm up
+        step()
+    plain_s: list[float] = []
+    with_s: list[float] = []
+    at = 0
+    for r in range(ROUNDS):
+        for side in ("plain", "hooked") if r % 2 == 0 else ("hooked", "plain"):
+            if side == "plain":
+                plain_s.append(plain())
+            else:
+                with_s.append(hooked(at))
+                at += STEPS
+    share = [h / statistics.median(plain_s) * 100 for h in hook_s]
+    print("== the compile hook and the stall timer (a compiled CPU step, 32×256 MLP)")
+    print(f"step without hooks  {spread([s * 1e3 for s in plain_s], '{:.3f}')} ms")
+    print(f"step with hooks     {spread([s * 1e3 for s in with_s], '{:.3f}')} ms")
+    print(f"hooks' own time     {spread([h * 1e6 for h in hook_s], '{:.1f}')} µs a step")
+    print(f"hooks / step        {spread(share, '{:.3f}')} %  (target ≤ 0.5 %)")
+
+    def rate(start: int) -> float:
+        began = time.perf_counter()
+        for i in range(start, start + STEPS):
+            probe.step_begin(i)
+            step()
+            probe.step_end(i + 1)
+        return STEPS / (time.perf_counter() - began)
+
+    before = [rate(at + r * STEPS) for r in range(ROUNDS)]
+    at += ROUNDS * STEPS
+    assert profile.request(folder, 5) is None
+    taken = None
+    while taken is None:
+        probe.step_begin(at)
+        step()
+        events = probe.step_end(at + 1)
+        taken = next((e for e in events if e.get("event") == profile.EVENT), None)
+        at += 1
+    after = [rate(at + r * STEPS) for r in range(ROUNDS)]
+    ratio = statistics.median(after) / statistics.median(before)
+    print("== steps/s before and after a 5-step profile window")
+    print(f"before  {spread(before, '{:.0f}')} steps/s")
+    print(f"after   {spread(after, '{:.0f}')} steps/s  (trace {Path(str(taken['trace'])).name})")
+    print(f"after / before  {ratio:.3f}  (target within 1 %)")
+    probe.end(at)
+    print(load())
+    print(f"took {time.monotonic() - started:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
