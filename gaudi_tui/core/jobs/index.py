@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from gaudi_tui.core import paths
-from gaudi_tui.core.jobs import status as status_mod
+from gaudi_tui.core.untrusted.files import write_atomic
 
 if TYPE_CHECKING:
     from gaudi_tui.core.jobs.runfolder import RunFolder
@@ -81,6 +81,6 @@ def save(rows: Rows, fields: tuple[str, ...]) -> None:
     runs = {key: {"stamp": list(at), "view": view} for key, (at, view) in rows.items()}
     text = json.dumps({"format": _format(fields), "runs": runs}, separators=(",", ":"))
     try:
-        status_mod.write_atomic(index_path(), text)
+        write_atomic(index_path(), text)
     except OSError:
         pass

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from gaudi_tui.core import paths
-from gaudi_tui.core.jobs.status import write_atomic
+from gaudi_tui.core.untrusted.files import write_atomic
 
 FORMAT = "charts-1"
 CHECK_BYTES = 4096

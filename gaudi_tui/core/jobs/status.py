@@ -7,13 +7,13 @@ supervisor writes it. Readers tolerate a missing or half-written file by returni
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 import psutil
+
+from gaudi_tui.core.untrusted.files import write_atomic
 
 State = Literal["queued", "running", "stopping", "succeeded", "failed", "stopped", "cancelled", "lost"]
 ACTIVE: tuple[State, ...] = ("queued", "running", "stopping")
@@ -139,19 +139,6 @@ def _ref(data: object) -> ProcRef | None:
 def write(path: Path, status: JobStatus) -> None:
     """Write atomically: temp file in the same folder, fsync, rename over."""
     write_atomic(path, status.to_json())
-
-
-def write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def read(path: Path) -> JobStatus | None:

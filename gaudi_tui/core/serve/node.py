@@ -22,8 +22,8 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from gaudi_tui.core.jobs.status import write_atomic
 from gaudi_tui.core.serve import engines
+from gaudi_tui.core.untrusted.files import write_atomic
 
 NODE_FILE = "serve-node.json"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")

@@ -17,9 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from gaudi_tui.core.http_get import GetError, get
-from gaudi_tui.core.jobs.status import write_atomic
-from gaudi_tui.core.jobs.tailing import AppendReader
 from gaudi_tui.core.serve.warmup import WarmupReader
+from gaudi_tui.core.untrusted.files import AppendReader, write_atomic
 
 SERVE_FILE = "serve.json"
 REQUEST_S = 2.0

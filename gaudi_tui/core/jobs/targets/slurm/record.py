@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from gaudi_tui.core.jobs.runfolder import RunFolder
-from gaudi_tui.core.jobs.status import write_atomic
+from gaudi_tui.core.untrusted.files import write_atomic
 
 
 @dataclass(frozen=True)
