@@ -8,7 +8,8 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
-from gaudi_tui.core.jobs.summary import ETA_WINDOW, event_of, number
+from gaudi_tui.core.jobs.summary import ETA_WINDOW, event_of
+from gaudi_tui.core.untrusted.data import number
 from gaudi_tui.core.untrusted.files import AppendReader
 
 
@@ -40,6 +41,8 @@ class MetricsReader:
         self.ended: dict | None = None
         self.summary: dict | None = None
         self.last_checkpoint: str | None = None
+        self.skipped = 0
+        """Lines that were not events a reader can hold (`summary.event_of`), passed over."""
 
     def poll(self) -> bool:
         lines, _ = self._reader.read_lines()
@@ -48,6 +51,8 @@ class MetricsReader:
             if (event := event_of(line)) is not None:
                 self._apply(event)
                 changed = True
+            elif line.strip():
+                self.skipped += 1
         return changed
 
     def _apply(self, event: dict) -> None:
