@@ -49,6 +49,26 @@ def loads(
     return value
 
 
+def loads_at(
+    text: str, pos: int = 0, *, what: str = "input", nonfinite: bool = False, max_depth: int = MAX_DEPTH
+) -> tuple[object, int]:
+    """The one JSON value that starts at `text[pos]` (more may follow it), checked as `loads` checks,
+    and where it ends: for a stream of values with no framing of its own (Intel's metrics file).
+    What is cut off before its end is an `Untrusted` too."""
+    try:
+        value, end = (_LENIENT if nonfinite else _STRICT).raw_decode(text, pos)
+    except RecursionError:
+        raise Untrusted(f"{what} nests too deeply") from None
+    except ValueError as exc:
+        raise Untrusted(f"{what} is not valid JSON ({_why(exc)})") from None
+    _check(value, what, max_depth)
+    return value, end
+
+
+def _refuse(word: str) -> object:
+    raise ValueError(f"{word} is not a finite number")
+
+
 def _why(exc: ValueError) -> str:
     return str(exc).split(":", 1)[0][:80]
 
@@ -59,7 +79,7 @@ def _loads_nonfinite(raw: bytes, what: str) -> object:
     except UnicodeDecodeError:
         raise Untrusted(f"{what} is not UTF-8 text") from None
     try:
-        return json.loads(text, parse_constant=lambda _: None, parse_int=_int_of)
+        return _LENIENT.decode(text)
     except RecursionError:
         raise Untrusted(f"{what} nests too deeply") from None
     except ValueError as exc:
@@ -70,6 +90,10 @@ def _int_of(digits: str) -> int:
     if len(digits.lstrip("-")) > 19:
         raise ValueError("an integer past 64 bits")
     return int(digits)
+
+
+_STRICT = json.JSONDecoder(parse_constant=_refuse, parse_int=_int_of)
+_LENIENT = json.JSONDecoder(parse_constant=lambda _: None, parse_int=_int_of)
 
 
 def _check(value: object, what: str, max_depth: int) -> None:
