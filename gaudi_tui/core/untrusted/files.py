@@ -8,8 +8,35 @@ import os
 import tempfile
 from pathlib import Path
 
+from gaudi_tui.core.untrusted.data import Untrusted, loads
+
 OPEN_LINE_LIMIT = 64 * 1024
 """The most of a line without its end kept between reads (a binary dump, a bar drawn with \\b)."""
+
+
+SMALL_FILE = 1 << 20
+"""The most a file of one record (status.json, serve.json, slurm.json, a saved series) may hold."""
+
+
+def read_bounded(path: Path, *, limit: int = SMALL_FILE, what: str | None = None) -> bytes:
+    """The bytes of `path`, or `Untrusted` when it holds more than `limit` (a file that grew without
+    end is never read whole); OSError as opening or reading raises it."""
+    with path.open("rb") as fh:
+        if os.fstat(fh.fileno()).st_size > limit:  # refused unread
+            raise Untrusted(f"{what or path.name} is larger than {limit} bytes")
+        data = fh.read(limit + 1)  # it may have grown since
+    if len(data) > limit:
+        raise Untrusted(f"{what or path.name} is larger than {limit} bytes")
+    return data
+
+
+def load_json(
+    path: Path, *, limit: int = SMALL_FILE, what: str | None = None, nonfinite: bool = False
+) -> object:
+    """`path`'s JSON, read as `untrusted.data.loads` reads (finite, 64-bit, bounded nesting, text)
+    and no larger than `limit`: `Untrusted` (a ValueError) for what is not, OSError as reading raises."""
+    name = what or path.name
+    return loads(read_bounded(path, limit=limit, what=name), what=name, nonfinite=nonfinite)
 
 
 def write_atomic(path: Path, text: str) -> None:
