@@ -17,7 +17,7 @@ from gaudi_tui.core.jobs.readers.lines import LIMIT, Lines
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import from_mapping
 from gaudi_tui.core.jobs.status import JobStatus
-from gaudi_tui.core.jobs.tailing import OPEN_LINE_LIMIT, LogTail
+from gaudi_tui.core.jobs.tailing import LogTail
 from gaudi_tui.core.jobs.targets import Attempt
 from gaudi_tui.core.jobs.targets.ray.mirror import LogMirror
 from gaudi_tui.core.jobs.targets.ray.record import ClusterRecord
@@ -26,6 +26,7 @@ from gaudi_tui.core.jobs.targets.slurm.record import SlurmRecord
 from gaudi_tui.core.jobs.targets.slurm.supervise import Follow
 from gaudi_tui.core.jobs.worker.logstream import METRIC_PREFIX, RANK_PREFIX
 from gaudi_tui.core.slurm.cli import Slurm
+from gaudi_tui.core.untrusted.files import OPEN_LINE_LIMIT
 
 DATA = Path(__file__).parent / "data"
 CHUNK = "#\b" * 32 * 1024

@@ -17,7 +17,7 @@ from gaudi_tui.core.jobs.insight.report import InsightWatcher
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec
 from gaudi_tui.core.jobs.status import JobStatus, ProcRef
-from gaudi_tui.core.jobs.tailing import AppendReader
+from gaudi_tui.core.untrusted.files import AppendReader
 
 DATA = Path(__file__).parent / "data"
 T0 = time.time() - 1000

@@ -82,3 +82,22 @@ def test_gaudi_tui_has_no_import_circle() -> None:
 
 def test_the_walk_finds_a_circle() -> None:
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_untrusted_layer_stands_on_no_domain() -> None:
+    """core/untrusted is the floor every domain reads outside input through: it imports none of them,
+    and serve/ and chat/ reach its file helpers directly, not by climbing into jobs/."""
+    known = modules()
+    graph = {name: imports(name, path, known) for name, path in known.items()}
+    layer = [name for name in graph if name.startswith("gaudi_tui.core.untrusted")]
+    assert "gaudi_tui.core.untrusted.files" in layer
+    assert {m for name in layer for m in graph[name] if not m.startswith("gaudi_tui.core.untrusted")} == set()
+    helpers = {"gaudi_tui.core.jobs.status", "gaudi_tui.core.jobs.tailing"}
+    climbing = {
+        name: graph[name] & helpers
+        for name in graph
+        if name.startswith(("gaudi_tui.core.serve", "gaudi_tui.core.chat")) and graph[name] & helpers
+    }
+    assert climbing == {
+        "gaudi_tui.core.chat.served": {"gaudi_tui.core.jobs.status"}
+    }  # effective_state: a job's state, not a file helper

@@ -43,8 +43,8 @@ def test_a_scheduling_pass_that_changed_nothing_shown_decodes_nothing(
         row["last_sched_evaluation"] += 60
     data["jobs"][2]["state_reason"] = "Dependency"
     decoded: list[str] = []
-    loads = json.loads
-    monkeypatch.setattr(json, "loads", lambda text: decoded.append(text) or loads(text))
+    loads = queue_text.loads  # the untrusted reader every decode goes through
+    monkeypatch.setattr(queue_text, "loads", lambda text: decoded.append(text) or loads(text))
     again = queue_text.jobs_from_text(json.dumps(data, indent=2))
     monkeypatch.undo()
     assert again == model.jobs_from_json(data) and again[2].reason == "Dependency"
@@ -59,12 +59,12 @@ def test_every_shown_field_new_at_each_answer_is_read_from_its_own_line(
     data = json.loads((DATA / "squeue_all.json").read_text())
     queue_text.jobs_from_text(json.dumps(data, indent=2))
     decoded: list[str] = []
-    loads = json.loads
+    loads = queue_text.loads
     for tick in range(3):
         decoded.clear()
         for row in data["jobs"]:
             row["state_reason"] = f'Priority ({tick}, "x": [y],'  # a value that looks like structure
-        monkeypatch.setattr(json, "loads", lambda text: decoded.append(text) or loads(text))
+        monkeypatch.setattr(queue_text, "loads", lambda text: decoded.append(text) or loads(text))
         again = queue_text.jobs_from_text(json.dumps(data, indent=2))
         monkeypatch.undo()
         assert again == model.jobs_from_json(data)

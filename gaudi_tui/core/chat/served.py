@@ -5,7 +5,6 @@ not http(s) or a key variable that is not a name drops the job (or the key name)
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 
@@ -14,6 +13,7 @@ from gaudi_tui.core.chat.openai_api import ENV_NAME, parse_url
 from gaudi_tui.core.jobs import runfolder
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.status import effective_state
+from gaudi_tui.core.untrusted.files import load_json
 
 SERVE_FILE = "serve.json"
 
@@ -49,7 +49,9 @@ def served_job(run: RunFolder, now: float) -> ServedJob | None:
     if status is None or effective_state(status, now) != "running":
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = load_json(path)
+        if not isinstance(data, dict):
+            return None
         url = parse_url(str(data["url"])).url
     except (OSError, ValueError, TypeError, KeyError, ChatError):
         return None

@@ -46,7 +46,7 @@ class JobProbe:
 
             mine = torch.tensor(rows[0], dtype=torch.float64)
             every = [torch.zeros_like(mine) for _ in range(dist.get_world_size(group))]  # type: ignore[arg-type]
-            dist.all_gather(every, mine, group=group)  # type: ignore[arg-type]
+            dist.all_gather(every, mine, group=group)
             rows = [(float(w), float(b), int(n)) for w, b, n in (t.tolist() for t in every)]
         ranks = range(len(rows)) if distributed else [self.timer.rank]
         windows = [window_event(rank, step, *row) for rank, row in zip(ranks, rows, strict=True)]

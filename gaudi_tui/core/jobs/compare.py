@@ -18,15 +18,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gaudi_tui.core.jobs import spec as spec_mod
+from gaudi_tui.core.jobs.insight.rank_files import find_files
 from gaudi_tui.core.jobs.insight.report import InsightWatcher, metrics_file
-from gaudi_tui.core.jobs.insight.runtime import find_files
 from gaudi_tui.core.jobs.liveness import current
 from gaudi_tui.core.jobs.monitor import format_duration
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.series import Batch, ChartSeries, Downsampled
-from gaudi_tui.core.jobs.summary import number
 from gaudi_tui.core.jobs.targets.ray.record import read_record
 from gaudi_tui.core.jobs.targets.slurm import record as slurm_record
+from gaudi_tui.core.untrusted.data import number
 
 MISSING = "—"
 LINES = (

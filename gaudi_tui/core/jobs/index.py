@@ -18,7 +18,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from gaudi_tui.core import paths
-from gaudi_tui.core.jobs import status as status_mod
+from gaudi_tui.core.untrusted.files import load_json, write_atomic
+
+INDEX_LIMIT = 64 << 20
+"""The most index.json may hold (a year of runs is a few MiB): a larger one is read afresh."""
 
 if TYPE_CHECKING:
     from gaudi_tui.core.jobs.runfolder import RunFolder
@@ -56,7 +59,7 @@ def stamp(run: RunFolder) -> Stamp | None:
 def load(fields: tuple[str, ...], make: Callable[..., Row]) -> dict[str, tuple[Stamp, Row]]:
     """The rows of the file, each `make(**fields)`, if it holds rows of these fields, else none."""
     try:
-        data = json.loads(index_path().read_text(encoding="utf-8"))
+        data = load_json(index_path(), limit=INDEX_LIMIT)
     except (OSError, ValueError):
         return {}
     if (
@@ -81,6 +84,6 @@ def save(rows: Rows, fields: tuple[str, ...]) -> None:
     runs = {key: {"stamp": list(at), "view": view} for key, (at, view) in rows.items()}
     text = json.dumps({"format": _format(fields), "runs": runs}, separators=(",", ":"))
     try:
-        status_mod.write_atomic(index_path(), text)
+        write_atomic(index_path(), text)
     except OSError:
         pass

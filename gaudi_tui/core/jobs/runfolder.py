@@ -20,6 +20,7 @@ from gaudi_tui.core.jobs import spec as spec_mod
 from gaudi_tui.core.jobs import status as status_mod
 from gaudi_tui.core.jobs.spec import JobSpec
 from gaudi_tui.core.jobs.status import JobStatus
+from gaudi_tui.core.untrusted.files import write_atomic
 
 COMPLETE_MARKER = "gaudi-tui-complete"
 """Written into a checkpoint by rank 0 after every rank has finished saving it."""
@@ -173,7 +174,7 @@ def create(spec: JobSpec, accelerator: str, now: float | None = None) -> RunFold
             continue
     os.chmod(path, 0o700)
     run = RunFolder(path)
-    status_mod.write_atomic(run.spec_path, spec_mod.to_toml(spec))
+    write_atomic(run.spec_path, spec_mod.to_toml(spec))
     run.write_status(JobStatus(state="queued", created=now, queued=now, accelerator=accelerator))
     return run
 

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from gaudi_tui.core.jobs import series_cache
-from gaudi_tui.core.jobs.summary import event_of, number
+from gaudi_tui.core.jobs.summary import event_of
+from gaudi_tui.core.untrusted.data import number
 
 BUCKETS = 100
 """A line draws at most 4 × BUCKETS + 1 points (the lowest and highest of each bucket, and the last)."""
@@ -145,6 +146,8 @@ class ChartSeries:
         self.metrics = metrics
         self.behind = 0
         """Bytes written that no poll has read yet (a long history loading in slices)."""
+        self.skipped = 0
+        """Lines that were not events a reader can hold (`summary.event_of`), passed over."""
         self.saved = 0 if cache else -1
         """The offset of the last save (-1: no cache)."""
         self.lines: dict[str, Downsampled] = {}
@@ -226,6 +229,8 @@ class ChartSeries:
         for line in data[: complete - 1].split(b"\n") if complete else ():
             if (event := event_of(line)) is not None:
                 self._apply(event, batch)
+            elif line.strip():
+                self.skipped += 1
         self._flush(batch)
         if self.saved >= 0 and not self.behind and self.offset - self.saved >= SAVE_BYTES:
             self._save()

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from gaudi_tui.core import paths
-from gaudi_tui.core.jobs.status import write_atomic
+from gaudi_tui.core.untrusted.files import load_json, write_atomic
 
 FORMAT = "charts-1"
 CHECK_BYTES = 4096
@@ -59,7 +59,9 @@ def _same(saved: list, now: list | None) -> bool:
 def load(metrics_path: Path, metrics: tuple[str, ...]) -> dict[str, Any] | None:
     """The saved state (offset, ema, lines) when it is of this file as it is now, else None."""
     try:
-        data = json.loads(cache_path(metrics_path, metrics).read_text(encoding="utf-8"))
+        data = load_json(cache_path(metrics_path, metrics))
+        if not isinstance(data, dict):
+            return None
         offset = data["offset"]
         if (
             data["format"] != FORMAT
@@ -73,7 +75,7 @@ def load(metrics_path: Path, metrics: tuple[str, ...]) -> dict[str, Any] | None:
             return None
     except (OSError, ValueError, TypeError, KeyError, IndexError):
         return None
-    return data if isinstance(data, dict) else None
+    return data
 
 
 def save(metrics_path: Path, metrics: tuple[str, ...], state: dict[str, Any]) -> None:
@@ -105,7 +107,8 @@ def prune(folder: Path) -> None:
         return
     for name in names:
         try:
-            path = json.loads((folder / name).read_text(encoding="utf-8"))["path"]
+            data = load_json(folder / name)
+            path = data.get("path") if isinstance(data, dict) else None
             if isinstance(path, str) and os.path.exists(path):
                 continue
         except (OSError, ValueError, TypeError, KeyError):

@@ -24,6 +24,8 @@ from gaudi_tui.core.jobs import spec_text
 from gaudi_tui.core.jobs.jobspec import JobSpec
 from gaudi_tui.core.jobs.spec_coerce import coerce_to
 from gaudi_tui.core.jobs.spec_fields import ARGV_FIELDS
+from gaudi_tui.core.untrusted.data import checked
+from gaudi_tui.core.untrusted.files import read_bounded
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -213,13 +215,18 @@ def from_toml(text: str) -> JobSpec:
 
 
 def _table(text: str) -> dict[str, Any]:
-    quick = spec_text.loads(text)  # the form to_toml writes, without tomllib (a list of 1,000 runs)
-    if quick is not None:
-        return quick
+    """The TOML table of a spec, holding only what untrusted.data accepts (64-bit integers, bounded
+    nesting, text; `inf` is TOML's and a spec's: epochs = inf), else a SpecError, as for text that
+    is not TOML."""
     try:
-        return tomllib.loads(text)
+        quick = spec_text.loads(text)  # the form to_toml writes, without tomllib (a list of 1,000 runs)
+        return checked(quick if quick is not None else tomllib.loads(text), what="the spec", infinite=True)
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"not valid TOML: {exc}") from None
+    except RecursionError:
+        raise SpecError("not valid TOML: it nests too deeply") from None
+    except ValueError as exc:  # a number past what Python reads (4300 digits), or what `checked` refuses
+        raise SpecError(f"not a spec gaudi-tui can read: {str(exc)[:120]}") from None
 
 
 def load(path: Path) -> JobSpec:
@@ -237,9 +244,11 @@ def load_row(path: Path) -> JobSpec:
 
 def _load(path: Path, row: bool) -> JobSpec:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_bounded(path, what="spec.toml").decode("utf-8")
     except OSError as exc:
         raise SpecError(f"cannot read the spec {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:  # larger than a spec can be, or not UTF-8
+        raise SpecError(f"cannot read the spec {path}: {str(exc)[:120]}") from None
     try:
         data = _table(text)
         if not row:

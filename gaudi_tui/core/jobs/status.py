@@ -7,13 +7,15 @@ supervisor writes it. Readers tolerate a missing or half-written file by returni
 from __future__ import annotations
 
 import json
-import os
-import tempfile
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 import psutil
+
+from gaudi_tui.core.untrusted.data import integer, number, text
+from gaudi_tui.core.untrusted.files import load_json, write_atomic
 
 State = Literal["queued", "running", "stopping", "succeeded", "failed", "stopped", "cancelled", "lost"]
 ACTIVE: tuple[State, ...] = ("queued", "running", "stopping")
@@ -105,6 +107,8 @@ class JobStatus:
 
     @classmethod
     def from_dict(cls, data: dict) -> JobStatus:
+        """A status from its JSON; ValueError when a field is not of its kind (a damaged or
+        hand-written file: every reader takes the fields as they are typed)."""
         refs = {
             "supervisor": _ref(data.get("supervisor")),
             "launcher": _ref(data.get("launcher")),
@@ -112,6 +116,11 @@ class JobStatus:
             "command": tuple(data.get("command") or ()),
         }
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        for name, value in known.items():
+            if name not in refs and not _FIELD_KINDS[name](value):
+                raise ValueError(f"status.json: {name} is not of its kind")
+        if not all(isinstance(part, str) for part in refs["command"]):  # type: ignore[union-attr]
+            raise ValueError("status.json: command is not a list of strings")
         return cls(**{**known, **refs})
 
     def elapsed(self, now: float) -> float:
@@ -127,13 +136,46 @@ class JobStatus:
 def _ref(data: object) -> ProcRef | None:
     if not isinstance(data, dict):
         return None
-    ticks = data.get("ticks")
+    pid, started = integer(data.get("pid"), lo=1), number(data.get("started"), lo=0)
+    if pid is None or started is None:
+        raise ValueError("status.json: a process without its pid and start time")
     return ProcRef(
-        int(data["pid"]),
-        float(data["started"]),
-        str(data.get("cmd", "")),
-        int(ticks) if isinstance(ticks, int) and not isinstance(ticks, bool) else None,
+        pid, started, text(data.get("cmd", ""), max_chars=200) or "", integer(data.get("ticks"), lo=0)
     )
+
+
+def _optional(check: Callable[[object], bool]) -> Callable[[object], bool]:
+    return lambda value: value is None or check(value)
+
+
+def _is_number(value: object) -> bool:
+    return number(value) is not None
+
+
+def _is_whole(value: object) -> bool:
+    return isinstance(value, int) and integer(value) is not None
+
+
+def _is_text(value: object) -> bool:
+    return text(value) is not None
+
+
+_FIELD_KINDS: dict[str, Callable[[object], bool]] = {
+    "state": lambda value: value in ACTIVE or value in TERMINAL,
+    "created": _is_number,
+    "queued": _is_number,
+    "started": _optional(_is_number),
+    "ended": _optional(_is_number),
+    "earlier_seconds": _is_number,
+    "attempt": _is_whole,
+    "resumed_from": _optional(_is_text),
+    "accelerator": _is_text,
+    "stop_requested": lambda value: isinstance(value, bool),
+    "kill_requested": lambda value: isinstance(value, bool),
+    "exit_code": _optional(_is_whole),
+    "error": _optional(_is_text),
+}
+"""What each field of status.json must be (supervisor, launcher, workers, command: `_ref`, above)."""
 
 
 def write(path: Path, status: JobStatus) -> None:
@@ -141,22 +183,10 @@ def write(path: Path, status: JobStatus) -> None:
     write_atomic(path, status.to_json())
 
 
-def write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def read(path: Path) -> JobStatus | None:
     try:
-        return JobStatus.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        data = load_json(path)
+        return JobStatus.from_dict(data) if isinstance(data, dict) else None
     except (OSError, ValueError, TypeError, KeyError):
         return None
 

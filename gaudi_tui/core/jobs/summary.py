@@ -11,28 +11,21 @@ reads the row afresh from the end. Old run folders need nothing new: metrics.jso
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-import orjson
+from gaudi_tui.core.untrusted.data import Untrusted, integer, loads, number, text
 
 ETA_WINDOW = 10
 LOG = b'"log"'
 CHUNK = 1 << 20
 FORWARD_LIMIT = 8 << 20
 """More than this appended since the last read: read the row from the end instead."""
-
-
-def number(value: object) -> float | None:
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
-    return None
 
 
 @dataclass
@@ -96,20 +89,47 @@ class MetricsSummary:
 
 
 def event_of(line: bytes | str) -> dict | None:
-    """One line of metrics.jsonl as its event, or None for a line that is not a JSON object.
-
-    orjson reads a line in a fifth of json's time (a 1,000,000-line history: 8 s of parsing); what
-    it refuses and json reads (NaN, a loss that diverged; lone surrogates; a byte-order mark) goes
-    to json, so a line reads as json.loads reads it, but for an integer past 64 bits (no step or
-    figure is one), which orjson reads as the nearest float."""
+    """One line of metrics.jsonl as its event, or None for a line to skip: not a JSON object, or
+    one a reader cannot hold (untrusted.data: an integer past 64 bits, nesting past its bound, a
+    string that is not text), or one whose `step` is not a whole number or `time` not a number (a
+    hand-written or damaged line: the readers rely on those two). A NaN or infinite figure (a loss
+    that diverged) reads as None; `max_steps`, `world_size`, `graph_compilations` and `checkpoint`
+    of the wrong kind are dropped, so every reader may take them as they are."""
     try:
-        event = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        try:
-            event = json.loads(line)
-        except ValueError:
-            return None
-    return event if isinstance(event, dict) else None
+        event = loads(line, what="a metrics.jsonl line", nonfinite=True)
+    except Untrusted:
+        return None
+    if not isinstance(event, dict):
+        return None
+    for key, check in _REQUIRED.items():
+        if key in event:
+            if (value := check(event[key])) is None:
+                return None
+            event[key] = value
+    for key, check in _CHECKED.items():
+        if key in event:
+            if (value := check(event[key])) is None:
+                del event[key]
+            else:
+                event[key] = value
+    return event
+
+
+def _whole(value: object) -> int | None:
+    return integer(value, lo=0)
+
+
+def _path(value: object) -> str | None:
+    return text(value, max_chars=4096)
+
+
+_REQUIRED: dict[str, Callable[[object], object]] = {"step": _whole, "time": number}
+_CHECKED: dict[str, Callable[[object], object]] = {
+    "max_steps": _whole,
+    "world_size": _whole,
+    "graph_compilations": _whole,
+    "checkpoint": _path,
+}
 
 
 def point_of(line: bytes) -> tuple[int, float] | None:

@@ -8,7 +8,9 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
-from gaudi_tui.core.jobs.summary import ETA_WINDOW, event_of, number
+from gaudi_tui.core.jobs.summary import ETA_WINDOW, event_of
+from gaudi_tui.core.untrusted.data import number
+from gaudi_tui.core.untrusted.files import AppendReader
 
 
 @dataclass(frozen=True)
@@ -26,73 +28,6 @@ class LogPoint:
     graph_compilations: int | None = None
 
 
-OPEN_LINE_LIMIT = 64 * 1024
-"""The most of a line without its end kept between reads (a binary dump, a bar drawn with \\b)."""
-
-
-class AppendReader:
-    """Complete new lines of a file that only grows (restarts from 0 if it shrinks). A line longer
-    than `OPEN_LINE_LIMIT` before its end comes is kept to that (`_bounded`)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.offset = 0
-        self.partial = b""
-        self.behind = 0
-        """Bytes written that the last read left for the next one (`at_most`)."""
-
-    def read_lines(self, max_bytes: int | None = None, at_most: int | None = None) -> tuple[list[str], int]:
-        """New complete lines, and how many bytes were skipped to honour `max_bytes` (the newest
-        `max_bytes` are kept). `at_most`: read no more than this many bytes now, the rest at the next
-        read (nothing skipped; `behind` says how many are left)."""
-        try:
-            size = self.path.stat().st_size
-        except OSError:  # gone (deleted mid catch-up): nothing is left to read, so nothing is behind
-            self.behind = 0
-            return [], 0
-        if size < self.offset:
-            self.offset, self.partial = 0, b""
-        if size == self.offset:
-            return [], 0
-        skipped = 0
-        if max_bytes is not None and size - self.offset > max_bytes:
-            skipped = size - max_bytes - self.offset
-            self.offset, self.partial = size - max_bytes, b""
-        want = size - self.offset if at_most is None else min(size - self.offset, at_most)
-        try:
-            with self.path.open("rb") as fh:
-                fh.seek(self.offset)
-                chunk = fh.read(want)
-        except OSError:
-            self.behind = 0
-            return [], 0
-        self.offset += len(chunk)
-        self.behind = size - self.offset
-        if skipped:
-            chunk = chunk.split(b"\n", 1)[1] if b"\n" in chunk else b""  # drop the cut first line
-        *complete, rest = chunk.split(b"\n")  # only the new bytes are searched
-        if complete:
-            complete[0], self.partial = self.partial + complete[0], rest
-        else:
-            self.partial += rest
-        self.partial = _bounded(self.partial)
-        # A progress bar redraws itself with \r: keep what a terminal would show, the last redraw.
-        return [
-            line.decode("utf-8", "replace").rstrip("\r").rsplit("\r", 1)[-1] for line in complete
-        ], skipped
-
-
-def _bounded(partial: bytes) -> bytes:
-    """A line without its end yet, kept to `OPEN_LINE_LIMIT`: what follows its last \\r (the bar a
-    terminal shows now), else its beginning."""
-    if len(partial) <= OPEN_LINE_LIMIT:
-        return partial
-    redrawn = partial.rfind(b"\r")
-    if redrawn >= 0 and len(partial) - redrawn - 1 <= OPEN_LINE_LIMIT:
-        return partial[redrawn + 1 :]
-    return partial[:OPEN_LINE_LIMIT]
-
-
 class MetricsReader:
     """The events of metrics.jsonl. A `begin` (resume) drops points logged after its step."""
 
@@ -106,6 +41,8 @@ class MetricsReader:
         self.ended: dict | None = None
         self.summary: dict | None = None
         self.last_checkpoint: str | None = None
+        self.skipped = 0
+        """Lines that were not events a reader can hold (`summary.event_of`), passed over."""
 
     def poll(self) -> bool:
         lines, _ = self._reader.read_lines()
@@ -114,6 +51,8 @@ class MetricsReader:
             if (event := event_of(line)) is not None:
                 self._apply(event)
                 changed = True
+            elif line.strip():
+                self.skipped += 1
         return changed
 
     def _apply(self, event: dict) -> None:

@@ -18,8 +18,11 @@ from pathlib import Path
 
 from gaudi_tui.core.chat import trained
 from gaudi_tui.core.chat.errors import ChatError
+from gaudi_tui.core.untrusted.files import load_json
 
 GAUDI_PREFIX = "Gaudi"
+CONFIG_LIMIT = 16 << 20
+"""The most a model's config.json may hold (the largest are tens of KiB)."""
 
 
 class ServeRefused(ValueError):
@@ -59,7 +62,7 @@ def architecture_problem(folder: Path) -> str | None:
     """Why the model in `folder` cannot be served by its config.json's architectures, or None."""
     config = folder / "config.json"
     try:
-        data = json.loads(config.read_text(encoding="utf-8"))
+        data = load_json(config, limit=CONFIG_LIMIT)
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         return f"{config} cannot be read ({exc}): copy the model again"
     names = data.get("architectures") if isinstance(data, dict) else None

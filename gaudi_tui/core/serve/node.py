@@ -22,8 +22,8 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from gaudi_tui.core.jobs.status import write_atomic
 from gaudi_tui.core.serve import engines
+from gaudi_tui.core.untrusted.files import load_json, write_atomic
 
 NODE_FILE = "serve-node.json"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -83,7 +83,7 @@ def read(run_path: Path, attempt: int) -> dict[str, str] | None:
     """The url and model the node wrote for `attempt` (an older attempt's file is not this server's),
     and when that server started ("" from a file of before "started"): a requeue changes it."""
     try:
-        data = json.loads((run_path / NODE_FILE).read_text(encoding="utf-8"))
+        data = load_json(run_path / NODE_FILE)
     except (OSError, UnicodeDecodeError, ValueError):
         return None
     if not isinstance(data, dict) or data.get("attempt") != attempt:

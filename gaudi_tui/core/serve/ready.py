@@ -24,11 +24,10 @@ from urllib.parse import urlsplit
 
 import psutil
 
-from gaudi_tui.core.jobs.status import write_atomic
-from gaudi_tui.core.jobs.tailing import AppendReader
 from gaudi_tui.core.serve.warmup import WarmupReader
 from gaudi_tui.core.untrusted import http
 from gaudi_tui.core.untrusted.data import Untrusted, loads
+from gaudi_tui.core.untrusted.files import AppendReader, write_atomic
 
 SERVE_FILE = "serve.json"
 REQUEST_S = 2.0

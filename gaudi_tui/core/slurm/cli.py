@@ -11,7 +11,6 @@ name or path with a byte that is not UTF-8 must not break anybody's panel.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import subprocess
@@ -19,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from gaudi_tui.core.untrusted.data import loads
 
 CALL_TIMEOUT_S = 15.0
 SUBMIT_TIMEOUT_S = 30.0
@@ -110,7 +111,7 @@ class Slurm:
         with an `errors` entry and empty lists when the controller is down)."""
         text = self.run(argv)
         try:
-            data = json.loads(text)
+            data = loads(text, what=f"`{argv[0]} --json`")
         except ValueError:
             raise SlurmError(f"`{argv[0]} --json` printed something that is not JSON", "refused") from None
         return answered(data, argv[0], what)

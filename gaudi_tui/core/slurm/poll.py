@@ -35,6 +35,7 @@ from typing import IO
 from gaudi_tui.core.slurm import queue_fields
 from gaudi_tui.core.slurm.cli import Slurm, SlurmError, conf_key
 from gaudi_tui.core.slurm.model import QueueJob
+from gaudi_tui.core.untrusted.files import load_json
 
 MAX_AGE_S = 2.0
 LOCK_WAIT_S = 20.0
@@ -43,6 +44,8 @@ CLOCK_SKEW_S = 1.0
 """How far in the future a snapshot's wall-clock time may be and still count (clocks of hosts
 sharing a home differ a little)."""
 LOCK_TRY_S = 0.05
+SNAPSHOT_LIMIT = 64 << 20
+"""The most a shared queue snapshot may hold (10,000 jobs are about 26 MB): a larger one is not read."""
 
 
 @functools.cache
@@ -218,7 +221,7 @@ class QueuePoll:
 
 def _read(path: Path) -> Snapshot | None:
     try:
-        return Snapshot.from_json(json.loads(path.read_text()))
+        return Snapshot.from_json(load_json(path, limit=SNAPSHOT_LIMIT))  # type: ignore[arg-type]
     except (OSError, ValueError, TypeError, KeyError, AttributeError, SlurmError):
         return None
 

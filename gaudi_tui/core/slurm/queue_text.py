@@ -21,12 +21,12 @@ decodes nothing.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 from gaudi_tui.core.slurm.cli import SlurmError, answered
 from gaudi_tui.core.slurm.model import READ, QueueJob, job_from_json, jobs_from_json
+from gaudi_tui.core.untrusted.data import loads
 
 JOBS = '\n  "jobs": ['
 FIRST = "\n    {\n"
@@ -73,8 +73,8 @@ def jobs_from_text(text: str) -> list[QueueJob]:
     parts = split(_CHURN.sub("", text))
     try:
         if parts is None:
-            return jobs_from_json(answered(json.loads(text), "squeue", WHAT))
-        answered(json.loads(parts[0]), "squeue", WHAT)
+            return jobs_from_json(answered(loads(text), "squeue", WHAT))
+        answered(loads(parts[0]), "squeue", WHAT)
         out = _jobs(parts[1])
     except ValueError:
         raise SlurmError("`squeue --json` printed something that is not JSON", "refused") from None
@@ -101,7 +101,7 @@ def _jobs(parts: list[str]) -> list[QueueJob]:
     rows: dict[int, dict[str, Any]] = {}
     if patched:
         try:
-            changes = json.loads("[{" + "},{".join(",".join(lines) for _, _, lines in patched) + "}]")
+            changes = _objects(loads("[{" + "},{".join(",".join(lines) for _, _, lines in patched) + "}]"))
         except ValueError:  # a line this did not foresee: those jobs are decoded whole
             whole += [index for index, _, _ in patched]
             patched, changes = [], []
@@ -112,7 +112,7 @@ def _jobs(parts: list[str]) -> list[QueueJob]:
             else:
                 known[index] = last  # only fields model.py does not read changed
     if whole:
-        decoded = json.loads("[{" + "},{".join(parts[i] for i in whole) + "}]")  # one decode for all
+        decoded = _objects(loads("[{" + "},{".join(parts[i] for i in whole) + "}]"))  # one decode for all
         for index, row in zip(whole, decoded, strict=True):
             rows[index] = {key: row[key] for key in READ if key in row}
     for index, row in rows.items():
@@ -172,3 +172,10 @@ def _common(last: str, part: str, a: int, b: int) -> int:
 def _line_end(text: str, at: int) -> int:
     end = text.find("\n", at)
     return len(text) if end < 0 else end
+
+
+def _objects(value: object) -> list[dict[str, Any]]:
+    """A decoded list of jobs' fields (ValueError for anything else)."""
+    if isinstance(value, list) and all(isinstance(item, dict) for item in value):
+        return value
+    raise ValueError("not a list of objects")

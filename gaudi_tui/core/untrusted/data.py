@@ -13,15 +13,20 @@ for them as None (a loss that diverged is still a line of its log).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+import types
+import typing
 from collections.abc import Iterable
+from typing import Any, Literal, TypeVar, Union
 
 import orjson
 
 MAX_DEPTH = 64
 """The deepest nesting any reader accepts: no file or answer the panel reads nests past a dozen."""
 INT_MIN, INT_MAX = -(1 << 63), (1 << 63) - 1
+T = TypeVar("T")
 _NONFINITE = (b"NaN", b"Infinity")
 
 
@@ -49,6 +54,26 @@ def loads(
     return value
 
 
+def loads_at(
+    text: str, pos: int = 0, *, what: str = "input", nonfinite: bool = False, max_depth: int = MAX_DEPTH
+) -> tuple[object, int]:
+    """The one JSON value that starts at `text[pos]` (more may follow it), checked as `loads` checks,
+    and where it ends: for a stream of values with no framing of its own (Intel's metrics file).
+    What is cut off before its end is an `Untrusted` too."""
+    try:
+        value, end = (_LENIENT if nonfinite else _STRICT).raw_decode(text, pos)
+    except RecursionError:
+        raise Untrusted(f"{what} nests too deeply") from None
+    except ValueError as exc:
+        raise Untrusted(f"{what} is not valid JSON ({_why(exc)})") from None
+    _check(value, what, max_depth)
+    return value, end
+
+
+def _refuse(word: str) -> object:
+    raise ValueError(f"{word} is not a finite number")
+
+
 def _why(exc: ValueError) -> str:
     return str(exc).split(":", 1)[0][:80]
 
@@ -59,7 +84,7 @@ def _loads_nonfinite(raw: bytes, what: str) -> object:
     except UnicodeDecodeError:
         raise Untrusted(f"{what} is not UTF-8 text") from None
     try:
-        return json.loads(text, parse_constant=lambda _: None, parse_int=_int_of)
+        return _LENIENT.decode(text)
     except RecursionError:
         raise Untrusted(f"{what} nests too deeply") from None
     except ValueError as exc:
@@ -72,7 +97,18 @@ def _int_of(digits: str) -> int:
     return int(digits)
 
 
-def _check(value: object, what: str, max_depth: int) -> None:
+_STRICT = json.JSONDecoder(parse_constant=_refuse, parse_int=_int_of)
+_LENIENT = json.JSONDecoder(parse_constant=lambda _: None, parse_int=_int_of)
+
+
+def checked(value: T, *, what: str = "input", infinite: bool = False, max_depth: int = MAX_DEPTH) -> T:
+    """`value` (parsed by another reader: TOML, a form) when it holds only what `loads` accepts,
+    else `Untrusted`. `infinite`: a float may be infinite or NaN (TOML's `inf` means something)."""
+    _check(value, what, max_depth, infinite)
+    return value
+
+
+def _check(value: object, what: str, max_depth: int, infinite: bool = False) -> None:
     """Walk `value` (iteratively: no recursion an input can exhaust) and refuse what a caller cannot
     hold. A flat object of scalars, the common case, costs one pass over its values."""
     stack: list[tuple[object, int]] = [(value, 0)]
@@ -84,7 +120,7 @@ def _check(value: object, what: str, max_depth: int) -> None:
         elif isinstance(item, list):
             children = item
         else:
-            _check_scalar(item, what)
+            _check_scalar(item, what, infinite)
             continue
         if depth >= max_depth:
             raise Untrusted(f"{what} nests deeper than {max_depth}")
@@ -92,12 +128,12 @@ def _check(value: object, what: str, max_depth: int) -> None:
             if isinstance(child, dict | list):
                 stack.append((child, depth + 1))
             else:
-                _check_scalar(child, what)
+                _check_scalar(child, what, infinite)
 
 
-def _check_scalar(item: object, what: str) -> None:
+def _check_scalar(item: object, what: str, infinite: bool) -> None:
     if isinstance(item, float):
-        if not math.isfinite(item):
+        if not (infinite or math.isfinite(item)):
             raise Untrusted(f"{what} has a number out of range")
     elif isinstance(item, int) and not isinstance(item, bool):
         if not INT_MIN <= item <= INT_MAX:
@@ -143,3 +179,47 @@ def text(value: object, *, max_chars: int = 4096) -> str | None:
     except UnicodeEncodeError:
         return None
     return value[:max_chars]
+
+
+def record(cls: type[T], value: object, *, what: str) -> T:
+    """The dataclass `cls` from a JSON object, its unknown keys left out; `Untrusted` when it is not
+    an object, lacks a field without a default, or has a field not of its annotated kind (int,
+    float, str, bool, None, Any, Literal, unions, list, tuple and dict of those)."""
+    if not isinstance(value, dict):
+        raise Untrusted(f"{what} is not a JSON object")
+    hints = typing.get_type_hints(cls)
+    known = {}
+    for spec in dataclasses.fields(cls):  # type: ignore[arg-type]
+        if spec.name in value:
+            if not _fits(value[spec.name], hints[spec.name]):
+                raise Untrusted(f"{what}: {spec.name} is not of its kind")
+            known[spec.name] = value[spec.name]
+    try:
+        return cls(**known)
+    except TypeError:
+        raise Untrusted(f"{what} lacks a field it needs") from None
+
+
+def _fits(value: object, kind: Any) -> bool:  # noqa: PLR0911 - one answer per kind
+    origin, args = typing.get_origin(kind), typing.get_args(kind)
+    if kind is Any:
+        return True
+    if origin in (Union, types.UnionType):
+        return any(_fits(value, arg) for arg in args)
+    if origin is Literal:
+        return value in args
+    if kind in (type(None), bool, str):
+        return type(value) is kind
+    if kind is int:
+        return type(value) is int
+    if kind is float:
+        return number(value) is not None
+    if origin is list:
+        return isinstance(value, list) and all(_fits(v, args[0]) for v in value)
+    if origin is tuple and args[-1] is Ellipsis:
+        return isinstance(value, list | tuple) and all(_fits(v, args[0]) for v in value)
+    if origin is dict:
+        return isinstance(value, dict) and all(
+            _fits(k, args[0]) and _fits(v, args[1]) for k, v in value.items()
+        )
+    return False

@@ -15,7 +15,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from gaudi_tui.core.jobs.summary import LOG, chunks_backwards, event_of, number
+from gaudi_tui.core.jobs.summary import LOG, chunks_backwards, event_of
+from gaudi_tui.core.untrusted.data import number
 
 POINTS = 4096
 BEGIN, SUMMARY = b'"begin"', b'"summary"'

@@ -2,7 +2,7 @@
 banner, aligned to training steps, with the findings (`findings.py`).
 
 `InsightWatcher` follows a run folder with bounded reads (the metrics files are tailed, see
-`runtime.py`; metrics.jsonl and stdout.log through `tailing.AppendReader`), so the Training screen
+`runtime.py`; metrics.jsonl and stdout.log through `untrusted.files.AppendReader`), so the Training screen
 can poll it every refresh. Compiles are aligned to steps by time: each rank's `graph_compilation`
 dumps carry `generated_on`, each `log` event its `time`. Where the run folder has no metrics file
 (Ray: the files stay on the nodes) the `graph_compilations` rank 0's callback puts into its log
@@ -31,7 +31,7 @@ from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec, SpecError
 from gaudi_tui.core.jobs.status import ACTIVE, effective_state
 from gaudi_tui.core.jobs.summary import chunks_backwards, event_of, lines_end
-from gaudi_tui.core.jobs.tailing import AppendReader
+from gaudi_tui.core.untrusted.files import AppendReader
 
 TIME_UNIT_S = 1e-6
 """TotalTime's unit as assumed (unconfirmed: not stated in Intel's code or docs)."""

@@ -23,8 +23,6 @@ against a Gaudi.
 
 from __future__ import annotations
 
-import ast
-import json
 import re
 from collections import deque
 from collections.abc import Mapping
@@ -32,7 +30,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from pathlib import Path
 
+from gaudi_tui.core.jobs.insight.rank_files import find_files
 from gaudi_tui.core.jobs.insight.recipes import RecipeTally
+from gaudi_tui.core.untrusted import data
+from gaudi_tui.core.untrusted.data import Untrusted
 
 HISTORY = 2048
 """Compile-count samples kept per file (one per `graph_compilation` dump, oldest dropped)."""
@@ -42,12 +43,13 @@ the same read is not parsed whole: its counts are read from its text (`_light`).
 _LIGHT_HEAD = '{"metric_name": "graph_compilation"'
 _LIGHT_FIELD = re.compile(r'"(generated_on|triggered_by)": "([^"]*)"')
 _LIGHT_STAT = re.compile(r'"(TotalNumber|TotalTime|AvgTime)": (-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)')
-MAX_OBJECT_BYTES = 64 * 2**20
-"""A half-written object larger than this is given up (skipped to the next object)."""
-MAX_POLL_BYTES = 16 * 2**20
-CATCH_UP_POLLS = 1024
+MAX_OBJECT_BYTES = 8 * 2**20
+"""A half-written object larger than this is given up (skipped to the next object): a GC-details
+list of 100,000 compiles is about 5 MiB, and what is kept stays well under the 64 MiB every reader
+of outside input keeps to."""
+MAX_POLL_BYTES = 4 * 2**20
+CATCH_UP_POLLS = 4096
 """`catch_up` reads at most this many polls' worth (16 GiB): a file growing faster is left behind."""
-_DECODER = json.JSONDecoder()
 _TRIGGER_PREFIX = "MetricDumpTrigger."  # str(enum) as Python 3.12 formats it in the text writer
 
 
@@ -78,10 +80,7 @@ class RankMetrics:
         return self.latest.get(metric, {}).get(key)
 
     def number(self, metric: str, key: str) -> float | None:
-        value = self.stat(metric, key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        return None
+        return data.number(self.stat(metric, key))
 
     @property
     def top_recipes(self) -> list[tuple[str, int, float]]:
@@ -97,7 +96,8 @@ class RankMetrics:
         ops = self.stat("cpu_fallback", "FallbackOps")
         if not isinstance(ops, dict):
             return {}
-        return {str(k): int(v) for k, v in ops.items() if isinstance(v, (int, float))}
+        counts = {str(k): data.integer(v, lo=0) for k, v in ops.items()}
+        return {k: v for k, v in counts.items() if v is not None}
 
     def apply(self, obj: dict[str, object]) -> None:
         name = obj.get("metric_name")
@@ -112,10 +112,9 @@ class RankMetrics:
         if isinstance(recipes, list):
             self.recipes.update(recipes)
         self.latest[name] = stats
-        if name == "graph_compilation" and isinstance(stats.get("TotalNumber"), int):
-            total_time = stats.get("TotalTime")
-            seconds = float(total_time) if isinstance(total_time, (int, float)) else None
-            self.compiles.append(CompileSample(when, int(stats["TotalNumber"]), seconds))
+        total = data.integer(stats.get("TotalNumber"), lo=0)
+        if name == "graph_compilation" and total is not None:
+            self.compiles.append(CompileSample(when, total, data.number(stats.get("TotalTime"))))
 
 
 def timestamp(value: object, zone: tzinfo | None = None) -> float | None:
@@ -143,8 +142,12 @@ class MetricsTail:
         self.buffer = ""
         self.format: str | None = None
         self.skipped = 0
-        """Objects given up (larger than MAX_OBJECT_BYTES, or not JSON)."""
+        """Objects given up (larger than MAX_OBJECT_BYTES, or not JSON a reader can hold)."""
         self._text_block: dict[str, object] | None = None
+        self._skipping = False
+        """The rest of an object given up is still to come: dropped up to its line end."""
+        self._skip_last = ""
+        """The last character dropped while skipping (the line end may come in the next read)."""
 
     def poll(self) -> bool:
         """Read what was appended; True when something new was applied."""
@@ -182,8 +185,8 @@ class MetricsTail:
 
     def _json(self) -> None:
         buf = self.buffer
-        pos = 0
-        while True:
+        pos = 0 if not self._skipping else self._skip(buf, 0)
+        while pos is not None:
             while pos < len(buf) and buf[pos] in "[,\n\r\t ":
                 pos += 1
             if pos >= len(buf):
@@ -198,21 +201,35 @@ class MetricsTail:
                 pos = nxt + 1
                 continue
             try:
-                obj, end = _DECODER.raw_decode(buf, pos)
-            except ValueError:
-                nxt = buf.find(",\n{", pos)
+                obj, end = data.loads_at(buf, pos, what="a runtime metrics object", nonfinite=True)
+            except Untrusted:
                 if nxt >= 0:  # a broken object with a complete one after it: skip it
                     self.skipped += 1
                     pos = nxt + 1
                     continue
                 if len(buf) - pos > MAX_OBJECT_BYTES:
                     self.skipped += 1
-                    pos = len(buf)
+                    self._skipping = True
+                    pos = self._skip(buf, pos)
+                    continue
                 break  # the rest of an object still being written
             if isinstance(obj, dict):
                 self.metrics.apply(obj)
             pos = end
-        self.buffer = buf[pos:]
+        self.buffer = buf[pos:] if pos is not None else ""
+
+    def _skip(self, buf: str, pos: int) -> int | None:
+        """Past the end of an object given up: its line end, the first real newline (json.dumps
+        writes none inside a value), which the writer puts after `,` or after the array's `]`; a
+        `]` inside the object (a recipe list) is never taken for the end. None: not there yet."""
+        nl = buf.find("\n", pos)
+        if nl < 0:
+            self._skip_last = buf[-1:] or self._skip_last
+            return None
+        if (buf[nl - 1] if nl > pos else self._skip_last) == "]":
+            self.metrics.closed = True
+        self._skipping, self._skip_last = False, ""
+        return nl + 1
 
     def _text(self) -> None:
         *lines, self.buffer = self.buffer.split("\n")
@@ -253,48 +270,49 @@ def _light(buf: str, start: int, end: int) -> dict[str, object]:
         obj[match.group(1)] = match.group(2)
     stats: dict[str, object] = {}
     for match in _LIGHT_STAT.finditer(buf, start, end):
-        value = match.group(2)
-        stats[match.group(1)] = int(value) if value.lstrip("-").isdigit() else float(value)
+        if (value := scalar(match.group(2))) is not None:
+            stats[match.group(1)] = value
     obj["statistics"] = stats
     return obj
 
 
+_QUOTED = r"""('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")"""
+_PAIR = re.compile(r"\[\s*" + _QUOTED + r"\s*,\s*([^\],]{1,64})\]")
+_ENTRY = re.compile(_QUOTED + r"\s*:\s*([^,}]{1,64})")
+_INT = re.compile(r"-?\d{1,19}")
+NAME_CHARS = 4096
+"""A recipe or op name is kept to this."""
+
+
 def text_value(raw: str) -> object:
-    """A statistic as the text writer printed it (`str()` of an int, float, dict or list)."""
+    """A statistic as the text writer printed it (`str()` of an int, float, dict or list), read
+    with patterns that keep only what the statistics hold: a number, `{name: number}` (FallbackOps)
+    or `[[name, number], ...]` (a GC-details recipe list). Never `ast.literal_eval`, which holds
+    about 145 times its input (a 2.2 MiB recipe line: 320 MiB) and refuses nothing by size."""
+    value = raw.strip()
+    if value.startswith("["):
+        return [[_name(m[1]), scalar(m[2])] for m in _PAIR.finditer(value)]
+    if value.startswith("{"):
+        return {_name(m[1]): scalar(m[2]) for m in _ENTRY.finditer(value)}
+    number = scalar(value)
+    return value[:NAME_CHARS] if number is None else number
+
+
+def _name(quoted: str) -> str:
+    return quoted[1:-1][:NAME_CHARS]
+
+
+def scalar(raw: str) -> int | float | None:
+    """An int within 64 bits or a finite float, as Python's str() writes them; else None."""
+    raw = raw.strip()
+    if _INT.fullmatch(raw):
+        return data.integer(int(raw))
+    if len(raw) > 64:
+        return None
     try:
-        return ast.literal_eval(raw.strip())
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        return raw.strip()
-
-
-def rank_name(base: Path, rank: int | None) -> Path:
-    """The writer's name for `rank` (its `_determine_file_name_for_multinode`)."""
-    if rank is None:
-        return base
-    stem, dot, ext = base.name.rpartition(".")
-    if not dot:
-        return base.with_name(f"{base.name}-rank{rank}")
-    return base.with_name(f"{stem}-rank{rank}.{ext}")
-
-
-def find_files(base: Path) -> dict[tuple[int | None, int], Path]:
-    """Every file the writer may have made for `base`: {(rank or None, .N index): path}."""
-    stem, dot, ext = base.name.rpartition(".")
-    if not dot:
-        stem, ext = base.name, ""
-    suffix = f"\\.{re.escape(ext)}" if dot else ""
-    pattern = re.compile(rf"^{re.escape(stem)}(?:-rank(\d+))?{suffix}(?:\.(\d+))?$")
-    found: dict[tuple[int | None, int], Path] = {}
-    try:
-        entries = list(base.parent.iterdir())
-    except OSError:
-        return found
-    for entry in entries:
-        match = pattern.match(entry.name)
-        if match is not None:
-            rank = int(match.group(1)) if match.group(1) is not None else None
-            found[(rank, int(match.group(2) or 0))] = entry
-    return found
+        return data.number(float(raw))
+    except ValueError:
+        return None
 
 
 class RuntimeMetrics:

@@ -284,13 +284,14 @@ class MetricsCallback(TrainerCallback):
         if not state.is_world_process_zero:
             self.probe.skip()
             return control
+        # the user's figures first: a `time`, `step` or `event` of theirs never replaces ours
         base = {"time": time.time(), "step": state.global_step, "max_steps": state.max_steps}
         if "train_runtime" in logs:
-            self._write({"event": "summary", **base, **logs})
+            self._write({**logs, "event": "summary", **base})
         elif any(k.startswith("eval_") for k in logs):
-            self._write({"event": "eval", **base, **logs})
+            self._write({**logs, "event": "eval", **base})
         elif "loss" in logs:
-            self._write({"event": "log", **base, **logs, **self._rates(state.global_step)})
+            self._write({**logs, **self._rates(state.global_step), "event": "log", **base})
             self._write_all(found)
         self.probe.skip()  # writing the log is not waiting for data
         return control

@@ -125,12 +125,12 @@ class PanelCallback(StopCallback, TrainerCallback):
             return control
         figures = {GB_KEYS.get(k, k): v * 1024 if k in GB_KEYS else v for k, v in logs.items()}
         base = {"time": time.time(), "step": state.global_step, "max_steps": state.max_steps}
-        if "train_runtime" in figures:
-            self._write({"event": "summary", **base, **figures})
+        if "train_runtime" in figures:  # the user's figures first: ours are never replaced
+            self._write({**figures, "event": "summary", **base})
         elif any(k.startswith("eval_") for k in figures):
-            self._write({"event": "eval", **base, **figures})
+            self._write({**figures, "event": "eval", **base})
         elif "loss" in figures:
-            self._write({"event": "log", **base, **self._rates(state.global_step), **figures})
+            self._write({**self._rates(state.global_step), **figures, "event": "log", **base})
             self._write_all(found)
         self.probe.skip()  # writing the log is not waiting for data
         return control

@@ -10,7 +10,6 @@ from collections import deque
 
 from gaudi_tui.core.jobs.readers import lines
 from gaudi_tui.core.jobs.runfolder import RunFolder
-from gaudi_tui.core.jobs.status import write_atomic
 from gaudi_tui.core.jobs.targets.ray.record import ClusterRecord
 from gaudi_tui.core.jobs.worker.logstream import (
     METRIC_PREFIX,
@@ -19,6 +18,7 @@ from gaudi_tui.core.jobs.worker.logstream import (
     WRAPPER_MARKER,
     WRAPPER_PREFIX,
 )
+from gaudi_tui.core.untrusted.files import write_atomic
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from gaudi_tui.core.jobs.runfolder import RunFolder
-from gaudi_tui.core.jobs.status import write_atomic
+from gaudi_tui.core.untrusted.data import record
+from gaudi_tui.core.untrusted.files import load_json, write_atomic
 
 
 @dataclass(frozen=True)
@@ -40,9 +41,8 @@ def cluster_path(run: RunFolder) -> Path:
 
 def read_record(run: RunFolder) -> ClusterRecord | None:
     try:
-        data = json.loads(cluster_path(run).read_text(encoding="utf-8"))
-        return ClusterRecord(**{k: v for k, v in data.items() if k in ClusterRecord.__dataclass_fields__})
-    except (OSError, ValueError, TypeError):
+        return record(ClusterRecord, load_json(cluster_path(run)), what="cluster.json")
+    except (OSError, ValueError):
         return None
 
 

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from gaudi_tui.core.jobs.runfolder import RunFolder
-from gaudi_tui.core.jobs.status import write_atomic
+from gaudi_tui.core.untrusted.data import record
+from gaudi_tui.core.untrusted.files import load_json, write_atomic
 
 
 @dataclass(frozen=True)
@@ -47,9 +48,8 @@ def path(run: RunFolder) -> Path:
 
 def read(run: RunFolder) -> SlurmRecord | None:
     try:
-        data = json.loads(path(run).read_text(encoding="utf-8"))
-        return SlurmRecord(**{k: v for k, v in data.items() if k in SlurmRecord.__dataclass_fields__})
-    except (OSError, ValueError, TypeError):
+        return record(SlurmRecord, load_json(path(run)), what="slurm.json")
+    except (OSError, ValueError):
         return None
 
 

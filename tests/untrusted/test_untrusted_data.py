@@ -1,0 +1,98 @@
+"""core/untrusted/data: well-formed JSON within its bounds reads as json.loads reads it (hypothesis),
+and every hostile case of the catalogue is refused with an `Untrusted` that never quotes the input."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gaudi_tui.core.untrusted.data import INT_MAX, INT_MIN, MAX_DEPTH, Untrusted, integer, loads, number, text
+from tests.untrusted.cases import CASES, NESTING
+
+_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(INT_MIN, INT_MAX)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text()
+)
+_documents = st.recursive(
+    _scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(_documents)
+def test_well_formed_json_reads_as_json_reads_it(value: object) -> None:
+    raw = json.dumps(value)
+    assert loads(raw) == json.loads(raw)
+    assert loads(raw.encode("utf-8")) == json.loads(raw)
+
+
+@given(st.integers(INT_MIN, INT_MAX), st.floats(allow_nan=False, allow_infinity=False))
+def test_numbers_in_range_come_back(whole: int, real: float) -> None:
+    assert integer(whole) == whole and number(real) == real
+    assert number(whole) == float(whole)
+
+
+REFUSED = {
+    name: CASES[name]
+    for name in (
+        "nan",
+        "infinity",
+        "minus_infinity",
+        "digits_400",
+        "digits_4300",
+        "digits_5000",
+        "float_400_digits",
+        "nested_100000",
+        "nested_open_100000",
+        "invalid_utf8",
+        "lone_surrogate_escape",
+        "lone_surrogate_raw",
+        "truncated",
+    )
+}
+
+
+@pytest.mark.parametrize("nonfinite", [False, True])
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_hostile_json_is_refused_with_its_own_error(name: str, nonfinite: bool) -> None:
+    case = REFUSED[name]
+    assert isinstance(case, bytes)
+    document = b'{"loss": ' + case + b"}"
+    if nonfinite and name in ("nan", "infinity", "minus_infinity"):
+        assert loads(document, nonfinite=True) == {"loss": None}  # a diverged loss is still a line
+        return
+    with pytest.raises(Untrusted) as caught:
+        loads(document, what="metrics.jsonl line", nonfinite=nonfinite)
+    message = str(caught.value)
+    assert message.startswith("metrics.jsonl line ") and len(message) < 200  # says what, not the input
+
+
+def test_nesting_is_bounded_but_ordinary_depth_reads() -> None:
+    deep_ok = "[" * MAX_DEPTH + "]" * MAX_DEPTH
+    assert loads(deep_ok) is not None
+    with pytest.raises(Untrusted, match="nests"):
+        loads("[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1))
+    with pytest.raises(Untrusted):
+        loads("[" * NESTING + "NaN" + "]" * NESTING, nonfinite=True)  # the json fallback too
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(True, None), ("7", None), (math.nan, None), (math.inf, None), (10**400, None), (1.5, 1.5), (3, 3.0)],
+)
+def test_number_takes_only_finite_numbers(value: object, expected: float | None) -> None:
+    assert number(value) == expected
+
+
+def test_integer_and_text_take_only_their_kind() -> None:
+    assert integer(7.0) == 7 and integer(7.5) is None and integer("7") is None and integer(False) is None
+    assert integer(10**30) is None and integer(5, lo=0, hi=4) is None
+    assert text("abc", max_chars=2) == "ab" and text(7) is None and text("\ud800") is None
