@@ -1,5 +1,5 @@
 """Ray's dashboard REST GET (`targets/ray/nodes.get_json`) goes through the shared bounded GET
-(core/http_get.py), on a real loopback server: a dashboard that drips its answer meets the deadline
+(core/untrusted/http.py), on a real loopback server: a dashboard that drips its answer meets the deadline
 over the whole answer, too big an answer, a redirect and a bad status are ClusterErrors in Ray's
 words, and a loopback dashboard (an SSH tunnel) is asked past `$http_proxy`."""
 

@@ -11,7 +11,7 @@ from gaudi_tui.core.jobs import runfolder
 from gaudi_tui.core.jobs.insight.report import InsightWatcher
 from gaudi_tui.core.jobs.series import ChartSeries
 from gaudi_tui.core.jobs.spec import JobSpec
-from gaudi_tui.core.jobs.tailing import AppendReader
+from gaudi_tui.core.untrusted.files import AppendReader
 
 
 def log_lines(count: int) -> str:

@@ -27,8 +27,9 @@ from gaudi_tui.core import paths
 from gaudi_tui.core.alerts.model import Alert
 from gaudi_tui.core.alerts.store import NotificationReader
 from gaudi_tui.core.jobs import runfolder
-from gaudi_tui.core.jobs.status import TERMINAL, effective_state, write_atomic
+from gaudi_tui.core.jobs.status import TERMINAL, effective_state
 from gaudi_tui.core.untrusted import data
+from gaudi_tui.core.untrusted.files import write_atomic
 
 STAMP_NAME = "last-open.json"
 NOT_OK = ("failed", "lost", "stopped", "cancelled")
