@@ -62,7 +62,7 @@ def test_the_trainer_callback_writes_its_hosts_zone_into_begin(monkeypatch: pyte
         run = runfolder.create(JobSpec(name="tokyo"), accelerator="cpu")
         callback = MetricsCallback(run, "cpu", cast(Any, None), 1, None, cast(Any, None))
         state = SimpleNamespace(global_step=0, max_steps=10, is_world_process_zero=True)
-        callback.on_train_begin(SimpleNamespace(world_size=1), state, None)
+        callback.on_train_begin(SimpleNamespace(world_size=1, process_index=0), state, None)
         assert callback.out is not None
         callback.out.close()
     finally:

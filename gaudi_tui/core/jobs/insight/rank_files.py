@@ -1,7 +1,7 @@
 """The names Intel's metrics writer gives one `PT_HPU_METRICS_FILE` across ranks and attempts.
 
 From HabanaAI/gaudi-pytorch-bridge v1.19.0, `saver.py` (`_determine_file_name_for_multinode`,
-`_create_unique_file`; /work/shared/reference/hpu-runtime-metrics.md): with `RANK` or
+`_create_unique_file`; docs/runtime-metrics.md): with `RANK` or
 `OMPI_COMM_WORLD_RANK` set, `-rank<N>` goes before the last extension, found by cutting the whole
 path (`rsplit(".", 1)`), and an existing name becomes `<name>.1`, `<name>.2`, ...
 """
