@@ -31,7 +31,7 @@ async def loaded(pilot: Pilot, screen: SlurmScreen) -> None:
     before the app's first frame, and the footer composes its keys only after that frame: on a busy
     machine the queue can be drawn while the footer is still empty."""
     deadline = time.monotonic() + 20
-    while screen.view is None or not screen.rows or not keys_shown(screen) or not widths_settled(screen):
+    while screen.view is None or not screen.rows or not keys_shown(screen):
         assert time.monotonic() < deadline, "the Slurm screen never loaded"
         await pilot.pause(0.05)
     await pilot.pause()
@@ -40,18 +40,6 @@ async def loaded(pilot: Pilot, screen: SlurmScreen) -> None:
 def keys_shown(screen: SlurmScreen) -> bool:
     shown = {b.key for _node, b, _enabled, _tip in screen.active_bindings.values() if b.show}
     return {getattr(key, "key", None) for key in screen.query("FooterKey")} >= shown
-
-
-def widths_settled(screen: SlurmScreen) -> bool:
-    """Every table's columns are as wide as their cells: a DataTable measures its rows when it is
-    next idle, and a loaded machine's snapshot caught the rows before (each column its label's width)."""
-    for grid in screen.query(DataTable):
-        for index, col in enumerate(grid.columns.values()):
-            cells = (grid.get_row_at(row)[index] for row in range(grid.row_count))
-            widest = max((Text(str(cell)).cell_len for cell in cells), default=0)
-            if col.content_width < widest:
-                return False
-    return True
 
 
 def column(screen: SlurmScreen, name: str) -> list[str]:
@@ -65,6 +53,11 @@ def test_slurm_snapshot(snap_compare) -> None:  # noqa: ANN001
         screen = recorded()
         await pilot.app.push_screen(screen)
         await loaded(pilot, screen)
+        names = column(screen, "name")
+        deadline = time.monotonic() + 20  # what the snapshot means: every job's whole name on the screen
+        while not all(name in pilot.app.export_screenshot() for name in names):
+            assert time.monotonic() < deadline, "the queue's names were never drawn whole"
+            await pilot.pause(0.05)
 
     app = GaudiApp(accelerator=CPU, hostname="login-1")
     assert snap_compare(app, terminal_size=(120, 30), run_before=show)
