@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from gaudi_tui.core.insight import findings
 from gaudi_tui.core.jobs import runfolder
-from gaudi_tui.core.jobs.insight import findings, report
+from gaudi_tui.core.jobs.insight import report
 from gaudi_tui.core.jobs.insight.report import InsightWatcher
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec

@@ -15,15 +15,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from gaudi_tui.core.jobs import runfolder
-from gaudi_tui.core.jobs.insight.rank_files import find_files, rank_name
-from gaudi_tui.core.jobs.insight.runtime import (
+from gaudi_tui.core.insight.rank_files import find_files, rank_name
+from gaudi_tui.core.insight.runtime import (
     LIGHT_BYTES,
     MAX_OBJECT_BYTES,
     MetricsTail,
     RuntimeMetrics,
     compile_figures,
 )
+from gaudi_tui.core.jobs import runfolder
 from gaudi_tui.core.jobs.spec import JobSpec
 from tests.fakes.hpu_runtime.hpu_metrics_saver import Saver
 

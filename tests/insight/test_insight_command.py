@@ -7,7 +7,7 @@ import json
 import pytest
 
 from gaudi_tui.cli import main
-from gaudi_tui.core.jobs.insight import runtime
+from gaudi_tui.core.insight import runtime
 from tests.insight.test_findings import compiles_at, make_run, write_logs, write_runtime
 
 

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gaudi_tui.core.jobs.insight.rank_files import find_files, rank_name
-from gaudi_tui.core.jobs.insight.recipes import RecipeTally
-from gaudi_tui.core.jobs.insight.runtime import HISTORY, MetricsTail, RuntimeMetrics
+from gaudi_tui.core.insight.rank_files import find_files, rank_name
+from gaudi_tui.core.insight.recipes import RecipeTally
+from gaudi_tui.core.insight.runtime import HISTORY, MetricsTail, RuntimeMetrics
 from tests.fakes.hpu_runtime.hpu_metrics_saver import Saver
 
 

@@ -13,9 +13,9 @@ from typing import Any, cast
 
 import pytest
 
+from gaudi_tui.core.insight.runtime import timestamp
 from gaudi_tui.core.jobs import runfolder
 from gaudi_tui.core.jobs.insight.report import InsightWatcher
-from gaudi_tui.core.jobs.insight.runtime import timestamp
 from gaudi_tui.core.jobs.insight.zone import job_zone
 from gaudi_tui.core.jobs.spec import JobSpec
 

@@ -1,6 +1,6 @@
 """A job's alerts, from its supervisor: it ended (succeeded, failed with its error line, stopped,
 cancelled), it stalled (no step for `stall_factor` × its usual step time, at least
-`stall_min_s`), and the Gaudi insight's findings (`core/jobs/insight/`): still compiling after
+`stall_min_s`), and the Gaudi insight's findings (`core/insight/findings.py`): still compiling after
 warm-up, and HBM near full (its thresholds are the insight's), once per attempt each.
 
 `JobAlerts.on_save` sees every status the supervisor writes (whatever the target), so the end of an

@@ -17,8 +17,8 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from gaudi_tui.core.insight.rank_files import find_files
 from gaudi_tui.core.jobs import spec as spec_mod
-from gaudi_tui.core.jobs.insight.rank_files import find_files
 from gaudi_tui.core.jobs.insight.report import InsightWatcher, metrics_file
 from gaudi_tui.core.jobs.liveness import current
 from gaudi_tui.core.jobs.monitor import format_duration

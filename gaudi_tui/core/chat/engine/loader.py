@@ -31,7 +31,7 @@ from gaudi_tui.core.chat.options import (
     resolve_dtype,
 )
 from gaudi_tui.core.chat.trained import Resolved
-from gaudi_tui.core.jobs.insight.runtime import file_from_env
+from gaudi_tui.core.insight.runtime import file_from_env
 
 GENERATIVE_MARKS = ("CausalLM", "LMHead", "ConditionalGeneration")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")

@@ -24,7 +24,7 @@ from typing import Any, BinaryIO
 from gaudi_tui.core.chat.errors import ChatError, explain
 from gaudi_tui.core.chat.options import GenerationParams, LoadOptions
 from gaudi_tui.core.chat.protocol import ProtocolError, decode, encode
-from gaudi_tui.core.jobs.insight.runtime import RuntimeMetrics, compile_figures, file_from_env
+from gaudi_tui.core.insight.runtime import RuntimeMetrics, compile_figures, file_from_env
 
 TOKEN_BATCH_S = 0.05
 """Tokens generated within this long after the last token event go out as one event, detokenised

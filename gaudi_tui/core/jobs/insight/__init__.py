@@ -1,3 +1,3 @@
-"""Why a Gaudi job is slow: the runtime's metrics files (`runtime.py`), the memory GaudiTrainer
-prints and the bridge's banner (`report.py`), and the findings drawn from them (`findings.py`).
-Nothing here imports torch or the UI."""
+"""A job's insight: Intel's runtime file (`core/insight/runtime.py`) and torch's own events aligned to
+the steps of its `metrics.jsonl` (`report.py`, `points.py`, `zone.py`), and the lines shown for it
+(`text.py`). Nothing here imports torch or the UI."""

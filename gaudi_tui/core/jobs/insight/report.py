@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import BinaryIO
 
 from gaudi_tui.core.devices.model import DeviceSnapshot
+from gaudi_tui.core.insight import findings
 from gaudi_tui.core.insight.events import WORDS, WhySlow
-from gaudi_tui.core.jobs.insight import findings
-from gaudi_tui.core.jobs.insight.findings import RECENT_STEPS, WARMUP_STEPS, Finding
+from gaudi_tui.core.insight.findings import RECENT_STEPS, WARMUP_STEPS, Finding
+from gaudi_tui.core.insight.runtime import CompileSample, RankMetrics, RuntimeMetrics, file_from_env
 from gaudi_tui.core.jobs.insight.points import Points
-from gaudi_tui.core.jobs.insight.runtime import CompileSample, RankMetrics, RuntimeMetrics, file_from_env
 from gaudi_tui.core.jobs.insight.zone import job_zone
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec, SpecError

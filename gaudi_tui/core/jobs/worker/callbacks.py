@@ -27,7 +27,7 @@ import torch.distributed as dist
 from transformers import TrainerCallback
 
 from gaudi_tui.core.insight.probe import JobProbe
-from gaudi_tui.core.jobs.insight.runtime import RuntimeMetrics, compile_figures, file_from_env
+from gaudi_tui.core.insight.runtime import RuntimeMetrics, compile_figures, file_from_env
 from gaudi_tui.core.jobs.insight.zone import offset_here
 from gaudi_tui.core.jobs.runfolder import COMPLETE_MARKER, RunFolder
 from gaudi_tui.core.jobs.worker.logstream import METRIC_PREFIX

@@ -21,7 +21,7 @@ from typing import Any
 from transformers import TrainerCallback
 
 from gaudi_tui.core.insight.probe import JobProbe
-from gaudi_tui.core.jobs.insight.runtime import RuntimeMetrics, compile_figures, file_from_env
+from gaudi_tui.core.insight.runtime import RuntimeMetrics, compile_figures, file_from_env
 from gaudi_tui.core.jobs.insight.zone import offset_here
 from gaudi_tui.core.jobs.readers.figures import GB_KEYS
 from gaudi_tui.core.jobs.runfolder import RunFolder

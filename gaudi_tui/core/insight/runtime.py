@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from pathlib import Path
 
-from gaudi_tui.core.jobs.insight.rank_files import find_files
-from gaudi_tui.core.jobs.insight.recipes import RecipeTally
+from gaudi_tui.core.insight.rank_files import find_files
+from gaudi_tui.core.insight.recipes import RecipeTally
 from gaudi_tui.core.untrusted import data
 from gaudi_tui.core.untrusted.data import Untrusted
 
