@@ -181,7 +181,7 @@ async def test_two_workers_one_per_node_loss_falls_and_metrics_arrive(ray_cluste
 
 
 @pytest.mark.slow
-def test_stop_resume_supervisor_killed_reattach_then_kill(ray_cluster: RayTestCluster) -> None:
+def test_stop_then_resume_from_the_step_both_ranks_stopped_at(ray_cluster: RayTestCluster) -> None:
     run = submit_when_free(ray_spec(ray_cluster, max_steps=400))
     wait(lambda: len(log_steps(run)) >= 3, 120, "the first metrics", run)
     control.stop(run)
@@ -196,12 +196,21 @@ def test_stop_resume_supervisor_killed_reattach_then_kill(ray_cluster: RayTestCl
     wait(lambda: any(s > step for s in log_steps(run)), 120, "steps after the checkpoint", run)
     begins = [json.loads(x) for x in run.metrics_path.read_text().splitlines() if '"begin"' in x]
     assert begins[-1]["step"] == step  # continued from the checkpoint
+    control.kill(run)
+    assert wait_done(run, 120) == "cancelled"
 
+
+@pytest.mark.slow
+def test_a_killed_supervisor_reattaches_mirrors_without_duplicates_then_kill(
+    ray_cluster: RayTestCluster,
+) -> None:
+    run = submit_when_free(ray_spec(ray_cluster, max_steps=400))
+    wait(lambda: len(log_steps(run)) >= 3, 120, "the first metrics", run)
     status = run.status()
     assert status is not None and status.supervisor is not None
     os.kill(status.supervisor.pid, signal.SIGKILL)
     wait(lambda: state_of(run) == "lost", 10, "the job to show as lost")
-    assert control.resume(run) == f"re-attached: Ray job gaudi-tui-{run.id}-a2 is RUNNING on the cluster"
+    assert control.resume(run) == f"re-attached: Ray job gaudi-tui-{run.id}-a1 is RUNNING on the cluster"
     wait(lambda: state_of(run) == "running", 30, "the new supervisor")
     before = len(log_steps(run))
     wait(lambda: len(log_steps(run)) > before + 2, 60, "mirroring to resume", run)

@@ -163,7 +163,7 @@ def test_requests_that_can_never_run_are_refused_before_queueing(slurm: SlurmTes
 
 
 @pytest.mark.slow
-def test_supervisor_killed_reattaches_and_survives_a_controller_restart(slurm: SlurmTestCluster) -> None:
+def test_a_killed_supervisor_reattaches_and_the_job_ends_as_slurm_says(slurm: SlurmTestCluster) -> None:
     run = control.submit(slurm_spec(slurm_nodes=1, max_steps=36), CPU)
     running(run, steps=2)
     first = run.status().supervisor  # type: ignore[union-attr]
@@ -173,7 +173,14 @@ def test_supervisor_killed_reattaches_and_survives_a_controller_restart(slurm: S
     said = control.resume(run)
     assert said.startswith("re-attached: Slurm job"), said
     wait_for(lambda: "re-attached" in run.log_path.read_text(), 20, "the new supervisor")
+    assert wait_done(run, 300) == "succeeded", log_tail(run)
+    assert int(events(run, "log")[-1]["step"]) == 36
 
+
+@pytest.mark.slow
+def test_a_restarted_controller_is_unknown_meanwhile_then_followed(slurm: SlurmTestCluster) -> None:
+    run = control.submit(slurm_spec(slurm_nodes=1, max_steps=36), CPU)
+    running(run, steps=2)
     slurm.kill_daemon("slurmctld", signal.SIGTERM)  # saves its state and exits
     try:
         # the shared snapshot may be up to 2 s old: the next one says the controller is gone
