@@ -13,6 +13,7 @@ import json
 import os
 import random
 import shutil
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -82,6 +83,19 @@ def write_long_run(folder: Path, steps: int) -> None:
         out.write("\n".join(block) + "\n")
 
 
+def keep_series(folder: Path) -> float:
+    """What the run's supervisor did as the job ran (core/jobs/series_keeper.py): the Training charts'
+    series kept in the run folder; returns the CPU seconds it cost, all at once here."""
+    from gaudi_tui.core.jobs.series import ChartSeries
+    from gaudi_tui.core.jobs.series_keeper import catch_up
+
+    began = time.process_time()
+    series = ChartSeries(folder / "metrics.jsonl", keeper=True)
+    catch_up(series)
+    series.save_now()
+    return time.process_time() - began
+
+
 def _distinct_copy(i: int, target: Path) -> None:
     """The recording as the i-th run of a year: its own name, id, folder paths and settings (learning
     rate, batch size, seed), times shifted to its day, and its own metrics values, so no memo or page
@@ -114,12 +128,15 @@ def _distinct_copy(i: int, target: Path) -> None:
     (target / "metrics.jsonl").write_text("\n".join(lines) + "\n")
 
 
-def make_runs(runs_dir: Path, count: int, long_steps: int, pool: Path) -> None:
+def make_runs(runs_dir: Path, count: int, long_steps: int, pool: Path) -> float | None:
     """`count` runs in `runs_dir`: count - 1 distinct runs made from the recording and the long run
-    (written once in `pool`, copied into every size)."""
+    (written once in `pool` with the series its supervisor keeps, copied into every size); the CPU
+    seconds that keeping cost, when it was written now."""
     long_run = pool / LONG_ID
+    kept_cpu = None
     if not long_run.exists():
         write_long_run(long_run, long_steps)
+        kept_cpu = keep_series(long_run)
     runs_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     for i in range(count - 1):
         _distinct_copy(i, runs_dir / copy_id(i))
@@ -128,3 +145,4 @@ def make_runs(runs_dir: Path, count: int, long_steps: int, pool: Path) -> None:
     except (OSError, shutil.Error):
         shutil.rmtree(runs_dir / LONG_ID, ignore_errors=True)
         shutil.copytree(long_run, runs_dir / LONG_ID)
+    return kept_cpu

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from gaudi_tui.core.jobs import control, runfolder
+from gaudi_tui.core.jobs import control, runfolder, series_cache
 from gaudi_tui.core.jobs.runfolder import is_complete
+from gaudi_tui.core.jobs.series import METRICS
 from gaudi_tui.core.jobs.status import effective_state
 from tests.conftest import CPU, PYTHON, child_env
 from tests.jobs.conftest import events, last_step, log_tail, tiny, wait_done, wait_for
@@ -54,6 +55,10 @@ def test_demo_fine_tune_from_the_command_line_lowers_the_loss() -> None:
     first, last = logs[0]["loss"], logs[-1]["loss"]
     assert last < 0.5 * first, [round(e["loss"], 3) for e in logs]
     assert (run.model_dir / "model.safetensors").is_file() and (run.model_dir / "tokenizer.json").is_file()
+    # the supervisor kept the charts' series in the run folder, to the file's end (its last save)
+    size = run.metrics_path.stat().st_size
+    kept = wait_for(lambda: series_cache.load(run.metrics_path, METRICS, kept=True), 30, "the kept series")
+    assert kept["offset"] == size  # type: ignore[index]
     listed = gaudi_tui("jobs", "--json")
     (view,) = json.loads(listed.stdout)
     assert (view["id"], view["state"], view["step"], view["max_steps"]) == (run.id, "succeeded", 40, 40)

@@ -138,12 +138,17 @@ class ChartData:
 class ChartSeries:
     """Every chart line of one metrics.jsonl: `poll` reads what was appended, `data` is what to draw.
     `metrics`: the `log` figures to keep a line of (the Training charts' by default). With `cache`,
-    the first poll starts from the series saved by an earlier reader of the same file (series_cache)
-    and a poll that has read to the end saves it when SAVE_BYTES or more were read since."""
+    the first poll starts from the series saved by an earlier reader of the same file (series_cache),
+    or the one the job's supervisor keeps in the run folder when that one was read further, and a
+    poll that has read to the end saves it when SAVE_BYTES or more were read since. The supervisor's
+    own (`keeper`) starts from and saves to the run folder's only."""
 
-    def __init__(self, path: Path, metrics: tuple[str, ...] = METRICS, cache: bool = True) -> None:
+    def __init__(
+        self, path: Path, metrics: tuple[str, ...] = METRICS, cache: bool = True, keeper: bool = False
+    ) -> None:
         self.path = path
         self.metrics = metrics
+        self.keeper = keeper
         self.behind = 0
         """Bytes written that no poll has read yet (a long history loading in slices)."""
         self.skipped = 0
@@ -157,9 +162,12 @@ class ChartSeries:
 
     def _restore(self) -> None:
         self.restored = True
-        state = series_cache.load(self.path, self.metrics)
-        if state is not None:
-            self._adopt(state)
+        found = [series_cache.load(self.path, self.metrics, kept=True)]
+        if not self.keeper:
+            found.append(series_cache.load(self.path, self.metrics))
+        for state in sorted((s for s in found if s is not None), key=lambda s: -s["offset"]):
+            if self._adopt(state):
+                return
 
     def _adopt(self, state: dict[str, Any]) -> bool:
         """Start from a saved state (a subclass adopts what it added to `_state` too); False, and
@@ -184,8 +192,13 @@ class ChartSeries:
         }
 
     def _save(self) -> None:
-        series_cache.save(self.path, self.metrics, self._state())
+        series_cache.save(self.path, self.metrics, self._state(), kept=self.keeper)
         self.saved = self.offset
+
+    def save_now(self) -> None:
+        """Save what was read since the last save, however little (the supervisor at the job's end)."""
+        if self.saved >= 0 and self.offset > self.saved:
+            self._save()
 
     def _reset(self) -> None:
         self.offset = 0

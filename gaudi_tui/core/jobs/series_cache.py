@@ -7,6 +7,12 @@ is used only when it holds this format, this path and these metrics, the file is
 it was read from, and a file of the size saved has the modification time saved (a file rewritten,
 or cut back, reads afresh); anything else is ignored. The first save of a run's series removes the
 saved series of runs whose folder was deleted.
+
+The job's supervisor keeps one more, the Training charts' series, in the run folder itself
+(`KEPT`, written as the job runs: `series_keeper.py`), so that even the first open of a long run
+reads only the lines after it. Its path is not checked (a shared runs folder may be mounted
+elsewhere); the bytes it was read from are, as above. It is another user's file on a shared host:
+read through the one bounded reader, and each line's buckets checked (`series.Downsampled.restore`).
 """
 
 from __future__ import annotations
@@ -25,6 +31,8 @@ FORMAT = "charts-1"
 CHECK_BYTES = 4096
 """The file's first bytes and the bytes before the offset whose hash must match."""
 NAME = re.compile(r"[0-9a-f]{20}\.json")
+KEPT = "series.json"
+"""The supervisor's series, beside the run's metrics.jsonl."""
 
 
 def cache_path(metrics_path: Path, metrics: tuple[str, ...]) -> Path:
@@ -56,16 +64,21 @@ def _same(saved: list, now: list | None) -> bool:
     return now is not None and saved[:2] == now[:2] and (saved[2] != now[2] or saved[3] == now[3])
 
 
-def load(metrics_path: Path, metrics: tuple[str, ...]) -> dict[str, Any] | None:
-    """The saved state (offset, ema, lines) when it is of this file as it is now, else None."""
+def kept_path(metrics_path: Path) -> Path:
+    return metrics_path.parent / KEPT
+
+
+def load(metrics_path: Path, metrics: tuple[str, ...], kept: bool = False) -> dict[str, Any] | None:
+    """The saved state (offset, ema, lines) when it is of this file as it is now, else None; with
+    `kept`, the one the supervisor keeps in the run folder."""
     try:
-        data = load_json(cache_path(metrics_path, metrics))
+        data = load_json(kept_path(metrics_path) if kept else cache_path(metrics_path, metrics))
         if not isinstance(data, dict):
             return None
         offset = data["offset"]
         if (
             data["format"] != FORMAT
-            or data["path"] != str(metrics_path)
+            or (not kept and data["path"] != str(metrics_path))
             or data["metrics"] != list(metrics)
             or not isinstance(offset, int)
             or offset <= 0
@@ -78,8 +91,9 @@ def load(metrics_path: Path, metrics: tuple[str, ...]) -> dict[str, Any] | None:
     return data
 
 
-def save(metrics_path: Path, metrics: tuple[str, ...], state: dict[str, Any]) -> None:
-    """Write the state (a failed write only costs the next open a full read)."""
+def save(metrics_path: Path, metrics: tuple[str, ...], state: dict[str, Any], kept: bool = False) -> None:
+    """Write the state (a failed write only costs the next open a full read); with `kept`, into the
+    run folder (the supervisor's)."""
     check = _check(metrics_path, state["offset"])
     if check is None:
         return
@@ -87,6 +101,12 @@ def save(metrics_path: Path, metrics: tuple[str, ...], state: dict[str, Any]) ->
         {"format": FORMAT, "path": str(metrics_path), "metrics": list(metrics), "check": check, **state},
         separators=(",", ":"),
     )
+    if kept:
+        try:
+            write_atomic(kept_path(metrics_path), text)
+        except OSError:
+            pass
+        return
     target = cache_path(metrics_path, metrics)
     try:
         new = not target.exists()

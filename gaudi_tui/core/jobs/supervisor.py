@@ -5,7 +5,8 @@ status.json, and hands the attempt to the spec's target (`targets/`): local proc
 or a Ray cluster. SIGTERM to the supervisor means "kill the job". `--attach` re-attaches to an
 attempt that is still running elsewhere (a Ray job whose supervisor died). It sends the job's
 alerts (`core/alerts/jobs.py`): the attempt's end, seen in every status it saves, a stall, and
-the Gaudi insight's (still compiling after warm-up, HBM near full).
+the Gaudi insight's (still compiling after warm-up, HBM near full). It keeps the Training charts'
+series in the run folder as the job runs (`series_keeper.py`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from gaudi_tui.core.alerts.jobs import JobAlerts
 from gaudi_tui.core.jobs import targets
 from gaudi_tui.core.jobs.outcome import ERROR_PREFIX, error_from_log
 from gaudi_tui.core.jobs.runfolder import RunFolder
+from gaudi_tui.core.jobs.series_keeper import SeriesKeeper
 from gaudi_tui.core.jobs.spec import SpecError
 from gaudi_tui.core.jobs.status import JobStatus, ProcRef
 
@@ -124,7 +126,11 @@ class Supervisor:
             save=self.save,
             status=lambda: self.status,
         )
-        return targets.for_spec(self.spec).supervise(attempt)
+        keeper = SeriesKeeper(self.run).start()
+        try:
+            return targets.for_spec(self.spec).supervise(attempt)
+        finally:
+            keeper.finish()
 
 
 def main(argv: list[str] | None = None) -> int:
