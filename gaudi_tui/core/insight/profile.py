@@ -18,6 +18,7 @@ import contextlib
 import json
 import os
 import time
+from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,9 @@ REQUEST = "PROFILE"
 TAKING = "PROFILE.taking"
 MAX_STEPS = 1000
 TOP_OPS = 10
+CHECK_EVERY_S = 0.5
+"""How often (in training time) rank 0 looks for a request: one stat per half second, not per step
+(a stat every step was most of the hooks' cost on a fast step: bench/why_slow.py)."""
 
 
 def request(run_path: Path, steps: int) -> str | None:
@@ -65,18 +69,21 @@ def activities(device: str) -> list[Any]:
 
 
 class ProfileTaker:
-    """Rank 0's side. `step_end` is cheap while nothing is asked (one stat)."""
+    """Rank 0's side. `step_end` is cheap while nothing is asked: a clock read, and a stat of the
+    request's path once every `CHECK_EVERY_S`."""
 
     def __init__(self, run_path: Path, device: str) -> None:
         self.run_path = run_path
         self.device = device
+        self._request = os.fspath(run_path / REQUEST)
+        self._next_check = 0.0
         self._prof: Any = None
         self._left = 0
         self._asked = 0
         self._first_step = 0
         self._began = 0.0
         self._last_end: float | None = None
-        self._before: list[float] = []
+        self._before: deque[float] = deque(maxlen=50)
         """Step times before the window (the newest 50)."""
 
     def busy(self) -> bool:
@@ -84,16 +91,18 @@ class ProfileTaker:
 
     def step_end(self, step: int) -> dict[str, object] | None:
         now = time.perf_counter()
-        if self._last_end is not None and self._prof is None:
-            self._before = [*self._before[-49:], now - self._last_end]
-        self._last_end = now
         if self._prof is not None:
+            self._last_end = now
             self._prof.step()
             self._left -= 1
             return self._finish(step) if self._left <= 0 else None
-        if (self.run_path / REQUEST).exists():
-            return self._start(step)
-        return None
+        if self._last_end is not None:
+            self._before.append(now - self._last_end)
+        self._last_end = now
+        if now < self._next_check:
+            return None
+        self._next_check = now + CHECK_EVERY_S
+        return self._start(step) if os.path.exists(self._request) else None
 
     def _start(self, step: int) -> dict[str, object] | None:
         taking = self.run_path / TAKING
