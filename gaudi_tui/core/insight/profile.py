@@ -9,7 +9,8 @@ https://docs.habana.ai/en/latest/Profiling/Profiling_Workflow.html), records N s
 writes the Chrome/Perfetto trace as `profile-<step>.json` through a temporary file and a rename, so
 a job that ends inside the window leaves a whole trace or none. It then gives a `profile` event:
 the top ops by self time, host time against device time, and the step time inside the window
-against the steps before it. After `stop()` the job runs as before.
+against the steps before it. On Gaudi the device time and the top device ops come from the events
+Intel's profiler merges into the trace (`hpu_trace.py`). After `stop()` the job runs as before.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import time
 from collections import deque
 from pathlib import Path
 from typing import Any
+
+from gaudi_tui.core.insight import hpu_trace
 
 EVENT = "profile"
 REQUEST = "PROFILE"
@@ -136,14 +139,17 @@ class ProfileTaker:
                 tmp.unlink()
             with contextlib.suppress(OSError):
                 (self.run_path / TAKING).unlink()
-        self._last_end = time.perf_counter()  # writing the trace is not a step
+        figures = summary(prof)
+        if self.device == "hpu" and (device := hpu_trace.device_figures(trace)) is not None:
+            figures.update(device)  # Intel's device events: merged into the trace, not in key_averages
+        self._last_end = time.perf_counter()  # writing (and reading) the trace is not a step
         return {
             "event": EVENT, "time": time.time(), "step": step, "what": "taken",
             "first_step": self._first_step, "steps": self._asked, "trace": str(trace),
             "activities": [str(a).rsplit(".", 1)[-1] for a in activities(self.device)],
             "step_s_inside": window_s / self._asked,
             "step_s_before": sorted(self._before)[len(self._before) // 2] if self._before else None,
-            **summary(prof),
+            **figures,
         }  # fmt: skip
 
     def end(self, step: int) -> dict[str, object] | None:
@@ -211,4 +217,12 @@ def lines(event: dict) -> list[str]:
             if isinstance(op, dict)
         ]
         out.append("  top ops by self time: " + ", ".join(named))
+    on_device = event.get("top_device_ops")
+    if isinstance(on_device, list):
+        named = [
+            f"{op.get('name')} {_ms(op.get('device_us'))} ×{op.get('count')}"
+            for op in on_device[:5]
+            if isinstance(op, dict)
+        ]
+        out.append(f"  top device ops ({event.get('device_source', '?')}): " + ", ".join(named))
     return out
