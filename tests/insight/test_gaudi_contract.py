@@ -11,7 +11,11 @@ from pathlib import Path
 import pytest
 
 from gaudi_tui.core.insight import profile
+from gaudi_tui.core.insight.compiles import GAUDI_BUCKETS, CompileFrames, findings
+from gaudi_tui.core.jobs.insight import text
 from tests.conftest import FAKES, PYTHON, child_env
+from tests.insight.test_recorded_runs import replay, utc  # noqa: F401 - utc: an autouse fixture
+from tests.insight.test_why_slow_trainer import insight_of
 
 TAKER = """\
 import json, sys, time
@@ -86,3 +90,76 @@ def test_a_trace_without_a_device_process_gives_no_device_figures(tmp_path: Path
     assert device_figures(trace) is None
     (tmp_path / "bad.json").write_text("{")
     assert device_figures(tmp_path / "bad.json") is None
+
+
+LOOP = """\
+import json, sys
+import torch
+from gaudi_tui.core.insight.compile_watch import CompileWatch
+
+torch._dynamo.config.recompile_limit = 8
+watch = CompileWatch()
+watch.start()
+step_fn = torch.compile(torch.nn.Linear(8, 8), backend="eager", dynamic=False)
+with open(sys.argv[1], "a") as out:
+    for step in range(1, 21):
+        watch.step = step
+        step_fn(torch.randn(2, step + 3, 8)).sum().backward()
+        for event in watch.drain():
+            out.write(json.dumps(event) + "\\n")
+"""
+"""A real CPU loop's torch.compile events (a new length each step, limit 8), written as the callback
+writes them, for the 20 steps of the recorded Gaudi run."""
+
+
+def test_on_gaudi_intels_graph_count_and_torchs_compiles_stand_side_by_side_never_added() -> None:
+    """Sources: Intel's runtime metrics file (`graph_compilation`, HabanaAI/gaudi-pytorch-bridge v1.19.0
+    `saver.py`, replayed from tests/insight/data's recorded fake-runtime run: 20 graphs in 20 steps)
+    counts the graphs Intel's backend compiles; torch's compile callbacks count dynamo's frames: two
+    views of one cost (docs/runtime-metrics.md)."""
+    run = replay("variable")  # recorded on CPU under the fake runtime: here it is the Gaudi job it stands for
+    run.spec_path.write_text(run.spec_path.read_text().replace('device = "cpu"', 'device = "hpu"'))
+    done = subprocess.run([PYTHON, "-c", LOOP, str(run.metrics_path)], env=child_env(),
+                          capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    insight = insight_of(run)
+
+    assert insight.graphs_by_rank[0] == list(range(1, 21)) and insight.ranks[0].graphs == 20  # Intel's alone
+    said = json.loads(json.dumps(insight.to_dict()))
+    assert said["graphs_source"].startswith("Intel's runtime metrics file")
+    torch_side = said["torch"]["torch_compile"]
+    assert torch_side["source"].startswith("torch.compile")
+    (frame,) = torch_side["frames"]
+    assert (frame["compiles"], frame["recompile_count"], frame["limit"]) == (8, 7, 8)
+
+    found = {f.id: f.text for f in insight.findings}
+    assert (
+        found["recompiling"] == "still compiling after warm-up: 10 graphs in the last 10 steps"
+    )  # not 10 + torch's
+    assert "still recompiles after warm-up: 3 since step 5" in found["torch-recompiling"]
+    lines = text.lines(insight)
+    torch_line = next(i for i, line in enumerate(lines) if line.startswith("torch.compile frame 0"))
+    assert "8 compiles, 7 recompiles" in lines[torch_line]
+    assert any("Intel's runtime file counts the graphs hpu_backend compiles" in line and "not added up" in line
+               for line in lines)  # fmt: skip
+    assert any(line.startswith("runtime metrics: ") for line in lines)
+    assert any(line.startswith("compiles (rank 0): 20 graphs") for line in lines)
+
+
+def test_on_gaudi_the_recompile_findings_add_intels_bucketing_advice() -> None:
+    """Source: Intel's "Handling Dynamic Shapes" (docs.habana.ai/en/latest/PyTorch/Model_Optimization_PyTorch/
+    Dynamic_Shapes.html): "If there is a large amount of variability in the input data, data padding
+    and/or data bucketing can be used"; PT_HPU_RECIPE_CACHE_CONFIG from its Runtime_Flags page."""
+    frames = CompileFrames()
+    frames.apply({"event": "compile", "what": "compile", "frame": "0", "step": 1, "seconds": 0.1})
+    for step, (was, now) in enumerate([(4, 5), (5, 6), (6, 7)], start=6):
+        reason = f"tensor 'args[0]' size mismatch at index 1. expected {was}, actual {now}"
+        frames.apply({"event": "compile", "what": "compile", "frame": "0", "step": step, "reason": reason})
+    frames.apply({"event": "compile", "what": "limit", "frame": "0", "step": 9, "limit": 8, "reason": reason})
+    on_gaudi = {f.id: f.fix for f in findings(frames, warmup_end=5, hpu=True)}
+    elsewhere = {f.id: f.fix for f in findings(frames, warmup_end=5, hpu=False)}
+    assert set(on_gaudi) == set(elsewhere) == {"compile-limit", "torch-recompiling", "should-be-dynamic"}
+    for finding_id, fix in on_gaudi.items():
+        assert fix == elsewhere[finding_id] + GAUDI_BUCKETS
+    assert "'Handling Dynamic Shapes'" in GAUDI_BUCKETS and "data bucketing" in GAUDI_BUCKETS
+    assert "PT_HPU_RECIPE_CACHE_CONFIG" in GAUDI_BUCKETS and "Intel" not in "".join(elsewhere.values())
