@@ -99,7 +99,9 @@ def main() -> int:
     print(f"hooks' own time     {spread([h * 1e6 for h in hook_s], '{:.1f}')} µs a step")
     print(f"hooks / step        {spread(share, '{:.3f}')} %  (target ≤ 0.5 %)")
     fastest = statistics.median(hook_s) / min(plain_s) * 100  # a loaded machine stretches the median step
-    print(f"hooks / fastest step {fastest:.3f} %  (the median hook time over the fastest round's step: an upper bound)")
+    print(
+        f"hooks / fastest step {fastest:.3f} %  (the median hook time over the fastest round's step: an upper bound)"
+    )
 
     def rate(start: int) -> float:
         began = time.perf_counter()
