@@ -46,8 +46,8 @@ def test_bad_values_keep_their_default_and_name_their_line() -> None:
         'config.toml line 5: alerts.command must be a list of words, e.g. ["notify-send", "gaudi-tui"] (no shell); '
         "using the default",
         "config.toml line 6: alerts.webhook must be an http:// or https:// URL; using the default",
-        "config.toml line 7: alerts.off must be a list of: job_ended, job_stalled, compiling, idle_held, hbm_full, "
-        "port_down, ecc_rising; using the default",
+        "config.toml line 7: alerts.off must be a list of: job_ended, job_stalled, compiling, compile_limit, "
+        "torch_recompiling, input_stall, idle_held, hbm_full, port_down, ecc_rising; using the default",
         "config.toml line 8: unknown key 'loud' in [alerts] (ignored)",
     ]
     assert settings.load().problems == ()  # the panel's own settings leave [alerts] to it

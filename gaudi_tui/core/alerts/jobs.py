@@ -1,7 +1,9 @@
 """A job's alerts, from its supervisor: it ended (succeeded, failed with its error line, stopped,
 cancelled), it stalled (no step for `stall_factor` × its usual step time, at least
-`stall_min_s`), and the Gaudi insight's findings (`core/insight/findings.py`): still compiling after
-warm-up, and HBM near full (its thresholds are the insight's), once per attempt each.
+`stall_min_s`), and the insight's findings (`INSIGHT_ALERTS`, thresholds the insight's): from
+Intel's runtime file still compiling after warm-up and HBM near full; from torch's signals on every
+accelerator a frame that hit `recompile_limit`, torch.compile still recompiling after warm-up, and
+input wait above 20 % of step time; once per attempt each.
 
 `JobAlerts.on_save` sees every status the supervisor writes (whatever the target), so the end of an
 attempt is seen where it is recorded. The stall and insight checks are a daemon thread reading
@@ -37,6 +39,16 @@ ENDED: dict[str, tuple[Severity, str]] = {
     "stopped": ("info", "Job stopped"),
     "lost": ("critical", "Job lost"),
 }
+
+INSIGHT_ALERTS: dict[str, tuple[str, str]] = {
+    "recompiling": ("compiling", "Still compiling after warm-up"),
+    "hbm-full": ("hbm_full", "HBM near full"),
+    "compile-limit": ("compile_limit", "A frame hit torch.compile's recompile limit"),
+    "torch-recompiling": ("torch_recompiling", "Still recompiling after warm-up (torch.compile)"),
+    "input-stall": ("input_stall", "Waiting for data"),
+}
+"""Finding id → (alert kind, title). Intel's runtime file gives the first two, torch's signals
+(`core/insight/compiles.py`, `stalls.py`) the others; each is sent once per attempt."""
 
 
 def duration(seconds: float) -> str:
@@ -116,16 +128,12 @@ class JobAlerts:
             failing.discard(name)
 
     def from_insight(self, insight: InsightWatcher, attempt: int) -> list[Alert]:
-        """The insight's findings that are alerts: still compiling after warm-up, HBM near full."""
+        """The insight's findings that are alerts (`INSIGHT_ALERTS`)."""
         insight.poll()
-        kinds = {
-            "recompiling": ("compiling", "Still compiling after warm-up"),
-            "hbm-full": ("hbm_full", "HBM near full"),
-        }
         alerts = []
         for finding in insight.insight().findings:
-            if finding.id in kinds:
-                kind, title = kinds[finding.id]
+            if finding.id in INSIGHT_ALERTS:
+                kind, title = INSIGHT_ALERTS[finding.id]
                 text = f"{self.spec.name} ({self.run.id}): {finding.text}. {finding.fix}"
                 alerts.append(
                     Alert(kind, "warning", self.run.id, title, text, f"{self.run.id}:{kind}:{attempt}")

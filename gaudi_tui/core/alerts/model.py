@@ -8,7 +8,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Literal
 
 Severity = Literal["info", "warning", "critical"]
-KINDS = ("job_ended", "job_stalled", "compiling", "idle_held", "hbm_full", "port_down", "ecc_rising")
+KINDS = (
+    "job_ended", "job_stalled", "compiling", "compile_limit", "torch_recompiling", "input_stall",
+    "idle_held", "hbm_full", "port_down", "ecc_rising",
+)  # fmt: skip
 """Every kind of alert; `[alerts] off = [...]` in config.toml turns some off."""
 
 

@@ -83,7 +83,10 @@ class CompileWatch:
             self._handler_logger = None
 
     def drain(self) -> list[dict[str, object]]:
-        """The events queued since the last drain, oldest first."""
+        """The events queued since the last drain, oldest first. Nothing queued (most steps) is
+        answered without the lock: an event queued meanwhile is drained at the next call."""
+        if not self._events:
+            return []
         with self._lock:
             events, self._events = self._events, []
         return events

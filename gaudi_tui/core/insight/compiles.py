@@ -183,10 +183,15 @@ def _step(step: int | None) -> str:
 
 GAUDI_BUCKETS = (
     "; on Gaudi, hpu_backend compiles a recipe per concrete shape even for a dynamic dimension: "
-    "Intel's advice is bucketing (pad to a few fixed lengths, as optimum-habana's --bucket_size and "
-    "--pad_to_max_length do; its 'Detecting dynamic shapes' article), dataloader_drop_last=True, and "
-    "PT_HPU_RECIPE_CACHE_CONFIG to keep compiled recipes across runs"
+    "Intel's advice (its 'Handling Dynamic Shapes' page, docs.habana.ai: \"data padding and/or data "
+    "bucketing\") is to pad to a few fixed lengths, as optimum-habana's --bucket_size and "
+    "--pad_to_max_length do, with dataloader_drop_last=True, and PT_HPU_RECIPE_CACHE_CONFIG to keep "
+    "compiled recipes across runs"
 )
+"""Added to each torch.compile finding's fix on Gaudi. Sources: Intel's "Handling Dynamic Shapes"
+(https://docs.habana.ai/en/latest/PyTorch/Model_Optimization_PyTorch/Dynamic_Shapes.html: "If there
+is a large amount of variability in the input data, data padding and/or data bucketing can be
+used") and its runtime flags page for PT_HPU_RECIPE_CACHE_CONFIG."""
 
 
 def findings(frames: CompileFrames, warmup_end: int, hpu: bool) -> list[Finding]:

@@ -30,8 +30,11 @@ class JobProbe:
 
     def step_end(self, global_step: int) -> list[dict[str, object]]:
         self.timer.step_end()
-        taken = self.profiles.step_end(global_step) if self.profiles is not None else None
-        if taken is not None or (self.profiles is not None and self.profiles.busy()):
+        profiles = self.profiles
+        if profiles is None:
+            return self.compiles.drain()
+        taken = profiles.step_end(global_step)
+        if taken is not None or profiles.busy():
             self.timer.skip()  # starting or ending a profile (its trace written) is not waiting for data
         return self.compiles.drain() + ([taken] if taken is not None else [])
 

@@ -9,7 +9,8 @@ https://docs.habana.ai/en/latest/Profiling/Profiling_Workflow.html), records N s
 writes the Chrome/Perfetto trace as `profile-<step>.json` through a temporary file and a rename, so
 a job that ends inside the window leaves a whole trace or none. It then gives a `profile` event:
 the top ops by self time, host time against device time, and the step time inside the window
-against the steps before it. After `stop()` the job runs as before.
+against the steps before it. On Gaudi the device time and the top device ops come from the events
+Intel's profiler merges into the trace (`hpu_trace.py`). After `stop()` the job runs as before.
 """
 
 from __future__ import annotations
@@ -18,14 +19,20 @@ import contextlib
 import json
 import os
 import time
+from collections import deque
 from pathlib import Path
 from typing import Any
+
+from gaudi_tui.core.insight import hpu_trace
 
 EVENT = "profile"
 REQUEST = "PROFILE"
 TAKING = "PROFILE.taking"
 MAX_STEPS = 1000
 TOP_OPS = 10
+CHECK_EVERY_S = 0.5
+"""How often (in training time) rank 0 looks for a request: one stat per half second, not per step
+(a stat every step was most of the hooks' cost on a fast step: bench/why_slow.py)."""
 
 
 def request(run_path: Path, steps: int) -> str | None:
@@ -65,18 +72,21 @@ def activities(device: str) -> list[Any]:
 
 
 class ProfileTaker:
-    """Rank 0's side. `step_end` is cheap while nothing is asked (one stat)."""
+    """Rank 0's side. `step_end` is cheap while nothing is asked: a clock read, and a stat of the
+    request's path once every `CHECK_EVERY_S`."""
 
     def __init__(self, run_path: Path, device: str) -> None:
         self.run_path = run_path
         self.device = device
+        self._request = os.fspath(run_path / REQUEST)
+        self._next_check = 0.0
         self._prof: Any = None
         self._left = 0
         self._asked = 0
         self._first_step = 0
         self._began = 0.0
         self._last_end: float | None = None
-        self._before: list[float] = []
+        self._before: deque[float] = deque(maxlen=50)
         """Step times before the window (the newest 50)."""
 
     def busy(self) -> bool:
@@ -84,16 +94,18 @@ class ProfileTaker:
 
     def step_end(self, step: int) -> dict[str, object] | None:
         now = time.perf_counter()
-        if self._last_end is not None and self._prof is None:
-            self._before = [*self._before[-49:], now - self._last_end]
-        self._last_end = now
         if self._prof is not None:
+            self._last_end = now
             self._prof.step()
             self._left -= 1
             return self._finish(step) if self._left <= 0 else None
-        if (self.run_path / REQUEST).exists():
-            return self._start(step)
-        return None
+        if self._last_end is not None:
+            self._before.append(now - self._last_end)
+        self._last_end = now
+        if now < self._next_check:
+            return None
+        self._next_check = now + CHECK_EVERY_S
+        return self._start(step) if os.path.exists(self._request) else None
 
     def _start(self, step: int) -> dict[str, object] | None:
         taking = self.run_path / TAKING
@@ -127,14 +139,17 @@ class ProfileTaker:
                 tmp.unlink()
             with contextlib.suppress(OSError):
                 (self.run_path / TAKING).unlink()
-        self._last_end = time.perf_counter()  # writing the trace is not a step
+        figures = summary(prof)
+        if self.device == "hpu" and (device := hpu_trace.device_figures(trace)) is not None:
+            figures.update(device)  # Intel's device events: merged into the trace, not in key_averages
+        self._last_end = time.perf_counter()  # writing (and reading) the trace is not a step
         return {
             "event": EVENT, "time": time.time(), "step": step, "what": "taken",
             "first_step": self._first_step, "steps": self._asked, "trace": str(trace),
             "activities": [str(a).rsplit(".", 1)[-1] for a in activities(self.device)],
             "step_s_inside": window_s / self._asked,
             "step_s_before": sorted(self._before)[len(self._before) // 2] if self._before else None,
-            **summary(prof),
+            **figures,
         }  # fmt: skip
 
     def end(self, step: int) -> dict[str, object] | None:
@@ -202,4 +217,12 @@ def lines(event: dict) -> list[str]:
             if isinstance(op, dict)
         ]
         out.append("  top ops by self time: " + ", ".join(named))
+    on_device = event.get("top_device_ops")
+    if isinstance(on_device, list):
+        named = [
+            f"{op.get('name')} {_ms(op.get('device_us'))} ×{op.get('count')}"
+            for op in on_device[:5]
+            if isinstance(op, dict)
+        ]
+        out.append(f"  top device ops ({event.get('device_source', '?')}): " + ", ".join(named))
     return out

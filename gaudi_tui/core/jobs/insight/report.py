@@ -42,6 +42,7 @@ BANNER_BYTES = 16 * 2**20
 BANNER_CHUNK = 2**20
 MAX_EVENTS = 100_000
 """A first read keeps at most this many of the newest `compile` and `stall` events."""
+GRAPHS_SOURCE = "Intel's runtime metrics file (graph_compilation: the graphs its backend compiled)"
 _LAZY = re.compile(r"^\s*PT_HPU_LAZY_MODE\s*=\s*(\S+)")
 
 
@@ -82,6 +83,8 @@ class Insight:
     in use now, not a peak) when nothing in the log reports memory."""
     findings: list[Finding] = field(default_factory=list)
     time_unit: str = "µs (assumed: the runtime does not state TotalTime's unit)"
+    graphs_source: str = GRAPHS_SOURCE
+    """Whose count `ranks[].graphs` is: Intel's, beside torch's own in `torch` (never added)."""
     torch: dict[str, object] = field(default_factory=dict)
     """torch's own figures on every accelerator: torch.compile's frames and the input wait."""
     torch_lines: list[str] = field(default_factory=list)

@@ -10,7 +10,8 @@ longer than `readers.lines.LIMIT` is read for metrics up to there; the superviso
 A supervisor that re-attaches to a job whose ranks ran on (Slurm) reads the attempt's output again
 from its start (`skip_recorded`): the events an earlier follower of the attempt wrote are counted
 in metrics.jsonl and not written again, so every metric printed while no supervisor ran is recorded
-once, with the step the whole output gives it.
+once, with the step the whole output gives it (the `compile` events a plain loop's wrapper appends to
+the same file are not the follower's, and not counted).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import sys
 import threading
 from pathlib import Path
 
+from gaudi_tui.core.insight import compiles
 from gaudi_tui.core.jobs.kinds.command import wrapper_active
 from gaudi_tui.core.jobs.readers import Event, OutputMetrics
 from gaudi_tui.core.jobs.readers.lines import LIMIT
@@ -31,6 +33,8 @@ POLL_S = 0.25
 QUIET_S = 1.0
 """Output quiet this long: read the progress bar being drawn (metrics wait for it)."""
 MAX_READ = 4 * 1024 * 1024
+JOB_LINE = b'{"event":"' + compiles.EVENT.encode() + b'",'
+"""How a line the job's own process appended begins (`worker/loop_watch.py`, through `sinks.FileSink`)."""
 
 
 class OutputFollower:
@@ -142,16 +146,17 @@ class OutputFollower:
 
 
 def _complete_lines_after(path: Path, base: int, trim: bool) -> int:
-    """Complete lines of `path` after byte `base` (read in bounded chunks); with `trim`, a last line
-    without its end is cut off the file."""
+    """Complete lines of `path` after byte `base` that a follower wrote (read a line at a time, at most
+    MAX_READ at once; the `compile` events the wrapper's loop watch appends from the job itself are not
+    counted); with `trim`, a last line without its end is cut off the file."""
     count, end = 0, base
     try:
         with path.open("rb") as fh:
             fh.seek(base)
-            while chunk := fh.read(MAX_READ):
-                count += chunk.count(b"\n")
-                if (at := chunk.rfind(b"\n")) >= 0:
-                    end = fh.tell() - len(chunk) + at + 1
+            while line := fh.readline(MAX_READ):
+                if line.endswith(b"\n"):
+                    end = fh.tell()
+                    count += not line.startswith(JOB_LINE)
         if trim and path.stat().st_size > end:
             with path.open("r+b") as fh:
                 fh.truncate(end)

@@ -19,7 +19,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import psutil
 import torch
@@ -30,41 +30,11 @@ from gaudi_tui.core.insight.probe import JobProbe
 from gaudi_tui.core.insight.runtime import RuntimeMetrics, compile_figures, file_from_env
 from gaudi_tui.core.jobs.insight.zone import offset_here
 from gaudi_tui.core.jobs.runfolder import COMPLETE_MARKER, RunFolder
-from gaudi_tui.core.jobs.worker.logstream import METRIC_PREFIX
+from gaudi_tui.core.jobs.worker.sinks import FileSink, Sink
 
 CHECK_EVERY_S = 0.5
 """How often (in training time) the stop flag is checked; steps between checks are free."""
 MAX_CHECK_INTERVAL = 1000
-
-
-class Sink(Protocol):
-    def write(self, event: dict[str, object]) -> None: ...
-
-    def close(self) -> None: ...
-
-
-class FileSink:
-    """metrics.jsonl, written whole lines at a time (one write and flush per event)."""
-
-    def __init__(self, path: Path) -> None:
-        self.out = path.open("a", encoding="utf-8")
-
-    def write(self, event: dict[str, object]) -> None:
-        self.out.write(json.dumps(event, separators=(",", ":")) + "\n")
-        self.out.flush()
-
-    def close(self) -> None:
-        self.out.close()
-
-
-class LogStreamSink:
-    """Prints each event as one prefixed line on stdout: Ray carries it to the job's log."""
-
-    def write(self, event: dict[str, object]) -> None:
-        print(METRIC_PREFIX + json.dumps(event, separators=(",", ":")), flush=True)
-
-    def close(self) -> None:
-        pass
 
 
 class CountingCollator:

@@ -61,7 +61,7 @@ def train_loop(config: dict[str, Any]) -> None:
     import ray.train
 
     from gaudi_tui.core.jobs.worker import data
-    from gaudi_tui.core.jobs.worker.callbacks import LogStreamSink
+    from gaudi_tui.core.jobs.worker.sinks import LogStreamSink
     from gaudi_tui.core.jobs.worker.train import JobError, build
 
     rank = ray.train.get_context().get_world_rank()

@@ -24,7 +24,7 @@ from gaudi_tui.core.jobs.spec import JobSpec, SpecError
 from gaudi_tui.core.jobs.worker import data
 
 if TYPE_CHECKING:
-    from gaudi_tui.core.jobs.worker.callbacks import Sink
+    from gaudi_tui.core.jobs.worker.sinks import Sink
 
 
 class JobError(RuntimeError):

@@ -25,10 +25,8 @@ from gaudi_tui.core.insight.runtime import RuntimeMetrics, compile_figures, file
 from gaudi_tui.core.jobs.insight.zone import offset_here
 from gaudi_tui.core.jobs.readers.figures import GB_KEYS
 from gaudi_tui.core.jobs.runfolder import RunFolder
+from gaudi_tui.core.jobs.worker import loop_watch
 from gaudi_tui.core.jobs.worker.callbacks import (
-    FileSink,
-    LogStreamSink,
-    Sink,
     StopCallback,
     distributed,
     end_event,
@@ -37,6 +35,7 @@ from gaudi_tui.core.jobs.worker.callbacks import (
     stop_file_flag,
 )
 from gaudi_tui.core.jobs.worker.logstream import LOG_METRICS_ENV, WRAPPER_MARKER, WRAPPER_PREFIX
+from gaudi_tui.core.jobs.worker.sinks import FileSink, LogStreamSink, Sink
 
 RUN_ENV = "GAUDI_TUI_RUN"
 
@@ -100,6 +99,7 @@ class PanelCallback(StopCallback, TrainerCallback):
                     "source": "wrapper",
                 }
             )
+        loop_watch.hand_over()  # the probe watches this process's compiles from now on
         self.probe.begin(args.process_index, self.run.path, self.device)
         return control
 

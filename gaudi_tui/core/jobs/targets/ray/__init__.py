@@ -6,7 +6,7 @@ filesystem between the panel and the cluster is assumed for watching a job:
 - `checks`: the spec prepared for the cluster and checked against its nodes;
 - `cluster`: the Jobs SDK (submit, status, stop) and the state API (what is left of a job);
 - `record`: `cluster.json`, where the job runs (address, submission id, Ray job id, rank nodes);
-- `mirror`: rank 0 prints metrics as prefixed lines (`worker/callbacks.LogStreamSink`); the
+- `mirror`: rank 0 prints metrics as prefixed lines (`worker/sinks.LogStreamSink`); the
   mirror splits the log stream into `metrics.jsonl` and `stdout.log`;
 - `supervise`: the supervisor's side: submit or re-attach, watch, act on STOP and kill, record.
 Graceful stop: a tiny second job writes a flag into Ray's internal KV store, which rank 0 of the
