@@ -26,16 +26,19 @@ from tests.jobs.conftest import events, log_tail, no_stray_processes, wait_done,
 STEPS = 400
 
 
-def start(tmp_path: Path, steps: int = STEPS, ask: int | None = None) -> RunFolder:
-    """The script as a command job; `ask`: a profile of that many steps requested before it starts."""
+def start(
+    tmp_path: Path, steps: int = STEPS, ask: int | None = None, extra: tuple[str, ...] = ()
+) -> RunFolder:
+    """The script as a command job (`extra`: its other arguments); `ask`: a profile of that many
+    steps requested before it starts."""
     project = tmp_path / "project"
-    project.mkdir()
+    project.mkdir(parents=True)
     (project / "slow.py").write_text(SCRIPT, encoding="utf-8")
     from gaudi_tui.core.demo import model_dir
 
     spec = from_mapping({
         "kind": "command", "workdir": str(project), "device": "cpu",
-        "command": [PYTHON, "slow.py", "--model", str(model_dir()), "--max_steps", str(steps)],
+        "command": [PYTHON, "slow.py", "--model", str(model_dir()), "--max_steps", str(steps), *extra],
     })  # fmt: skip
     run = control.submit(spec, CPU, env=child_env())
     if ask is not None:
