@@ -2,14 +2,16 @@
 test_profile_running_job.py): the dialog offers the command's default of steps, Enter asks the job,
 and Details lists the profile's top aten:: ops, host against device time and the step time inside
 the window against before it, once the job has written it. A job that is no longer running is
-refused with the reason, as `gaudi-tui jobs profile` refuses it."""
+refused with the reason, as `gaudi-tui jobs profile` refuses it. The dialog asks again for a number
+out of range, and Esc asks nothing."""
 
 from __future__ import annotations
 
 import pytest
-from textual.widgets import Input, TabbedContent
+from textual.app import App
+from textual.widgets import Input, Static, TabbedContent
 
-from gaudi_tui.core.insight.profile import DEFAULT_STEPS
+from gaudi_tui.core.insight.profile import DEFAULT_STEPS, MAX_STEPS
 from gaudi_tui.core.jobs import control
 from gaudi_tui.ui.app import GaudiApp
 from gaudi_tui.ui.screens.training import TrainingScreen
@@ -57,3 +59,28 @@ async def test_p_profiles_the_running_job_and_details_lists_its_top_ops(tmp_path
         said = f"No profile of {run.id}: the job is not running."
         await settle(pilot, lambda: any(n.message == said for n in app._notifications), what="the refusal")  # noqa: SLF001
         assert not isinstance(app.screen, ProfileDialog)
+
+
+async def test_the_dialog_asks_again_for_a_number_out_of_range_and_esc_asks_nothing() -> None:
+    answers: list[int | None] = []
+
+    class Host(App[None]):
+        def on_mount(self) -> None:
+            self.push_screen(ProfileDialog("some-run"), answers.append)
+
+    app = Host()
+    async with app.run_test() as pilot:
+        await settle(pilot, lambda: isinstance(app.screen, ProfileDialog))
+        steps = app.screen.query_one("#profile-steps", Input)
+        steps.value = str(MAX_STEPS + 1)
+        await pilot.press("enter")
+        error = app.screen.query_one("#profile-error", Static)
+        await settle(pilot, lambda: f"1 to {MAX_STEPS}" in str(error.render()), what="the error")
+        assert isinstance(app.screen, ProfileDialog) and answers == []
+        steps.value = "12"
+        await pilot.press("enter")
+        await settle(pilot, lambda: answers == [12], what="the answer")
+        app.push_screen(ProfileDialog("some-run"), answers.append)
+        await settle(pilot, lambda: isinstance(app.screen, ProfileDialog))
+        await pilot.press("escape")
+        await settle(pilot, lambda: answers == [12, None], what="the cancel")
