@@ -208,6 +208,9 @@ async def alerts_list(pilot) -> None:
     for number, alert in enumerate(made):
         store.append(replace(alert, time=start + 97.0 * number))
     await until(pilot, lambda: len(pilot.app.panel_alerts.alerts) == len(made), "the alerts in the panel")
+    training = pilot.app.screen
+    await until(pilot, lambda: len(training.views) == 2 and training.selected, "the two runs on Training", 10)
+    await pilot.pause(1.0)  # the selected run's charts
     pilot.app.clear_notifications()
     await pilot.press("exclamation_mark")
     await pilot.pause(0.5)
@@ -245,6 +248,9 @@ class Shot:
     """A `--replay` name: the Devices screen is fed from it (its header says REPLAY)."""
     alerts: bool = False
     """The panel follows the notifications file (`ui/alerts.py`)."""
+    own_home: bool = False
+    """A fresh GAUDI_TUI_HOME: no run or alert an earlier shot left (the serve shot's killed job
+    sends one) is in it."""
 
 
 SHOTS = [
@@ -276,8 +282,7 @@ SHOTS = [
         setup=lambda pilot: insight_run(pilot, "lengths-padded", "c"),
     ),
     Shot("help.svg", ["question_mark"]),
-    Shot("alerts.svg", ["4"], env={"TZ": "UTC"}, setup=alerts_list, alerts=True),
-    # last: the jobs they start would add their alerts to the list the alerts shot counts
+    Shot("alerts.svg", ["4"], env={"TZ": "UTC"}, setup=alerts_list, alerts=True, own_home=True),
     Shot("why-recompiling.svg", ["4"], setup=why_recompiling),
     Shot("why-profile.svg", ["4"], setup=why_profile),
 ]
@@ -290,9 +295,11 @@ async def shoot(shot: Shot) -> None:
 
     cpu = Accelerator("cpu", "no CUDA device; no Gaudi software (habana_frameworks is not installed)")
     replay = resolve(shot.replay) if shot.replay else None
-    app = GaudiApp(accelerator=cpu, hostname=shot.hostname, replay=replay, alerts=shot.alerts)
     saved_env = dict(os.environ)
     os.environ.update(shot.env)
+    if shot.own_home:
+        os.environ["GAUDI_TUI_HOME"] = tempfile.mkdtemp(prefix="gaudi-tui-shots-")
+    app = GaudiApp(accelerator=cpu, hostname=shot.hostname, replay=replay, alerts=shot.alerts)
     try:
         async with app.run_test(size=SIZE) as pilot:
             await pilot.pause(shot.settle)
