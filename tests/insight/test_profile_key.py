@@ -1,5 +1,6 @@
 """Training's `P` on a real running Trainer command job (a CPU run through the panel's wrapper, as in
-test_profile_running_job.py): the dialog offers the command's default of steps, Enter asks the job,
+test_profile_running_job.py): the dialog offers the command's default of steps, Enter asks the job
+(here for 10), a second P while that profile is pending or taken is refused with the reason,
 and Details lists the profile's top aten:: ops, host against device time and the step time inside
 the window against before it, once the job has written it. A job that is no longer running is
 refused with the reason, as `gaudi-tui jobs profile` refuses it. The dialog asks again for a number
@@ -22,6 +23,8 @@ from tests.insight.test_profile_running_job import start
 from tests.jobs.conftest import events, log_tail, no_stray_processes, wait_done, wait_for  # noqa: F401
 from tests.pilot import settle
 
+ASKED = 10
+
 
 @pytest.mark.slow
 async def test_p_profiles_the_running_job_and_details_lists_its_top_ops(tmp_path) -> None:
@@ -35,12 +38,21 @@ async def test_p_profiles_the_running_job_and_details_lists_its_top_ops(tmp_path
         await settle(pilot, lambda: screen.selected == run.id and bool(screen.query(InsightPanel)))
         await pilot.press("P")
         await settle(pilot, lambda: isinstance(app.screen, ProfileDialog), what="the profile dialog")
-        assert app.screen.query_one("#profile-steps", Input).value == str(DEFAULT_STEPS)
+        steps = app.screen.query_one("#profile-steps", Input)
+        assert steps.value == str(DEFAULT_STEPS)
+        steps.value = str(ASKED)  # a window long enough that the second P below comes inside it
         await pilot.press("enter")
         await settle(pilot, lambda: app.screen is screen, what="the dialog closed")
         assert screen.query_one(TabbedContent).active == "details"
-        asked = f"A profile of {DEFAULT_STEPS} steps asked of {run.id}"
+        asked = f"A profile of {ASKED} steps asked of {run.id}"
         await settle(pilot, lambda: any(n.message.startswith(asked) for n in app._notifications))  # noqa: SLF001
+        await pilot.press("P")  # one at a time: pending, or being taken, the answer is no
+        busy = (
+            f"No profile of {run.id}: a profile was asked for and the job has not begun it yet ({ASKED} steps).",
+            f"No profile of {run.id}: a profile is being taken now ({ASKED} steps): wait for it to end.",
+        )
+        await settle(pilot, lambda: any(n.message in busy for n in app._notifications), what="the refusal")  # noqa: SLF001
+        assert app.screen is screen
         panel = screen.query_one(InsightPanel)
 
         def shown() -> str:
@@ -48,7 +60,7 @@ async def test_p_profiles_the_running_job_and_details_lists_its_top_ops(tmp_path
 
         await settle(pilot, lambda: "top ops by self time: aten::" in shown(), 60, "the profile in Details")
         (taken,) = events(run, "profile")
-        assert taken["what"] == "taken" and taken["steps"] == DEFAULT_STEPS
+        assert taken["what"] == "taken" and taken["steps"] == ASKED
         assert f"profile of steps {taken['first_step']}–{taken['step']} (CPU)" in shown()
         assert "device none recorded (a CPU run" in shown()
         assert "step time inside the window" in shown()
