@@ -17,9 +17,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from shot_steps import ROOT, STARTED, replay_run, select_run, until
+from shots_why import why_profile, why_recompiling
+
 from gaudi_tui.data import HLSMI_SAMPLES
 
-ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "screenshots"
 SIZE = (100, 30)
 SAMPLES = HLSMI_SAMPLES
@@ -100,23 +102,6 @@ async def trained_side_by_side(pilot) -> None:
     await until(pilot, lambda: len(compare.views) == 2 and all(v.meta for v in compare.views), "both answers")
 
 
-async def until(pilot, ready: Callable[[], bool], what: str, timeout: float = 300) -> None:
-    deadline = time.monotonic() + timeout
-    while not ready():
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"timed out waiting for {what}")
-        await pilot.pause(0.1)
-
-
-async def select_run(pilot, run_id: str, what: str, pane: str, settle: float = 1.5) -> None:
-    """Training with the recorded run `run_id` selected once it shows up, on `pane`'s key."""
-    screen = pilot.app.screen
-    await until(pilot, lambda: run_id in screen.views, what, timeout=10)
-    screen.selected = run_id
-    await pilot.press(pane)
-    await pilot.pause(settle)
-
-
 async def fleet_recorded(pilot) -> None:
     """Fleet on a recorded /federate dump of a real Prometheus scraping three `gaudi-tui exporter`s
     (replayed Gaudi 1, 2, 2E samples) and a dead target (tests/fleet/data, tests/fleet/record_federate.py)."""
@@ -174,10 +159,6 @@ async def serve_warming_up(pilot) -> None:
     STARTED.append(lambda: (hold.write_text(""), control.kill(run)))
 
 
-STARTED: list[Callable[[], object]] = []
-"""How to end what a shot started (after its picture)."""
-
-
 async def insight_run(pilot, label: str, pane: str) -> None:
     """Training with a recorded fake-runtime run selected (tests/insight/data/runs: the demo model on
     CPU under the fake Gaudi runtime made from Intel's saver), on its Details or Charts pane."""
@@ -227,6 +208,9 @@ async def alerts_list(pilot) -> None:
     for number, alert in enumerate(made):
         store.append(replace(alert, time=start + 97.0 * number))
     await until(pilot, lambda: len(pilot.app.panel_alerts.alerts) == len(made), "the alerts in the panel")
+    training = pilot.app.screen
+    await until(pilot, lambda: len(training.views) == 2 and training.selected, "the two runs on Training", 10)
+    await pilot.pause(1.0)  # the selected run's charts
     pilot.app.clear_notifications()
     await pilot.press("exclamation_mark")
     await pilot.pause(0.5)
@@ -264,6 +248,9 @@ class Shot:
     """A `--replay` name: the Devices screen is fed from it (its header says REPLAY)."""
     alerts: bool = False
     """The panel follows the notifications file (`ui/alerts.py`)."""
+    own_home: bool = False
+    """A fresh GAUDI_TUI_HOME: no run or alert an earlier shot left (the serve shot's killed job
+    sends one) is in it."""
 
 
 SHOTS = [
@@ -295,21 +282,10 @@ SHOTS = [
         setup=lambda pilot: insight_run(pilot, "lengths-padded", "c"),
     ),
     Shot("help.svg", ["question_mark"]),
-    Shot("alerts.svg", ["4"], env={"TZ": "UTC"}, setup=alerts_list, alerts=True),
+    Shot("alerts.svg", ["4"], env={"TZ": "UTC"}, setup=alerts_list, alerts=True, own_home=True),
+    Shot("why-recompiling.svg", ["4"], setup=why_recompiling),
+    Shot("why-profile.svg", ["4"], setup=why_profile),
 ]
-
-
-def replay_run(recorded: str = "runs", tests: str = "jobs", source: Path | None = None) -> str:
-    """Copy a recorded real run (tests/TESTS/data/RECORDED; the newest, or `source`) into the runs folder."""
-    from gaudi_tui.core.jobs import runfolder
-
-    source = source or sorted((ROOT / "tests" / tests / "data" / recorded).iterdir())[-1]
-    target = runfolder.runs_dir() / source.name
-    if not target.exists():
-        shutil.copytree(source, target)
-        for item in target.iterdir():
-            item.write_bytes(item.read_bytes().replace(b"{RUN}", str(target).encode()))
-    return source.name
 
 
 async def shoot(shot: Shot) -> None:
@@ -319,9 +295,11 @@ async def shoot(shot: Shot) -> None:
 
     cpu = Accelerator("cpu", "no CUDA device; no Gaudi software (habana_frameworks is not installed)")
     replay = resolve(shot.replay) if shot.replay else None
-    app = GaudiApp(accelerator=cpu, hostname=shot.hostname, replay=replay, alerts=shot.alerts)
     saved_env = dict(os.environ)
     os.environ.update(shot.env)
+    if shot.own_home:
+        os.environ["GAUDI_TUI_HOME"] = tempfile.mkdtemp(prefix="gaudi-tui-shots-")
+    app = GaudiApp(accelerator=cpu, hostname=shot.hostname, replay=replay, alerts=shot.alerts)
     try:
         async with app.run_test(size=SIZE) as pilot:
             await pilot.pause(shot.settle)

@@ -22,7 +22,9 @@ def register(actions: argparse._SubParsersAction) -> None:
         description="Compare two or more training runs (any state or target, the Trainer or a command; "
         "a serve job is refused): the spec fields, command "
         "arguments, environment (secrets masked), accelerator, world size and nodes that differ, and "
-        "each run's outcome, steps, steps/s, best loss and its step, peak memory and wall time. "
+        "each run's outcome, steps, steps/s, best loss and its step, peak memory and wall time, and why it "
+        "was slow: torch.compile's recompiles (and a frame that hit recompile_limit), the input wait, the "
+        "last profile's top op, Gaudi's graph compiles (Gaudi runs only). "
         "--json adds each run's loss, learning-rate, throughput, compile and memory lines by step.",
     )
     compare.add_argument("ids", nargs="+", metavar="ID")
@@ -83,7 +85,7 @@ def compare(runs: list[RunFolder], as_json: bool, everything: bool) -> int:
 
 
 def format_comparison(comparison: Comparison) -> str:
-    from gaudi_tui.core.jobs.compare import final_table
+    from gaudi_tui.core.jobs.compare import final_table, why_table
 
     labels = [r.label for r in comparison.runs]
     out = [
@@ -96,6 +98,8 @@ def format_comparison(comparison: Comparison) -> str:
         out.append("no field differs (--all shows them)")
     table = final_table(comparison.runs)
     out += ["", *_columns([table.header, *table.rows])]
+    why = why_table(comparison.runs)
+    out += ["", *_columns([why.header, *why.rows])]
     return "\n".join(out)
 
 

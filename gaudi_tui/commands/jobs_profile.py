@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
+
+from gaudi_tui.core.insight.profile import DEFAULT_STEPS
 
 ACTIONS = ("profile",)
 
@@ -18,28 +19,26 @@ def register(actions: argparse._SubParsersAction) -> None:
         "callback (the built-in job, or a command's Trainer through the wrapper) answers it between two "
         "steps: torch.profiler records N steps (CPU; CUDA on NVIDIA; HPU on Gaudi) and writes a "
         "Chrome/Perfetto trace, profile-<step>.json, into the run folder; `jobs insight` then lists the "
-        "top ops by self time. A second request while one is pending or taken is refused.",
+        "top ops by self time. Refused: a job not running, a serve job (no training steps), and a second "
+        "request while one is pending or taken. Training's P key asks the same.",
     )
     profile.add_argument("id", metavar="ID")
-    profile.add_argument("--steps", type=int, default=5, help="how many steps to record (default 5)")
+    profile.add_argument(
+        "--steps", type=int, default=DEFAULT_STEPS, help=f"how many steps to record (default {DEFAULT_STEPS})"
+    )
     profile.add_argument("--json", action="store_true", help="print the answer as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
-    from gaudi_tui.core.insight.profile import request
     from gaudi_tui.core.jobs import runfolder
-    from gaudi_tui.core.jobs.status import ACTIVE, effective_state
+    from gaudi_tui.core.jobs.profile_ask import ask
 
     try:
         job = runfolder.find(args.id)
     except runfolder.RunNotFound as exc:
         print(f"gaudi-tui jobs: {exc}", file=sys.stderr)
         return 1
-    status = job.status()
-    refused = None
-    if status is None or effective_state(status, time.time()) not in ACTIVE:
-        refused = "the job is not running"
-    refused = refused or request(job.path, args.steps)
+    refused = ask(job, args.steps)
     if args.json:
         print(json.dumps({"job": job.id, "asked": refused is None, "steps": args.steps, "refused": refused}))
     elif refused is None:

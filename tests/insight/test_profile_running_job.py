@@ -6,16 +6,19 @@ lists its top aten:: ops; a second request while one is pending is refused with 
 from __future__ import annotations
 
 import json
+import os
+import time
 from pathlib import Path
 
 import pytest
 
 from gaudi_tui.cli import main
 from gaudi_tui.core.insight import profile
-from gaudi_tui.core.jobs import control
+from gaudi_tui.core.jobs import control, runfolder
 from gaudi_tui.core.jobs.insight import text
 from gaudi_tui.core.jobs.runfolder import RunFolder
-from gaudi_tui.core.jobs.spec import from_mapping
+from gaudi_tui.core.jobs.spec import JobSpec, from_mapping
+from gaudi_tui.core.jobs.status import JobStatus, ProcRef
 from tests.conftest import CPU, PYTHON, child_env
 from tests.insight.test_why_slow_trainer import SCRIPT, insight_of
 from tests.jobs.conftest import events, log_tail, no_stray_processes, wait_done, wait_for  # noqa: F401
@@ -23,16 +26,19 @@ from tests.jobs.conftest import events, log_tail, no_stray_processes, wait_done,
 STEPS = 400
 
 
-def start(tmp_path: Path, steps: int = STEPS, ask: int | None = None) -> RunFolder:
-    """The script as a command job; `ask`: a profile of that many steps requested before it starts."""
+def start(
+    tmp_path: Path, steps: int = STEPS, ask: int | None = None, extra: tuple[str, ...] = ()
+) -> RunFolder:
+    """The script as a command job (`extra`: its other arguments); `ask`: a profile of that many
+    steps requested before it starts."""
     project = tmp_path / "project"
-    project.mkdir()
+    project.mkdir(parents=True)
     (project / "slow.py").write_text(SCRIPT, encoding="utf-8")
     from gaudi_tui.core.demo import model_dir
 
     spec = from_mapping({
         "kind": "command", "workdir": str(project), "device": "cpu",
-        "command": [PYTHON, "slow.py", "--model", str(model_dir()), "--max_steps", str(steps)],
+        "command": [PYTHON, "slow.py", "--model", str(model_dir()), "--max_steps", str(steps), *extra],
     })  # fmt: skip
     run = control.submit(spec, CPU, env=child_env())
     if ask is not None:
@@ -95,3 +101,26 @@ def test_the_profiler_records_the_device_each_accelerator_has() -> None:
     assert profile.activities("cpu") == [ProfilerActivity.CPU]
     assert profile.activities("cuda") == [ProfilerActivity.CPU, ProfilerActivity.CUDA]
     assert profile.activities("hpu") == [ProfilerActivity.CPU, ProfilerActivity.HPU]
+
+
+def test_the_command_refuses_a_job_not_running_a_server_and_a_second_request(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The refusals `gaudi-tui jobs profile` and Training's `P` share (core/jobs/profile_ask.py)."""
+    alive = JobStatus(state="running", started=time.time(), supervisor=ProcRef.of(os.getpid()))
+    ended = runfolder.create(JobSpec(name="trained", max_steps=20), "cpu")
+    ended.write_status(JobStatus(state="succeeded", started=time.time() - 60, ended=time.time()))
+    server = runfolder.create(JobSpec(name="serve", kind="serve", max_steps=0), "cpu")
+    server.write_status(alive)
+    training = runfolder.create(JobSpec(name="training", max_steps=20), "cpu")
+    training.write_status(alive)
+
+    def asked(run: RunFolder, code: int) -> str | None:
+        assert main(["jobs", "profile", run.id, "--json"]) == code
+        return json.loads(capsys.readouterr().out)["refused"]
+
+    assert asked(ended, 1) == "the job is not running"
+    assert asked(server, 1).startswith("a serve job has no training steps to record")  # type: ignore[union-attr]
+    assert asked(training, 0) is None
+    assert asked(training, 1) == "a profile was asked for and the job has not begun it yet (5 steps)"
+    assert not (ended.path / profile.REQUEST).exists() and not (server.path / profile.REQUEST).exists()

@@ -115,6 +115,9 @@ def test_runs_of_other_targets_and_kinds(
     compiles = by_id[gaudi.id]["lines"]["compiles"]
     assert compiles["value"][-1] == 20.0 and compiles["step"][-1] == 20.0  # one graph a batch length
     assert by_id[local.id]["lines"]["compiles"]["step"] == []
+    assert by_id[gaudi.id]["why"]["Gaudi graph compiles"] == "20"  # Intel's runtime file's count
+    assert by_id[local.id]["why"]["Gaudi graph compiles"] == "Gaudi runs only"  # a CPU run says so
+    assert by_id[local.id]["why"]["recompiles"] == "none (not compiled)"
     assert main(["jobs", "compare", local.id, ray.id]) == 0
     text = capsys.readouterr().out
     assert "target" in text and "ray" in text and "succeeded" in text and "3:42" in text

@@ -87,6 +87,9 @@ def test_a_long_run_compares_the_same_every_time(capsys: pytest.CaptureFixture[s
         lambda f: {**f, "peak": float("inf")},
         lambda f: {**f, "world": 2},
         lambda f: {**f, "ended_step": 8000.5},
+        lambda f: {k: v for k, v in f.items() if k != "why"},
+        lambda f: {**f, "why": {**f["why"], "recompiles": -1}},
+        lambda f: {**f, "why": {**f["why"], "stalls": {"0": "x"}}},
     ],
 )
 def test_saved_figures_that_are_not_ones_are_read_afresh(capsys: pytest.CaptureFixture[str], damage) -> None:
@@ -97,3 +100,38 @@ def test_saved_figures_that_are_not_ones_are_read_afresh(capsys: pytest.CaptureF
     state = json.loads(cached.read_text())
     cached.write_text(json.dumps({**state, "figures": damage(state["figures"])}))
     assert compared(capsys, short.id, long.id) == first
+
+
+WHY = [  # in the job's format (core/insight: compile_watch, stalls, profile; a real run's in tests/insight)
+    {"event": "compile", "what": "compile", "frame": "0", "compile_id": "0/0", "step": 1, "seconds": 0.5},
+    {"event": "compile", "what": "compile", "frame": "0", "compile_id": "0/1", "step": 2, "seconds": 0.4,
+     "function": "forward", "reason": "tensor 'args[0]' size mismatch at index 1. expected 14, actual 15"},
+    {"event": "compile", "what": "limit", "frame": "0", "step": 3, "setting": "recompile_limit", "limit": 8,
+     "function": "forward", "reason": "tensor 'args[0]' size mismatch at index 1. expected 15, actual 16"},
+    {"event": "stall", "rank": 0, "step": 10, "steps": 10, "wait_s": 3.0, "step_s": 1.0, "share": 0.3},
+    {"event": "profile", "what": "taken", "first_step": 11, "step": 15, "steps": 5,
+     "top_ops": [{"name": "aten::mm", "count": 5, "self_host_us": 2500.0, "self_device_us": 0.0}]},
+]  # fmt: skip
+
+
+def test_why_figures_are_kept_with_the_saved_series(capsys: pytest.CaptureFixture[str]) -> None:
+    """A warm compare starts from the saved why figures and reads only what was appended."""
+    short, long = replay(), replay(recorded="ray-runs")
+    lengthen(long, 8000)
+    with long.metrics_path.open("a") as out:
+        out.writelines(json.dumps(event) + "\n" for event in WHY)
+    first = compared(capsys, short.id, long.id)
+    assert first[0]["runs"][1]["why"] == {
+        "recompiles": "1 (2 compiles); frame 0 hit recompile_limit (8), runs eager",
+        "input wait": "30% of step time",
+        "top op (last profile)": "aten::mm 2.5 ms (steps 11–15)",
+        "Gaudi graph compiles": "Gaudi runs only",
+    }
+    assert first[0]["runs"][0]["why"]["top op (last profile)"] == "none taken"
+    assert "why slow" in first[1] and "aten::mm 2.5 ms (steps 11–15)" in first[1]
+    assert compared(capsys, short.id, long.id) == first  # warm: from the saved series
+    with long.metrics_path.open("a") as out:
+        out.write(json.dumps({**WHY[3], "rank": 1, "share": 0.6}) + "\n")
+    assert (
+        compared(capsys, short.id, long.id)[0]["runs"][1]["why"]["input wait"] == "60% of step time (rank 1)"
+    )

@@ -41,7 +41,7 @@ async def test_a_short_terminal_shows_one_tall_chart_at_a_time(size: tuple[int, 
             await pilot.pause()
         assert seen == [f"compare-{name}" for name in compare_mod.CHARTS]  # n went through all five
         assert list(shown_charts(screen)) == ["compare-loss"]  # and back to the first
-        for table_id, rows in (("#compare-final", 3), ("#compare-diff", 2)):
+        for table_id, rows in (("#compare-final", 3), ("#compare-why", 5), ("#compare-diff", 2)):
             assert screen.query_one(table_id, DataTable).region.height >= rows, table_id
         footer_keys = {b.key for b in screen.query_one(Footer).query("FooterKey")}  # type: ignore[attr-defined]
         assert "n" in footer_keys

@@ -7,6 +7,7 @@ import shutil
 
 from textual.widgets import DataTable
 
+from gaudi_tui.core.jobs import compare_why
 from gaudi_tui.ui.app import GaudiApp
 from gaudi_tui.ui.screens.job_compare import JobCompareScreen
 from gaudi_tui.ui.screens.training import TrainingScreen
@@ -57,6 +58,9 @@ async def test_marked_runs_of_other_targets_and_kinds_side_by_side() -> None:
             [f"━━ demo fine-tune · {local.id[-4:]}", "succeeded", "200"],
         ]
         assert final[2][-1] == "3:42"
+        why = cells(screen, "#compare-why")  # one row a figure, one column a run (recorded: none)
+        assert [row[0] for row in why] == list(compare_why.ROWS)
+        assert why[-1][1:] == ["Gaudi runs only"] * 3 and why[2][1:] == ["none taken"] * 3
         diff = {row[0]: row[1:] for row in cells(screen, "#compare-diff")}
         assert diff["target"] == ["local", "ray", "local"]
         assert diff["kind"] == ["command", "trainer", "trainer"]

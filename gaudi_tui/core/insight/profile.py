@@ -29,6 +29,8 @@ EVENT = "profile"
 REQUEST = "PROFILE"
 TAKING = "PROFILE.taking"
 MAX_STEPS = 1000
+DEFAULT_STEPS = 5
+"""What `gaudi-tui jobs profile` and the Training screen's `P` ask for unless told."""
 TOP_OPS = 10
 CHECK_EVERY_S = 0.5
 """How often (in training time) rank 0 looks for a request: one stat per half second, not per step
@@ -39,15 +41,21 @@ def request(run_path: Path, steps: int) -> str | None:
     """Ask the job for a profile of `steps` steps; None when asked, else why not."""
     if not 1 <= steps <= MAX_STEPS:
         return f"--steps must be 1 to {MAX_STEPS}"
+    if (busy := pending(run_path)) is not None:
+        return busy
+    tmp = run_path / f".{REQUEST}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps({"steps": steps, "time": time.time()}) + "\n", encoding="utf-8")
+    os.replace(tmp, run_path / REQUEST)
+    return None
+
+
+def pending(run_path: Path) -> str | None:
+    """Why a new request is refused now (one is being taken, or waits for the job), else None."""
     taking = run_path / TAKING
     if taking.exists():
         return f"a profile is being taken now ({_said(taking)}): wait for it to end"
-    pending = run_path / REQUEST
-    if pending.exists():
-        return f"a profile was asked for and the job has not begun it yet ({_said(pending)})"
-    tmp = run_path / f".{REQUEST}.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps({"steps": steps, "time": time.time()}) + "\n", encoding="utf-8")
-    os.replace(tmp, pending)
+    if (asked := run_path / REQUEST).exists():
+        return f"a profile was asked for and the job has not begun it yet ({_said(asked)})"
     return None
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from gaudi_tui.core.insight.rank_files import find_files
 from gaudi_tui.core.jobs import spec as spec_mod
+from gaudi_tui.core.jobs.compare_why import ROWS, WhyFigures
 from gaudi_tui.core.jobs.insight.report import InsightWatcher, metrics_file
 from gaudi_tui.core.jobs.liveness import current
 from gaudi_tui.core.jobs.monitor import format_duration
@@ -68,6 +69,8 @@ class RunSide:
     final: Final
     fields: dict[str, str]
     throughput_unit: str = "samples/s"
+    why: dict[str, str] = field(default_factory=dict)
+    """Why it was slow, in words (compare_why.ROWS): recompiles, input wait, top op, Gaudi's graphs."""
 
     @property
     def label(self) -> str:
@@ -82,6 +85,7 @@ class RunSide:
             "final": self.final.__dict__,
             "fields": self.fields,
             "throughput_unit": self.throughput_unit,
+            "why": self.why,
             "lines": {k: {"step": list(xs), "value": list(ys)} for k, (xs, ys) in self.lines.items()},
         }
 
@@ -136,6 +140,7 @@ def _figures(state: dict[str, Any]) -> dict[str, Any]:
         "summary_rate": None if saved["summary_rate"] is None else measure(saved["summary_rate"]),
         "world": saved["world"],
         "ended_step": None if saved["ended_step"] is None else _step(saved["ended_step"]),
+        "why": WhyFigures.restore(saved["why"]),
     }
 
 
@@ -152,9 +157,11 @@ class _RunSeries(ChartSeries):
         self.summary_rate: float | None = None
         self.world: str = MISSING
         self.ended_step: int | None = None
+        self.why = WhyFigures()
 
     def _state(self) -> dict[str, Any]:
-        return {**super()._state(), "figures": {name: getattr(self, name) for name in FIGURES}}
+        figures = {name: getattr(self, name) for name in FIGURES}
+        return {**super()._state(), "figures": {**figures, "why": self.why.state()}}
 
     def _adopt(self, state: dict[str, Any]) -> bool:
         try:
@@ -200,6 +207,8 @@ class _RunSeries(ChartSeries):
             self.summary_rate = number(event.get("train_steps_per_second"))
         elif kind == "end":
             self.ended_step = step
+        else:
+            self.why.apply(event)  # compile, stall and profile events
 
     def steps_per_s(self) -> float | None:
         if self.summary_rate is not None:
@@ -278,6 +287,7 @@ def side(run: RunFolder, now: float | None = None) -> RunSide:
     if status is not None:
         status, state = current(run.status_path, status, now)
     best = series.best
+    gaudi = (spec is not None and spec.device == "hpu") or bool(compiles[0])  # as Details decides
     final = Final(
         state=state,
         error=status.error if status is not None else None,
@@ -305,6 +315,7 @@ def side(run: RunFolder, now: float | None = None) -> RunSide:
         final=final,
         fields=_run_fields(run, spec, series.world),
         throughput_unit="tokens/s" if tokens else "samples/s",
+        why=series.why.rows(gaudi, compiles[1][-1] if compiles[1] else None),
     )
 
 
@@ -361,4 +372,12 @@ def final_table(runs: list[RunSide]) -> Table:
                 format_duration(f.wall_s),
             ]
         )
+    return table
+
+
+def why_table(runs: list[RunSide]) -> Table:
+    """Why each run was slow, side by side: one row a figure, one column a run."""
+    table = Table(["why slow", *(run.label for run in runs)])
+    for name in ROWS:
+        table.rows.append([name, *(run.why.get(name, MISSING) for run in runs)])
     return table

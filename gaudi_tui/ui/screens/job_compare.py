@@ -1,8 +1,9 @@
 """Training · compare: the runs marked on the Training screen, side by side.
 
 Their loss, learning rate, throughput, compiles and memory overlaid on shared step axes (each run
-its own colour, named in the legend), the fields that differ between them (`a`: every field), and
-their final figures. The run folders are read once, off the UI thread (core/jobs/compare.py).
+its own colour, named in the legend), the fields that differ between them (`a`: every field),
+their final figures, and why each was slow (`compare_why.py`: recompiles, input wait, top op, Gaudi's
+graphs). The run folders are read once, off the UI thread (core/jobs/compare.py).
 
 The charts share one grid on a screen tall enough that each keeps `MIN_CHART_ROWS` rows
 (`GRID_FROM_ROWS`); on a shorter one (80×24, 100×30) one chart is shown at a time, as tall as the
@@ -70,7 +71,9 @@ class JobCompareScreen(PanelScreen):
     TITLE = "Training · compare"
     HELP = (
         "The runs you marked on Training (m), side by side: loss, learning rate, throughput, graph "
-        "compiles and memory overlaid by step, each run in its own colour; the settings that differ "
+        "compiles and memory overlaid by step, each run in its own colour; why each was slow (torch.compile's "
+        "recompiles and recompile_limit, the input wait, the last profile's top op, Gaudi's graph "
+        "compiles); the settings that differ "
         "(spec fields, the command's arguments, environment with secrets masked, accelerator, world "
         "size, nodes); and each run's final figures. On a short terminal one chart shows at a time: n "
         "shows the next. a shows every field, Esc goes back. Headless: "
@@ -84,6 +87,7 @@ class JobCompareScreen(PanelScreen):
     DEFAULT_CSS = """
     JobCompareScreen #compare-status { height: auto; padding: 0 1; color: $text-muted; }
     JobCompareScreen #compare-final { height: auto; max-height: 8; }
+    JobCompareScreen #compare-why { height: auto; max-height: 5; }
     JobCompareScreen #compare-charts { grid-size: 3 2; grid-gutter: 0 1; height: 2fr; min-height: 12; }
     JobCompareScreen #compare-charts > Chart { height: 1fr; min-height: 6; }
     JobCompareScreen #compare-memory { column-span: 2; }
@@ -104,6 +108,7 @@ class JobCompareScreen(PanelScreen):
     def compose_body(self) -> ComposeResult:
         yield Static(f"Reading {len(self.run_ids)} runs…", id="compare-status", markup=False)
         yield DataTable[str | Text](id="compare-final", cursor_type="none")  # the legend too
+        yield DataTable[str](id="compare-why", cursor_type="none")
         with Grid(id="compare-charts"):
             for name in compare_mod.CHARTS:
                 yield Chart(id=f"compare-{name}")
@@ -168,6 +173,7 @@ class JobCompareScreen(PanelScreen):
             self._chart(name, runs, colours)
         self._show_diff()
         self._show_final(colours)
+        self._show_why()
 
     def _chart(self, name: str, runs: list[RunSide], colours: list[RGB]) -> None:
         plot = self.query_one(f"#compare-{name}", Chart)
@@ -214,6 +220,18 @@ class JobCompareScreen(PanelScreen):
             table.add_column(title, key=title)
         for i, (run, row) in enumerate(zip(self.comparison.runs, figures.rows, strict=True)):
             table.add_row(legend(run, colours[i]), *map(Text, row[1:]), key=run.id)
+
+    def _show_why(self) -> None:
+        """Why each run was slow: one row a figure, one column a run (compare_why.py)."""
+        if self.comparison is None:
+            return
+        table = self.query_one("#compare-why", DataTable)
+        why = compare_mod.why_table(self.comparison.runs)
+        table.add_column(why.header[0], key="why")
+        for i, label in enumerate(why.header[1:]):
+            table.add_column(Text(label), key=f"run-{i}")  # str is markup; names are anyone's
+        for row in why.rows:
+            table.add_row(*map(Text, row), key=row[0])
 
     def action_toggle_all(self) -> None:
         self.everything = not self.everything

@@ -2,15 +2,13 @@
 
 The screen only reads run folders (a worker polls them), so quitting never touches a job, and a
 new panel finds every job again. `s` asks for a graceful stop (STOP file), `k` kills (SIGTERM to
-the launcher, SIGKILL to its workers after a grace), `r` resumes from the newest checkpoint. `m`
+the launcher, SIGKILL to its workers after a grace), `r` resumes from the newest checkpoint, `P` asks for a profile (training_actions.py). `m`
 marks runs and `C` opens the marked ones side by side (job_compare.py).
 """
 
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
 from functools import partial
 
 from rich.text import Text
@@ -22,15 +20,13 @@ from textual.css.query import NoMatches
 from textual.widgets import DataTable, Log, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
-from gaudi_tui.core.jobs import runfolder
 from gaudi_tui.core.jobs.monitor import JobView, format_duration
-from gaudi_tui.ui.screens.base import PanelScreen
-from gaudi_tui.ui.screens.training_details import cluster_nodes, details_text, stop_words
+from gaudi_tui.ui.screens.training_actions import JobActionsScreen
+from gaudi_tui.ui.screens.training_details import cluster_nodes, details_text
 from gaudi_tui.ui.screens.training_poll import LOG_LINES, JobsPolled, JobsPoller
 from gaudi_tui.ui.widgets.insight_panel import CompilesChart, InsightPanel
 from gaudi_tui.ui.widgets.metric_charts import MetricCharts
 
-KILL_CONFIRM_S = 5.0
 FIRST_ROWS = 50
 PANES_AFTER_S = 0.1
 """The older rows are added, and the selected job's panes mount, this long after the list's first
@@ -42,13 +38,14 @@ def job_label(view: JobView) -> str:
     return f"{view.name} · {view.id[-4:]}"
 
 
-class TrainingScreen(PanelScreen):
+class TrainingScreen(JobActionsScreen):
     TITLE = "Training"
     HELP = (
         "Launch Trainer jobs from the keyboard and watch them live; they survive the panel, SSH "
         "hang-ups and a killed panel. n new job (presets: demo fine-tune, LoRA, QLoRA), s graceful "
         "stop (one checkpoint at the same step on every rank), k kill (press twice), r resume from "
-        "the newest complete checkpoint. Jobs run here or on a Ray cluster (target=ray in the form; "
+        "the newest complete checkpoint, P a profile of N steps from the running job (no restart; "
+        "Details lists its top ops). Jobs run here or on a Ray cluster (target=ray in the form; "
         "Details shows the cluster's nodes; r re-attaches a Ray job whose supervisor died). "
         "m marks runs (●), C compares the marked runs side by side. "
         "Headless: gaudi-tui train / gaudi-tui jobs."
@@ -67,6 +64,7 @@ class TrainingScreen(PanelScreen):
         Binding("s", "stop_job", "Stop", id="training.stop"),
         Binding("k", "kill_job", "Kill", id="training.kill"),
         Binding("r", "resume_job", "Resume", id="training.resume"),
+        Binding("P", "profile_job", "Profile", id="training.profile", key_display="P"),
         Binding("c", "pane('charts')", "Charts", id="training.charts"),
         Binding("l", "pane('log')", "Log", id="training.log"),
         Binding("d", "pane('details')", "Details", id="training.details"),
@@ -78,17 +76,12 @@ class TrainingScreen(PanelScreen):
     def __init__(self) -> None:
         super().__init__()
         self.views: dict[str, JobView] = {}
-        self.selected: str | None = None
         self.marked: list[str] = []
-        self._kill_armed: tuple[str, float] | None = None
         self._rows_shown = 0
-        self._last_action = threading.Event()
-        self._last_action.set()
         self._awake = threading.Event()
         self._awake.set()
         self._list_drawn = threading.Event()
         """Set once the list's first rows are on the screen: the charts' history is read after that."""
-        self._pane = "charts"
         self._panes_up = threading.Event()
         """Set once the selected job's panes are mounted: its log, details and charts are read then."""
 
@@ -253,16 +246,6 @@ class TrainingScreen(PanelScreen):
             log.clear()
             charts.show(None)
 
-    def _selected_run(self) -> runfolder.RunFolder | None:
-        if self.selected is None:
-            self.notify("No job selected: press n to launch one.", severity="warning")
-            return None
-        try:
-            return runfolder.find(self.selected)
-        except runfolder.RunNotFound as exc:
-            self.notify(str(exc), severity="error")
-            return None
-
     def action_new_job(self) -> None:
         from gaudi_tui.ui.screens.job_form import JobFormScreen  # on use: the list draws sooner
 
@@ -273,77 +256,6 @@ class TrainingScreen(PanelScreen):
         if run_id:
             self.selected = run_id
             self.notify(f"Started {run_id}. It keeps running if you quit the panel.")
-
-    def action_stop_job(self) -> None:
-        run = self._selected_run()
-        if run is not None:
-            self.in_order(run, lambda r, cancel: self._stopped(r), "stop job")
-
-    @staticmethod
-    def _stopped(run: runfolder.RunFolder) -> str:
-        from gaudi_tui.core.jobs import control
-
-        control.stop(run)
-        return stop_words(run)
-
-    def action_kill_job(self) -> None:
-        run = self._selected_run()
-        if run is None:
-            return
-        armed = self._kill_armed
-        now = time.monotonic()
-        if armed is None or armed[0] != run.id or now - armed[1] > KILL_CONFIRM_S:
-            self._kill_armed = (run.id, now)
-            self.notify("Press k again to kill this job (no checkpoint is saved).", severity="warning")
-            return
-        self._kill_armed = None
-        from gaudi_tui.core.jobs import control
-
-        self.in_order(run, lambda r, cancel: control.kill(r, cancel=cancel), "kill job")
-
-    def action_resume_job(self) -> None:
-        from gaudi_tui.core.jobs import control
-
-        run = self._selected_run()
-        if run is not None:  # it may ask a cluster, or wait for a job's processes to exit
-            self.in_order(run, lambda r, cancel: control.resume(r), "resume job")
-
-    def in_order(
-        self,
-        run: runfolder.RunFolder,
-        action: Callable[[runfolder.RunFolder, threading.Event], str],
-        description: str,
-    ) -> None:
-        """Run a job action off the UI thread, after the actions pressed before it (r then k k:
-        the kill sees what the resume did); its answer or refusal is the notification."""
-        before, done = self._last_action, threading.Event()
-        self._last_action = done
-        self._act(run, action, before, done, description)
-
-    @work(thread=True, exit_on_error=False, group="job-action", description="job action")
-    def _act(
-        self,
-        run: runfolder.RunFolder,
-        action: Callable[[runfolder.RunFolder, threading.Event], str],
-        before: threading.Event,
-        done: threading.Event,
-        description: str,
-    ) -> None:
-        from gaudi_tui.core.jobs import control  # the stop/kill/resume code loads on first use
-
-        cancel = get_current_worker().cancelled_event
-        try:
-            while not before.wait(0.2):
-                if cancel.is_set():
-                    return
-            said, severity = action(run, cancel), "information"
-        except control.JobControlError as exc:
-            said, severity = str(exc), "warning"
-        except OSError as exc:  # the run folder cannot be read or written: say so, keep the panel
-            said, severity = f"cannot {description}: {exc}", "error"
-        finally:
-            done.set()
-        self.app.call_from_thread(self.notify, said[:1].upper() + said[1:] + ".", severity=severity)
 
     async def action_try_in_chat(self) -> None:
         """Open the job's result (its model/, or a running job's newest complete checkpoint) in Chat,
@@ -391,8 +303,3 @@ class TrainingScreen(PanelScreen):
             self.notify(f"Not compared: {why} (m unmarks a run).", severity="warning", markup=False)
         else:
             self.app.push_screen(JobCompareScreen(list(self.marked)))
-
-    def action_pane(self, pane: str) -> None:
-        self._pane = pane  # the panes mount after the list: they open on it
-        for panes in self.query(TabbedContent):
-            panes.active = pane
