@@ -267,8 +267,12 @@ async def test_a_pane_key_pressed_before_the_panes_mount_opens_them_on_that_pane
             await pilot.press("l")
             assert not app.screen.query(TabbedContent)  # no panes yet: the key waits for them
             loaded.set()
-            await settle(pilot, lambda: app.screen.query(TabbedContent) and rows(app))
-            assert app.screen.query_one(TabbedContent).active == "log"
+
+            def opened() -> str:  # the pane the panes opened on ("" until their tabs are set up)
+                return next((panes.active for panes in app.screen.query(TabbedContent)), "")
+
+            await settle(pilot, lambda: opened() and rows(app), what="the panes, opened on a pane")
+            assert opened() == "log"
     finally:
         loaded.set()
 
