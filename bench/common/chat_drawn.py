@@ -89,4 +89,6 @@ class DrawnAnswer:
         total = self.tokens[-1]
         first = next((t, n) for t, n in self.frames if n > 0)
         last = next(t for t, n in self.frames if n >= total)
-        return (total - first[1]) / (last - first[0])
+        return (
+            (total - first[1]) / (last - first[0]) if last > first[0] else 0.0
+        )  # shown at once: not streamed
