@@ -6,9 +6,13 @@ the prompt typed into its input, the answer streamed into it and drawn as Markdo
 with the CPU its main thread used while the answer decoded (stamped as each text reached the
 client) and the frames drawn meanwhile. Screen in tmux: the panel itself (`python -m gaudi_tui`)
 in a tmux pane at 100×30, driven by keys, its figures read from its store, with the UI process's CPU
-per answer. The figures are the ones the pane records: time to first token from the send to its
-arrival; decode rate from the engine's stamps of when it made its tokens, as the bare side's
-streamer stamps them (an arrival stamp also holds the wait for a reader busy drawing a frame).
+per answer. Time to first token: from the send to its arrival (the pane's own figure). Decode
+rate: on the pane's path and in tmux the pane's own figure, from the engine's stamps of when it made
+its tokens, as the bare side's streamer stamps them; for the whole screen headless (the headline) the
+tokens reaching the screen, stamped at each frame drawn (`bench/common/chat_drawn.py`), the engine's
+pace printed beside; the engine's CPU counts from before Enter (Pilot's press can return after the
+whole answer). The tmux part's rate is the engine's pace, not the terminal's: reading the pane at
+each frame would take the cores the panel draws with.
 Bare: `model.generate` in a process of its own (`bench/common/chat_bare.py`). CPU per answer beside.
 
 Fair and steady (docs/benches.md): every answer is NEW_TOKENS long, greedy (the demo model's 256
@@ -29,7 +33,6 @@ import asyncio
 import os
 import shlex
 import shutil
-import statistics
 import subprocess
 import sys
 import threading
@@ -40,7 +43,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))  # bench/common
 from common.chat_bare import Bare, default_threads  # noqa: E402
+from common.chat_drawn import DrawnAnswer  # noqa: E402
 from common.chat_probes import DecodeWindow, Tmux, engine_pid, process_cpu_s, settle  # noqa: E402
+from common.chat_report import report  # noqa: E402
 from common.home import own_home  # noqa: E402
 
 PAIRS = 15
@@ -56,6 +61,7 @@ TMUX_WAIT_S = 120.0  # the longest the tmux run waits for a screen or an answer
 EMPTY = "No messages yet"
 """What the Chat screen shows in an empty conversation."""
 WINDOW = DecodeWindow()
+DRAWN = DrawnAnswer()
 
 
 def params(tokens: int = NEW_TOKENS):  # noqa: ANN201 - imported late to keep the module light
@@ -89,10 +95,10 @@ async def pane(bare: Bare, pairs: int) -> dict[str, list[float]]:
         assert isinstance(screen, ChatScreen) and screen.store is not None
         store = screen.store
 
-        async def ask(tokens: int = NEW_TOKENS) -> asyncio.Task:
-            """Type the prompt in a fresh conversation and send it; returns the key press of Enter as
-            a task, because Pilot waits for the screen to go idle, and a fast engine can finish the
-            whole answer inside that wait."""
+        async def ask(tokens: int = NEW_TOKENS, before=lambda: None) -> asyncio.Task:  # noqa: ANN001
+            """Type the prompt in a fresh conversation, call `before`, and send it; returns the key
+            press of Enter as a task, because Pilot waits for the screen to go idle, and a fast engine
+            can finish the whole answer inside that wait."""
             await pilot.press("escape", "n")  # a fresh conversation: the same prompt every run
             await wait(
                 lambda: (
@@ -104,6 +110,7 @@ async def pane(bare: Bare, pairs: int) -> dict[str, list[float]]:
             store.set_params(screen.current().id, params(tokens))
             await pilot.press(*PROMPT)
             await pilot.pause()  # typed and drawn: the answer starts on an idle screen
+            before()  # what counts starts before the key: the answer may end inside Pilot's press
             return asyncio.ensure_future(pilot.press("enter"))
 
         def answered() -> bool:
@@ -114,27 +121,30 @@ async def pane(bare: Bare, pairs: int) -> dict[str, list[float]]:
             messages = store.messages(screen.current().id)
             return len(messages) == 2 and messages[-1].status == "complete"
 
-        async def measured() -> tuple[object, float]:
-            await (await ask())
+        async def measured() -> tuple[object, float, float]:
+            """An answer's metrics, the engine's CPU from before Enter to the stored answer, and the
+            rate its tokens reached the screen (`DrawnAnswer`)."""
             pid = screen.client.pid if screen.client is not None else None
-            began = process_cpu_s(pid) if pid else 0.0
+            began: list[float] = []
+            await (await ask(before=lambda: (DRAWN.arm(), began.append(process_cpu_s(pid) if pid else 0.0))))
             await wait(answered)
-            used = process_cpu_s(pid) - began if pid else 0.0
+            used = process_cpu_s(pid) - began[0] if pid else 0.0
+            await wait(DRAWN.complete)  # the whole answer on the screen
             await pilot.pause()  # the finished answer drawn before anything else runs
-            return store.messages(screen.current().id)[-1].metrics, used
+            return store.messages(screen.current().id)[-1].metrics, used, DRAWN.rate()
 
         for _ in range(WARMUPS + 1):  # the first loads the engine (and warms it up); not measured
             await measured()
         for i in range(pairs):
             if i % 2:
                 answer = bare.run(NEW_TOKENS)
-            metrics, engine_cpu = await measured()
+            metrics, engine_cpu, drawn = await measured()
             results["ui_cpu"].append(WINDOW.cpu_s())
             results["frames"].append(WINDOW.made("frames"))
             results["layouts"].append(WINDOW.made("layouts"))
             if not i % 2:
                 answer = bare.run(NEW_TOKENS)
-            record(results, metrics, engine_cpu, answer)
+            record(results, metrics, engine_cpu, answer, drawn)
         attempts = 0
         while len(results["stop"]) < STOP_RUNS and attempts < STOP_ATTEMPTS:
             attempts += 1
@@ -153,12 +163,21 @@ async def pane(bare: Bare, pairs: int) -> dict[str, list[float]]:
     return results
 
 
-def record(results: dict[str, list[float]], metrics, engine_cpu: float, bare: dict[str, float]) -> None:  # noqa: ANN001
-    """One pair: a measured answer's figures and the bare answer's."""
+def record(
+    results: dict[str, list[float]],
+    metrics,
+    engine_cpu: float,
+    bare: dict[str, float],
+    drawn: float | None = None,  # noqa: ANN001
+) -> None:
+    """One pair: a measured answer's figures and the bare answer's. With `drawn` (the whole screen,
+    headless) the decode rate is the screen's, the engine's own pace beside it."""
     assert metrics is not None and metrics.tokens_out == NEW_TOKENS, metrics
     assert bare["tokens_in"] == metrics.tokens_in, "both must see the same prompt"
     results["ttft"].append(metrics.ttft_s or 0.0)
-    results["tps"].append(metrics.decode_tps or 0.0)
+    results["tps"].append((metrics.decode_tps or 0.0) if drawn is None else drawn)
+    if drawn is not None:
+        results["engine_tps"].append(metrics.decode_tps or 0.0)
     results["engine_cpu"].append(engine_cpu)
     results["bare_ttft"].append(bare["ttft"])
     results["bare_tps"].append(bare["tps"])
@@ -167,7 +186,7 @@ def record(results: dict[str, list[float]], metrics, engine_cpu: float, bare: di
 
 def empty_results() -> dict[str, list[float]]:
     keys = ("ttft", "tps", "bare_ttft", "bare_tps", "stop", "finished_before_stop", "ui_cpu")
-    return {k: [] for k in (*keys, "engine_cpu", "bare_cpu", "frames", "layouts")}
+    return {k: [] for k in (*keys, "engine_tps", "engine_cpu", "bare_cpu", "frames", "layouts")}
 
 
 def worker_path(client, bare: Bare, pairs: int) -> dict[str, list[float]]:  # noqa: ANN001 - EngineClient
@@ -215,54 +234,6 @@ def worker_path(client, bare: Bare, pairs: int) -> dict[str, list[float]]:  # no
         else:
             results["finished_before_stop"].append(1.0)
     return results
-
-
-def spread(values: list[float], fmt: str = ".1f") -> str:
-    """median (min–max)"""
-    return f"{statistics.median(values):{fmt}} ({min(values):{fmt}}–{max(values):{fmt}})"
-
-
-def report(
-    name: str, r: dict[str, list[float]], stop_what: str | None, target: float, cpu_what: str = ""
-) -> bool:
-    """Prints one part's figures; True when its decode ratio met `target`."""
-    # Comparing within pairs cancels the load other processes put on the machine, which drifts.
-    ratios = [p / b for p, b in zip(r["tps"], r["bare_tps"], strict=True)]
-    overheads = [(p - b) * 1000 for p, b in zip(r["ttft"], r["bare_ttft"], strict=True)]
-    met = statistics.median(ratios) >= target
-    print(f"{name}:")
-    print(
-        f"  decode {spread(r['tps'])} tok/s, bare model.generate {spread(r['bare_tps'])} tok/s: "
-        f"ratio {spread(ratios, '.3f')} (target ≥ {target:.2f}{'' if met else ', NOT met'})"
-    )
-    print(
-        f"  time to first token {spread([t * 1000 for t in r['ttft']])} ms, "
-        f"bare {spread([t * 1000 for t in r['bare_ttft']])} ms: overhead {spread(overheads)} ms (target ≤ 50 ms)"
-    )
-    cpu_ratios = [b / e for e, b in zip(r["engine_cpu"], r["bare_cpu"], strict=True) if e > 0]
-    if cpu_ratios:
-        print(
-            f"  CPU per answer: engine {spread([c * 1000 for c in r['engine_cpu']], '.0f')} ms, "
-            f"bare {spread([c * 1000 for c in r['bare_cpu']], '.0f')} ms; bare / engine {spread(cpu_ratios, '.3f')}"
-        )
-    if r["ui_cpu"]:
-        print(f"  {cpu_what} {spread([c * 1000 for c in r['ui_cpu']])} ms per answer")
-    if r["frames"]:
-        print(
-            f"  frames drawn while it decoded {spread(r['frames'], '.0f')}, of them laid out {spread(r['layouts'], '.0f')}"
-        )
-    stops, early = r["stop"], len(r["finished_before_stop"])
-    note = f"; {early} answer(s) finished before the stop arrived, not counted" if early else ""
-    if stop_what is None:
-        return met
-    if stops:
-        print(
-            f"  {stop_what}: median {statistics.median(stops) * 1000:.0f} ms, min {min(stops) * 1000:.0f} ms, "
-            f"max {max(stops) * 1000:.0f} ms over {len(stops)} stops (target ≤ 200 ms){note}"
-        )
-    else:
-        print(f"  {stop_what}: not measured{note}")
-    return met
 
 
 def in_tmux(bare: Bare, pairs: int) -> dict[str, list[float]]:
@@ -358,6 +329,7 @@ def main() -> int:
     try:
         if "screen" in parts:
             WINDOW.install()
+            DRAWN.install()
         screen = asyncio.run(pane(bare, args.pairs)) if "screen" in parts else None
         tmux = in_tmux(bare, args.pairs) if "tmux" in parts and shutil.which("tmux") else None
     finally:

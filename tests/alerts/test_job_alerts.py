@@ -6,19 +6,18 @@ then up, which gets the end once while the job and its supervisor were long gone
 from __future__ import annotations
 
 import http.server
+import json
 import os
 import shutil
 import signal
-import socket
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
 from gaudi_tui.core.alerts import deliver
 from gaudi_tui.core.alerts.config import AlertConfig
-from gaudi_tui.core.alerts.jobs import JobAlerts
+from gaudi_tui.core.alerts.jobs import CHECKS_FILE, JobAlerts
 from gaudi_tui.core.jobs import runfolder, supervisor
 from gaudi_tui.core.jobs.insight.report import InsightWatcher
 from gaudi_tui.core.jobs.kinds import command
@@ -52,12 +51,25 @@ def start_command(tmp_path: Path, argv: list[str]) -> runfolder.RunFolder:
     return run
 
 
+def checks(run: runfolder.RunFolder) -> dict[str, float]:
+    """The supervisor's alert watch's own record (`<run>/alerts/checks.json`): its rounds so far and
+    how many checks in a row found the job stalled; {} before its first round."""
+    try:
+        return dict(json.loads((run.path / "alerts" / CHECKS_FILE).read_text()))
+    except (OSError, ValueError):
+        return {}
+
+
 def test_a_stopped_job_stalls_once_and_ends_once(tmp_path: Path) -> None:
-    configure(stall_factor=10, stall_min_s=1.0)  # a step takes 0.1 s: stalled after 1 s without one
+    # a step each 0.1 s: stalled after 3 s without one (30 steps' time: a loaded machine's pauses
+    # stay under it); the supervisor checks each 0.3 s
+    configure(stall_factor=10, stall_min_s=3.0)
     finish = tmp_path / "finish"
     run = start_command(tmp_path, [PYTHON, "-c", STEPPER, str(finish)])
     wait_for(lambda: len(events(run, "log")) >= 5, 60, "five steps")
-    assert kept() == []  # stepping steadily: nothing to say
+    seen = checks(run).get("checks", 0)
+    wait_for(lambda: checks(run).get("checks", 0) >= seen + 3, 30, "three checks while it steps")
+    assert kept() == [] and checks(run)["stalled"] == 0  # stepping steadily: nothing to say
     launcher = run.status().launcher  # type: ignore[union-attr]
     assert launcher is not None
     os.killpg(launcher.pid, signal.SIGSTOP)
@@ -65,8 +77,8 @@ def test_a_stopped_job_stalls_once_and_ends_once(tmp_path: Path) -> None:
         (stalled,) = wait_for(lambda: kept("job_stalled"), 30, "the stall alert")  # type: ignore[misc]
         assert stalled.subject == run.id and stalled.title == "Job stalled"
         assert "stepper" in stalled.text and "a step usually takes" in stalled.text
-        # stopped for 20 more checks of the supervisor (one each 0.1 s): still the one alert
-        wait_for(lambda: time.time() > stalled.time + 2.0, 5, "two more seconds stopped")
+        # the supervisor found it stalled at four more checks after the one that sent the alert
+        wait_for(lambda: checks(run).get("stalled", 0) >= 5, 30, "five checks in a row that found it stalled")
         assert len(kept("job_stalled")) == 1
     finally:
         os.killpg(launcher.pid, signal.SIGCONT)
@@ -98,19 +110,21 @@ def test_alerts_turned_off_are_not_sent(tmp_path: Path) -> None:
 
 
 class Hook(http.server.BaseHTTPRequestHandler):
-    """A webhook receiver: slow (answers after 2.5 s) while `slow` is set, else at once."""
+    """A webhook receiver that holds the first request it gets unanswered until `release` is set
+    (a slow webhook, for as long as the test needs), and answers every later one at once."""
 
-    slow = threading.Event()
+    release = threading.Event()
+    lock = threading.Lock()
+    held: list[bytes] = []
     received: list[bytes] = []
-    late: list[bytes] = []
 
     def do_POST(self) -> None:  # noqa: N802 (http.server's name)
         body = self.rfile.read(int(self.headers["Content-Length"]))
-        if self.slow.is_set():
-            self.late.append(body)
-            time.sleep(2.5)
-        else:
-            self.received.append(body)
+        with self.lock:
+            first = not self.held
+            (self.held if first else self.received).append(body)
+        if first:
+            self.release.wait(60)
         self.send_response(200)
         self.end_headers()
 
@@ -118,38 +132,50 @@ class Hook(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def test_a_webhook_down_then_slow_then_up_gets_the_end_once_and_never_holds_the_job(tmp_path: Path) -> None:
-    port = free_port()
+    """Down (the port bound, nothing listening: refused), then slow (listening, the first request
+    held past the 1 s timeout), then up: each change waits for what the deliveries log says, and a
+    loaded machine that is late to listen only spends more of the five tries on "refused"."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hook, bind_and_activate=False)
+    server.server_bind()  # the port is this test's; connections are refused until it listens
+    port = server.server_address[1]
     secret = "T0KEN-SECRET-9f3a"
-    configure(webhook=f"http://127.0.0.1:{port}/hooks/{secret}", timeout_s=1.0, retries=3, retry_s=2.0)
+    configure(webhook=f"http://127.0.0.1:{port}/hooks/{secret}", timeout_s=1.0, retries=4, retry_s=1.0)
     run = start_command(tmp_path, [PYTHON, "-c", "print('done')"])
     log = deliver.log_path()
 
     def said(words: str) -> bool:
         return log.exists() and words in log.read_text()
 
-    wait_for(lambda: said("try 1 failed: Connection refused"), 60, "the first try, refused (nothing listens)")
-    Hook.slow.set()
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Hook)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    serving = threading.Thread(target=server.serve_forever, daemon=True)
     try:
+        wait_for(
+            lambda: said("try 1 failed: Connection refused"), 60, "the first try, refused (nothing listens)"
+        )
+        server.server_activate()
+        serving.start()
         # the job is over and its supervisor gone while the webhook has not had the alert
         wait_for(lambda: run.status().state in TERMINAL, 10, "the job's end")  # type: ignore[union-attr]
         wait_for(lambda: not run.status().supervisor.alive(), 10, "the supervisor to exit")  # type: ignore[union-attr]
         assert Hook.received == []
-        wait_for(lambda: said("try 2 failed: no answer in 1 s"), 10, "the second try, timed out")
-        assert len(Hook.late) == 1
-        Hook.slow.clear()
-        wait_for(lambda: said("delivered (try 3)"), 10, "the third try, delivered")
+        wait_for(lambda: said("failed: no answer in 1 s"), 30, "a try held unanswered past its timeout")
+        assert len(Hook.held) == 1 and Hook.received == []
+        Hook.release.set()
+        wait_for(lambda: said("delivered (try"), 30, "the next try, delivered")
     finally:
-        server.shutdown()
+        Hook.release.set()
+        if serving.is_alive():  # shutdown() waits for serve_forever: never started, it would wait forever
+            server.shutdown()
         server.server_close()
+    tries = [line.split(": ", 2)[-1] for line in log.read_text().splitlines() if "webhook" in line]
+    refused = len(tries) - 2
+    assert refused >= 1 and tries[:refused] == [
+        f"try {n} failed: Connection refused" for n in range(1, refused + 1)
+    ]
+    assert tries[refused:] == [
+        f"try {refused + 1} failed: no answer in 1 s",
+        f"delivered (try {refused + 2})",
+    ]
     (body,) = Hook.received
     assert b"Job succeeded" in body and run.id.encode() in body
     shown = log.read_text() + (run.path / "supervisor.log").read_text()

@@ -1,10 +1,16 @@
-"""The Chat screen on an endpoint: the model dialog lists the panel's served jobs (real run folders
-holding the serve job's serve.json, tests/chat/serving.py's real `transformers serve` behind them),
-an answer streams, Esc stops it mid-answer and the server answers the next question."""
+"""The Chat screen on an endpoint: the model dialog lists the panel's served jobs, an answer
+streams, Esc stops it mid-answer and the server answers the next question.
+
+The served jobs' run folders are written by the product's own writers, not by a served job: the
+module's one real `transformers serve` (tests/chat/serving.py) stands behind them, and a serve job
+would start a second server. The spec and status come from `runfolder`, serve.json from the serve
+supervisor's first values (`serve_supervise.info`) and its readiness watch (`ready.ReadyWatch`),
+which probes that server until it answers, as the job's supervisor does; the server's process
+stands for the supervisor in status.json. Only the hostile files are edited by hand (a shared runs
+folder may hold anything the product would never write)."""
 
 from __future__ import annotations
 
-import json
 import time
 
 from textual.widgets import Input, Select, Static
@@ -14,9 +20,11 @@ from gaudi_tui.core.chat.options import GenerationParams, LoadOptions
 from gaudi_tui.core.chat.served import served_jobs
 from gaudi_tui.core.chat.store import StoredMessage
 from gaudi_tui.core.jobs import runfolder
+from gaudi_tui.core.jobs.kinds import serve_supervise
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec
 from gaudi_tui.core.jobs.status import JobStatus, ProcRef, State
+from gaudi_tui.core.serve import ready
 from gaudi_tui.ui.app import GaudiApp
 from gaudi_tui.ui.screens.chat import ChatScreen
 from gaudi_tui.ui.screens.chat_compare import CompareDialog, CompareScreen
@@ -25,25 +33,47 @@ from tests.chat.serving import Server
 from tests.chat.test_screen import send, wait_until
 
 
-def served_run(server: Server, name: str, state: State = "running", **serve: object) -> RunFolder:
-    """A run folder as the serve job leaves it: its status, and serve.json saying where it listens."""
-    run = runfolder.create(JobSpec(name=name), accelerator="cpu")
+def served_run(
+    server: Server, name: str, state: State = "running", api_key_env: str = "", answers: bool = True
+) -> RunFolder:
+    """A serve job's run folder for `server`: serve.json ready once the readiness watch saw the
+    server answer (with `answers`), else the supervisor's first values, not ready yet."""
+    spec = JobSpec(
+        name=name, kind="serve", serve_engine="transformers", serve_model=server.model,
+        serve_api_key_env=api_key_env,
+    )  # fmt: skip
+    run = runfolder.create(spec, accelerator="cpu")
     now = time.time()
     supervisor = ProcRef.of(server.proc.pid)
     run.write_status(JobStatus(state=state, created=now, queued=now, started=now, supervisor=supervisor))
-    data: dict[str, object] = {"url": server.url, "model": server.model, "engine": "transformers"}
-    data.update(api_key_env="", ready=True, ready_at=now)
-    data.update(serve)
-    (run.path / "serve.json").write_text(json.dumps(data))
+    watch = ready.ReadyWatch(
+        run.path, run.log_path, serve_supervise.info(spec, server.url, server.model), api_key=None
+    )
+    if not answers:
+        ready.write(run.path, watch.info)  # what start() writes first, before any probe
+        return run
+    watch.start()
+    deadline = time.monotonic() + 30
+    while not (ready.read(run.path) or {}).get("ready"):
+        assert time.monotonic() < deadline, f"{name}: serve.json never said ready: {ready.read(run.path)}"
+        time.sleep(0.05)
+    return run
+
+
+def edited(run: RunFolder, **fields: object) -> RunFolder:
+    """The run's serve.json with `fields` changed by hand."""
+    info = ready.read(run.path)
+    assert info is not None
+    ready.write(run.path, {**info, **fields})
     return run
 
 
 def test_served_jobs_are_the_running_ones_newest_first_and_bad_files_are_dropped(server: Server) -> None:
     older = served_run(server, "older", api_key_env="VLLM_API_KEY")
     served_run(server, "ended", state="succeeded")
-    served_run(server, "bad url", url="file:///etc/passwd")
-    served_run(server, "bad key", api_key_env="$(reboot)")
-    newer = served_run(server, "newer", ready=False)
+    edited(served_run(server, "bad url"), url="file:///etc/passwd")
+    edited(served_run(server, "bad key"), api_key_env="$(reboot)")
+    newer = served_run(server, "newer", answers=False)
     jobs = served_jobs()
     assert [j.run_id for j in jobs][0] == newer.id and {older.id, newer.id} <= {j.run_id for j in jobs}
     assert all("ended" not in j.run_id and "bad-url" not in j.run_id for j in jobs)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from gaudi_tui.core.jobs.status import ProcRef
 from gaudi_tui.ui.app import GaudiApp
 from gaudi_tui.ui.screens.job_form import JobFormScreen
 from gaudi_tui.ui.screens.training import TrainingScreen
+from gaudi_tui.ui.screens.training_poll import JobsPoller
 from tests.conftest import CPU, PYTHON
 from tests.jobs.conftest import replay, tiny, wait_done, wait_for
 from tests.pilot import settle
@@ -243,13 +245,36 @@ async def test_with_no_runs_the_panes_still_come() -> None:
         assert app.screen.query_one(TabbedContent).active == "log"
 
 
-async def test_a_pane_key_pressed_before_the_panes_mount_opens_them_on_that_pane() -> None:
+async def test_a_pane_key_pressed_before_the_panes_mount_opens_them_on_that_pane(monkeypatch) -> None:  # noqa: ANN001
+    """The key comes while the list is not loaded yet, on every machine: the screen's first poll (the
+    real one) is held at its start until the key was pressed, so the panes can only mount after it."""
     replay()
+    polling, loaded = threading.Event(), threading.Event()
+    poll = JobsPoller.poll
+
+    def held(self: JobsPoller, *args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        polling.set()
+        loaded.wait(30)
+        return poll(self, *args, **kwargs)
+
+    monkeypatch.setattr(JobsPoller, "poll", held)
     app = make_app()
-    async with app.run_test(size=(100, 30)) as pilot:
-        await pilot.press("4", "l")  # at once: the panes come a moment after the list
-        await settle(pilot, lambda: app.screen.query(TabbedContent))
-        assert app.screen.query_one(TabbedContent).active == "log"
+    try:
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.press("4")
+            await settle(pilot, polling.is_set, what="the list's first poll, held")
+            assert isinstance(app.screen, TrainingScreen) and not rows(app)  # not loaded yet
+            await pilot.press("l")
+            assert not app.screen.query(TabbedContent)  # no panes yet: the key waits for them
+            loaded.set()
+
+            def opened() -> str:  # the pane the panes opened on ("" until their tabs are set up)
+                return next((panes.active for panes in app.screen.query(TabbedContent)), "")
+
+            await settle(pilot, lambda: opened() and rows(app), what="the panes, opened on a pane")
+            assert opened() == "log"
+    finally:
+        loaded.set()
 
 
 async def test_the_newest_rows_come_first_and_the_older_ones_after_that_frame(monkeypatch) -> None:  # noqa: ANN001

@@ -7,13 +7,17 @@ input wait above 20 % of step time; once per attempt each.
 
 `JobAlerts.on_save` sees every status the supervisor writes (whatever the target), so the end of an
 attempt is seen where it is recorded. The stall and insight checks are a daemon thread reading
-metrics.jsonl (and the runtime's metrics files) by offset. The ledger is in the run folder: a re-attached supervisor does
-not repeat an alert the first one sent. A failure here is written to supervisor.log (once while a
-check keeps failing) and never stops the supervisor, nor the other check.
+metrics.jsonl (and the runtime's metrics files) by offset; after each round it writes
+`<run>/alerts/checks.json` ({"checks": rounds so far, "time": the last one's, "stalled": how many
+checks in a row found the job stalled}), so anyone can see the watch is alive and what it sees.
+The ledger is in the run folder: a re-attached supervisor does not repeat an alert the first one
+sent. A failure here is written to supervisor.log (once while a check keeps failing) and never
+stops the supervisor, nor the other checks.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 import time
@@ -31,6 +35,7 @@ from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec
 from gaudi_tui.core.jobs.status import TERMINAL, JobStatus
 from gaudi_tui.core.jobs.summary import SummaryReader
+from gaudi_tui.core.untrusted.files import write_atomic
 
 ENDED: dict[str, tuple[Severity, str]] = {
     "succeeded": ("info", "Job succeeded"),
@@ -39,6 +44,7 @@ ENDED: dict[str, tuple[Severity, str]] = {
     "stopped": ("info", "Job stopped"),
     "lost": ("critical", "Job lost"),
 }
+CHECKS_FILE = "checks.json"
 
 INSIGHT_ALERTS: dict[str, tuple[str, str]] = {
     "recompiling": ("compiling", "Still compiling after warm-up"),
@@ -66,6 +72,9 @@ class JobAlerts:
                 print(f"alerts: {problem}", file=sys.stderr, flush=True)
         self.config = config
         self.ledger = Ledger(run.path / "alerts")
+        self.checks = 0
+        self.stalled_checks = 0
+        """Checks in a row that found the job stalled (0 once a step comes)."""
 
     def send(self, alert: Alert) -> None:
         try:
@@ -104,11 +113,22 @@ class JobAlerts:
                 return
             self._check("stall", partial(self._stall_check, reader, now), failing)
             self._check("insight", partial(self._insight_check, insight, now.attempt), failing)
+            self.checks += 1
+            self._check("record", self._record, failing)
 
     def _stall_check(self, reader: SummaryReader, status: JobStatus) -> None:
         reader.poll()
-        if status.state == "running" and (alert := self.stalled(reader, status.attempt)):
+        alert = self.stalled(reader, status.attempt) if status.state == "running" else None
+        self.stalled_checks = self.stalled_checks + 1 if alert else 0
+        if alert:
             self.send(alert)
+
+    def _record(self) -> None:
+        """checks.json: the watch's rounds, the last one's time, and the stall checks in a row."""
+        folder = self.ledger.folder
+        folder.mkdir(mode=0o700, exist_ok=True)  # never its parent: a deleted run folder stays deleted
+        record = {"checks": self.checks, "time": time.time(), "stalled": self.stalled_checks}
+        write_atomic(folder / CHECKS_FILE, json.dumps(record) + "\n")
 
     def _insight_check(self, insight: InsightWatcher, attempt: int) -> None:
         for alert in self.from_insight(insight, attempt):
