@@ -219,18 +219,15 @@ def lines(event: dict) -> list[str]:
         out.append(f"  step time inside the window {_ms(inside * 1e6)}{after}")
     ops = event.get("top_ops")
     if isinstance(ops, list):
-        named = [
-            f"{op.get('name')} {_ms(op.get('self_host_us'))} ×{op.get('count')}"
-            for op in ops[:5]
-            if isinstance(op, dict)
-        ]
-        out.append("  top ops by self time: " + ", ".join(named))
+        out.append("  top ops by self time: " + _named(ops, "self_host_us"))
     on_device = event.get("top_device_ops")
     if isinstance(on_device, list):
-        named = [
-            f"{op.get('name')} {_ms(op.get('device_us'))} ×{op.get('count')}"
-            for op in on_device[:5]
-            if isinstance(op, dict)
-        ]
-        out.append(f"  top device ops ({event.get('device_source', '?')}): " + ", ".join(named))
+        out.append(f"  top device ops ({event.get('device_source', '?')}): " + _named(on_device, "device_us"))
     return out
+
+
+def _named(ops: list, figure: str) -> str:
+    """The first five ops: name, `figure` in ms, count."""
+    return ", ".join(
+        f"{op.get('name')} {_ms(op.get(figure))} ×{op.get('count')}" for op in ops[:5] if isinstance(op, dict)
+    )
