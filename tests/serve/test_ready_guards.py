@@ -154,6 +154,34 @@ def test_m4_the_watch_goes_on_after_a_poll_that_raises(
         watch.close()
 
 
+def test_m4_a_ready_server_whose_serve_json_could_not_be_written_shows_ready_once_it_can(
+    recorder: Recorder, tmp_path: Path
+) -> None:
+    """The write that says ready fails (a directory stands in serve.json's place): the watch probes
+    again and writes it once it can. Before, the watch took the server for ready at the failed
+    write, never probed nor wrote again, and serve.json said "starting" for as long as it ran."""
+    recorder.healthy.clear()
+    watch = watch_for(tmp_path, recorder.url, None)
+    watch.start()
+    try:
+        wait_for(lambda: recorder.health_asked() >= 1, 30, "the watch's first probe")
+        serve_json = tmp_path / ready.SERVE_FILE
+        serve_json.unlink()
+        serve_json.mkdir()
+        (serve_json / "in-the-way").write_text("")
+        recorder.healthy.set()
+
+        def models_asked() -> int:
+            return sum(path == "/v1/models" for path, _ in recorder.asked)
+
+        wait_for(lambda: models_asked() >= 2, 30, "the watch to probe again after the ready write failed")
+        (serve_json / "in-the-way").unlink()
+        serve_json.rmdir()
+        wait_for(lambda: is_ready(tmp_path), 30, "serve.json to say ready")
+    finally:
+        watch.close()
+
+
 class Drip:
     """A loopback server that sends a status line, then one byte of a header every 50 ms, for ever."""
 
