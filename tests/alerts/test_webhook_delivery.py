@@ -156,6 +156,8 @@ def test_m3_a_webhook_url_with_a_space_never_puts_its_token_in_the_log(hook: Hoo
     record = send(tmp_path, f"{hook.url}/hooks/{SECRET} x", retries=0)
     said = child_done()
     assert SECRET not in said and "Traceback" not in said, said
+    assert "webhook 127.0.0.1: try 1 failed: the URL is not valid" in said
+    assert not [line for line, _ in hook.requests if SECRET in line]  # nothing was asked with it
     assert f"command {PYTHON}: delivered (try 1)" in said and record.exists()
 
 
