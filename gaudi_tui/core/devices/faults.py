@@ -73,6 +73,14 @@ def hl_smi_garbage(sample: str) -> Fault:
     )
 
 
+def feed_failed(error: str) -> Fault:
+    return Fault(
+        "feed-error",
+        f"a card refresh could not be shown ({error})",
+        "the next refreshes are tried; gaudi-tui's log has the traceback: please report it",
+    )
+
+
 def hlml_failed(error: str) -> Fault:
     return Fault(
         "hlml-error",

@@ -164,8 +164,9 @@ class ReadyWatch:
         if not self.info["url"] or self.info["ready"]:
             return False
         if probe(self.info["url"], self.info["model"], self._api_key, self._owned):
-            self.info.update(ready=True, ready_at=time.time())
-            write(self.run_path, self.info)
+            now_ready = dict(self.info, ready=True, ready_at=time.time())
+            write(self.run_path, now_ready)  # ready once serve.json says so: a failed write probes again
+            self.info = now_ready
             return self.locate is None
         return False
 

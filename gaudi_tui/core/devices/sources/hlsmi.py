@@ -3,11 +3,13 @@
 The poller keeps ONE child, `hl-smi -Q <fields> -f csv,noheader,nounits -l N`, and turns each
 refresh into a Reading. If the child dies, hangs (prints nothing for `stall_timeout`) or refuses
 the field list, it is ended and started again after a growing pause (backoff), and each problem is
-reported as a Fault. The child is always ended when the poller stops.
+reported as a Fault. The child is always ended when the poller stops. A refresh (or fault) whose
+handling raises is logged once while it keeps raising and shown as a fault; the poller goes on.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import selectors
 import subprocess
@@ -15,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from gaudi_tui.core import processes
 from gaudi_tui.core.devices import faults
@@ -33,6 +36,8 @@ LONGEST_TICK_S = 1.0
 IDLE_S = 0.2
 """The longest the reader sleeps with nothing pending: it wakes on the child's output, and this
 often to see a cancel and a stall."""
+
+log = logging.getLogger(__name__)
 
 
 def query_args(fields: Sequence[str], interval: int | None = None) -> list[str]:
@@ -173,6 +178,8 @@ class HlSmiPoller:
         self.fields: tuple[str, ...] = QUERY_FIELDS
         self.child: subprocess.Popen[bytes] | None = None
         self.starts = 0
+        self.failing = False
+        """The last refresh's handling raised (and was logged)."""
         self._lock = threading.Lock()
 
     def run(self) -> Fault | None:
@@ -185,17 +192,33 @@ class HlSmiPoller:
                 if fault is None:
                     continue
                 if fault.code == "hl-smi-missing":
-                    self.on_fault(fault, None)
+                    self._hand(partial(self.on_fault, fault, None))
                     return fault
                 if not got_rows and self.fields == QUERY_FIELDS and _refused_fields(fault):
                     self.fields = BASIC_FIELDS  # an older hl-smi refusing `power.max`: ask for less
                     continue
                 pause = self.backoff.take()
-                self.on_fault(fault, pause)
+                self._hand(partial(self.on_fault, fault, pause))
                 self._wait(pause)
             return None
         finally:
             self.stop()
+
+    def _hand(self, call: Callable[[], object]) -> None:
+        """Hand a refresh (a fault, a wait) to the feed: what that raises is logged once while it keeps
+        raising and shown as a fault (if that can be), and the poller reads on."""
+        try:
+            call()
+        except Exception as error:  # one refresh's bug must not end the card feed
+            if not self.failing:
+                log.exception("hl-smi poller: a refresh could not be handled (the next ones are)")
+            self.failing = True
+            try:
+                self.on_fault(faults.feed_failed(f"{type(error).__name__}: {error}"[:200]), None)
+            except Exception:  # noqa: BLE001, S110 - logged above; the poller goes on
+                pass
+            return
+        self.failing = False
 
     def _wait(self, pause: float) -> None:
         """Sleep `pause` seconds (cancel-aware), calling on_wait once per interval so the host row lives on."""
@@ -207,7 +230,7 @@ class HlSmiPoller:
             if self.cancel.wait(min(left, self.interval)):
                 return
             if self.on_wait is not None and time.monotonic() < deadline:
-                self.on_wait()
+                self._hand(self.on_wait)
 
     def stop(self, first_wait: float = 0.0) -> Ending:
         """End the child (TERM, then KILL after 1 s; every wait limited) and reap it."""
@@ -269,11 +292,10 @@ class HlSmiPoller:
                     if tick.devices:
                         got_rows = True
                         self.backoff.reset()
-                        self.on_reading(tick)
+                        self._hand(partial(self.on_reading, tick))
                     else:
-                        self.on_fault(
-                            faults.hl_smi_garbage(tick.errors[0][:60] if tick.errors else "?"), None
-                        )
+                        garbage = faults.hl_smi_garbage(tick.errors[0][:60] if tick.errors else "?")
+                        self._hand(partial(self.on_fault, garbage, None))
                 if now - last_progress > self.stall_timeout:
                     if self.stop() == "abandoned":
                         return faults.hl_smi_abandoned(child.pid), got_rows
@@ -283,7 +305,7 @@ class HlSmiPoller:
         for tick in reader.ready(float("inf")):
             if tick.devices:
                 got_rows = True
-                self.on_reading(tick)
+                self._hand(partial(self.on_reading, tick))
         if self.stop(first_wait=2.0) == "abandoned":  # it closed its pipes but does not exit
             return faults.hl_smi_abandoned(child.pid), got_rows
         code = child.returncode

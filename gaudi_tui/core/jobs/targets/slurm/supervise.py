@@ -19,8 +19,12 @@ from __future__ import annotations
 
 import codecs
 import json
+import sys
 import time
+import traceback
+from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 
 import gaudi_tui.core.jobs.targets.slurm.record as record_mod
 import gaudi_tui.core.jobs.targets.slurm.states as states
@@ -61,6 +65,21 @@ class Follow:
         self.interrupted = False
         self.fallback_error = ""
         self.stale_since: float | None = None
+        self.failing: set[str] = set()
+        """The checks whose last try raised (each said once in supervisor.log)."""
+
+    def check(self, name: str, call: Callable[[], object]) -> None:
+        """One of the watch's checks: what it raises goes to supervisor.log once (while it keeps
+        raising), and the job is followed on (a supervisor that died would leave it unwatched)."""
+        try:
+            call()
+        except Exception:  # noqa: BLE001 - a check's bug must not leave the job running unwatched
+            if name not in self.failing:
+                self.failing.add(name)
+                print(f"{name} failed (tried again at each poll; the job is followed on):\n"
+                      f"{traceback.format_exc()}", file=sys.stderr, flush=True)  # fmt: skip
+        else:
+            self.failing.discard(name)
 
     # --- the output file -----------------------------------------------------------------------
     def tail(self) -> bool:
@@ -297,7 +316,8 @@ def supervise(attempt: Attempt) -> int:
 
 
 def watch(follow: Follow) -> str:
-    """Follow the job until Slurm reports it ended; its final state."""
+    """Follow the job until Slurm reports it ended; its final state. Each poll's checks go on past
+    one that raises (`Follow.check`)."""
     end_by: float | None = None
     while True:
         state, job = follow.look()
@@ -308,11 +328,11 @@ def watch(follow: Follow) -> str:
         else:
             follow.stale_since = None
         if state is not None:
-            follow.seen(state, job)
+            follow.check("recording the queue's state", partial(follow.seen, state, job))
             if state == "GONE" or state in model.ENDED:
                 return state
-        follow.act(state)
-        follow.tail()
+        follow.check("the stop and kill", partial(follow.act, state))
+        follow.check("copying the job's output", follow.tail)
         if follow.cancelled and end_by is None:
             end_by = time.monotonic() + END_WAIT_S
         if end_by is not None and time.monotonic() > end_by:

@@ -1,0 +1,52 @@
+"""The Slurm supervisor follows its job on past a poll whose check raises (issue 38, A.4): slurm.json
+cannot be written for a while (a directory stands in its place) when the job leaves the queue for
+its node, so recording the queue's state raises. The raise once ended the supervisor, and the job
+ran on in Slurm unwatched, shown as lost. Now it is said once in supervisor.log, the job followed,
+and its end recorded once the file can be written. The real loopback cluster (tests/slurm/cluster.py);
+the job waits for its begin time (`--begin`) until the test moves it to now."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from gaudi_tui.core.jobs import control
+from gaudi_tui.core.jobs.targets.slurm import record as slurm_record
+from tests.jobs.conftest import log_tail, wait_done, wait_for
+from tests.slurm.cluster import SlurmTestCluster
+from tests.slurm.test_slurm_hardening import nap_spec, record
+from tests.slurm.test_slurm_jobs import CPU
+
+FAILED = "recording the queue's state failed"
+
+
+def test_a_poll_whose_state_record_raises_is_said_once_and_the_job_followed_to_its_end(
+    slurm: SlurmTestCluster, tmp_path: Path
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    run = control.submit(nap_spec(work, 1, slurm_options=("--begin=now+600",)), CPU)
+    pending = wait_for(
+        lambda: record(run).job_id is not None and record(run), 60, "the job id\n" + log_tail(run)
+    )
+    job_id = pending.job_id  # type: ignore[union-attr]
+    path = slurm_record.path(run)
+    kept = path.read_text()
+    path.unlink()
+    path.mkdir()  # writing slurm.json now raises IsADirectoryError
+    (path / "in-the-way").write_text("")
+    slurm.run("scontrol", "update", f"JobId={job_id}", "StartTime=now")
+    said = run.path / "supervisor.log"
+
+    def failed_or_gone() -> bool:
+        status = run.status()
+        gone = status is None or status.supervisor is None or not status.supervisor.alive()
+        return FAILED in said.read_text() or gone
+
+    wait_for(failed_or_gone, 60, "the failed record, said")
+    assert FAILED in said.read_text(), said.read_text()
+    shutil.rmtree(path)
+    path.write_text(kept)
+    assert wait_done(run, 90) == "succeeded", log_tail(run)
+    assert "woke" in run.log_path.read_text()
+    assert said.read_text().count(FAILED) == 1
