@@ -12,21 +12,31 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gaudi_tui.core.alerts.store import NotificationReader
+from gaudi_tui.core.chat import run_answer
 from gaudi_tui.core.devices.parsers import detect
 from gaudi_tui.core.insight.runtime import MetricsTail
 from gaudi_tui.core.jobs import index, outcome, series_cache, spec, status
 from gaudi_tui.core.jobs.insight.points import Points
+from gaudi_tui.core.jobs.kinds import command
+from gaudi_tui.core.jobs.readers import Reader as LineReader
+from gaudi_tui.core.jobs.readers.jsonl import JsonReader
+from gaudi_tui.core.jobs.readers.trainer import TrainerLogReader
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.series import ChartSeries
+from gaudi_tui.core.jobs.spec import JobSpec
 from gaudi_tui.core.jobs.summary import SummaryReader, lines_end
 from gaudi_tui.core.jobs.tailing import LogTail, MetricsReader
 from gaudi_tui.core.jobs.targets.ray import record as ray_record
+from gaudi_tui.core.jobs.targets.ray.mirror import LogMirror
+from gaudi_tui.core.jobs.targets.ray.record import ClusterRecord
 from gaudi_tui.core.jobs.targets.slurm import record as slurm_record
+from gaudi_tui.core.jobs.worker.logstream import METRIC_PREFIX, RANK_PREFIX
 from gaudi_tui.core.serve import node
 from gaudi_tui.core.slurm import poll, queue_text
 from gaudi_tui.core.slurm.cli import SlurmError, answered
 from gaudi_tui.core.slurm.model import nodes_from_json
 from gaudi_tui.core.untrusted.data import loads
+from tests.untrusted.cases import CHUNK
 
 
 @dataclass(frozen=True)
@@ -58,6 +68,8 @@ class Reader:
     keeps: frozenset[object] = frozenset()
     keeps_whole: frozenset[object] = frozenset()
     errors: tuple[type[BaseException], ...] = ()
+    new: object = 9
+    """What the reader gives of a new good item of value 9, after the file shrank or vanished."""
     then: bytes = b"\n"
     """What a writer puts before its next item after a cut (the end of the line it was cut in)."""
     prepare: Callable[[Path, Reader], Reader] | None = field(default=None, compare=False)
@@ -287,6 +299,61 @@ def _alerts(path: Path) -> Poller:
     return poll
 
 
+def _output(make: Callable[[], LineReader]) -> Callable[[Path], Poller]:
+    """A `command` job's output through its metrics reader (`--metrics json`, `trainer`), a line at a
+    time as the supervisor hands it over; any line that is not metrics is the job's log."""
+
+    def open_(path: Path) -> Poller:
+        reader, tail = make(), LogTail(path)
+
+        def poll() -> Seen:
+            events = [e for line in tail.poll() for e in reader.segment(line)]
+            seen.extend(e["step"] for e in events if "step" in e)
+            return Seen(list(seen))
+
+        seen: list[object] = []
+        return poll
+
+    return open_
+
+
+def _mirror(path: Path) -> Poller:
+    """A Ray job's log as the stream delivers it, a MiB at a time, through LogMirror: its metrics
+    lines land in metrics.jsonl (read back as the Training detail does), its rank lines in `ranks`."""
+    run = RunFolder(path.parent / "run")
+    run.path.mkdir(exist_ok=True)
+    mirror = LogMirror(run, ClusterRecord("http://h:8265", "s", 1))
+    metrics = MetricsReader(run.metrics_path)
+
+    def poll() -> Seen:
+        offset = 0
+        with path.open("rb") as fh:
+            while chunk := fh.read(CHUNK):
+                text = chunk.decode("utf-8", "replace")
+                mirror.feed_at(offset, text)
+                offset += len(text)
+        metrics.poll()
+        ranks = [int(rank) for rank in mirror.ranks]
+        return Seen([p.step for p in metrics.points] + ranks)  # passed on: metrics.jsonl counts
+
+    return poll
+
+
+def _marker(path: Path) -> Seen:
+    """Where a `command` job's Trainer said it saves (the wrapper's marker in the run folder)."""
+    folder = command.output_folder(_run(path), JobSpec(kind="command", command=("python", "t.py")))
+    return Seen([str(folder)] if folder else [], folder is None)
+
+
+def _shards(path: Path) -> Seen:
+    """Whether a folder holds a whole sharded model, by its index (Chat's run answer)."""
+    (path.parent / "a.safetensors").write_bytes(b"")
+    whole = run_answer.weights_whole(path.parent)
+    return Seen([whole] if whole else [], not whole)
+
+
+BAR = b" 10%|#         | @/100 [00:01<00:09,  1.00it/s]"
+
 READERS: dict[str, Reader] = {
     "metrics.jsonl: Training detail": Reader(
         "metrics.jsonl", LOG, _metrics_reader, before=_lines(LOG, 1, 2), after=_lines(LOG, 4, 5),
@@ -298,7 +365,7 @@ READERS: dict[str, Reader] = {
     ),
     "metrics.jsonl: chart series": Reader(
         "metrics.jsonl", LOG, _charts, before=_lines(LOG, 1, 2), after=_lines(LOG, 4, 5),
-        keeps=frozenset({1.0, 2.0, 4.0, 5.0}), keeps_whole=frozenset({1.0, 2.0}),
+        keeps=frozenset({1.0, 2.0, 4.0, 5.0}), keeps_whole=frozenset({1.0, 2.0}), new=9.0,
     ),
     "metrics.jsonl: insight points": Reader(
         "metrics.jsonl", LOG, _once(_points), before=_lines(LOG, 1, 2), after=_lines(LOG, 4, 5),
@@ -310,7 +377,7 @@ READERS: dict[str, Reader] = {
     ),
     "stdout.log: log tail": Reader(
         "stdout.log", b"line @", _log_tail, before=b"line 1\nline 2\n", after=b"line 4\n",
-        keeps=frozenset({"line 1", "line 2", "line 4"}),  # a tail: 100 MiB pass its lines, counted
+        keeps=frozenset({"line 1", "line 2", "line 4"}), new="line 9",  # a tail: 100 MiB pass its lines, counted
     ),
     "runtime metrics file (JSON)": Reader(
         "hpu_metrics.json", GC, _runtime, before=b"[" + GC.replace(b"@", b"1") + b",\n",
@@ -324,6 +391,32 @@ READERS: dict[str, Reader] = {
     "notifications.jsonl": Reader(
         "notifications.jsonl", ALERT, _alerts, before=_lines(ALERT, 1, 2), after=_lines(ALERT, 4),
         keeps=frozenset({1, 2, 4}), keeps_whole=frozenset({1, 2}),
+    ),
+    "command kind: JSON metrics lines": Reader(
+        "stdout.log", b'{"step": @, "loss": 0.5}', _output(JsonReader), before=b'{"step": 1, "loss": 1}\n{"step": 2, "loss": 1}\n',
+        after=b'{"step": 4, "loss": 0.25}\n', keeps=frozenset({1, 2, 4}),  # a tail: 100 MiB pass them
+    ),
+    "command kind: trainer bars": Reader(
+        "stdout.log", BAR, _output(TrainerLogReader), before=_lines(BAR, 1, 2), after=_lines(BAR, 4),
+        keeps=frozenset({1, 2, 4}),  # a tail: 100 MiB pass them
+    ),
+    "Ray log mirror: metrics": Reader(
+        "ray.log", METRIC_PREFIX.encode() + LOG, _mirror,
+        before=_lines(METRIC_PREFIX.encode() + LOG, 1, 2), after=_lines(METRIC_PREFIX.encode() + LOG, 4),
+        keeps=frozenset({1, 2, 4}), keeps_whole=frozenset({1, 2}),
+    ),
+    "Ray log mirror: ranks": Reader(
+        "ray.log", RANK_PREFIX.encode() + b'{"rank": @, "node_id": "n", "node_ip": "10.0.0.1"}', _mirror,
+        before=RANK_PREFIX.encode() + b'{"rank": 1, "node_id": "n"}\n',
+        after=RANK_PREFIX.encode() + b'{"rank": 4, "node_id": "n"}\n', keeps=frozenset({1, 4}),
+        keeps_whole=frozenset({1}),
+    ),
+    "wrapper.json (command kind)": Reader(
+        "wrapper.json", b'{"output_dir": "/o", "n": @}', _once(_marker),
+    ),
+    "sharded model index": Reader(
+        "model.safetensors.index.json", b'{"metadata": {"n": @}, "weight_map": {"w": "a.safetensors"}}',
+        _once(_shards),
     ),
     "status.json": Reader(
         "status.json", b'{"state": "succeeded", "created": 1.5, "attempt": @, "exit_code": 0}',
@@ -360,3 +453,5 @@ DOCUMENTS = frozenset(name for name, r in READERS.items() if not r.before)
 EVENTS = ["shrinks", "vanishes"]
 ANSWERS = frozenset({"squeue --json", "sinfo --json"})
 """A command's answer, read whole once: it cannot shrink or vanish while read."""
+STREAMS = frozenset({"Ray log mirror: metrics", "Ray log mirror: ranks"})
+"""What an offset into Ray's log delivers: a stream, not a file that can shrink."""
