@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +15,7 @@ from pathlib import Path
 from gaudi_tui.core.alerts.store import NotificationReader
 from gaudi_tui.core.chat import run_answer
 from gaudi_tui.core.devices.parsers import detect
+from gaudi_tui.core.insight import profile
 from gaudi_tui.core.insight.runtime import MetricsTail
 from gaudi_tui.core.jobs import index, outcome, series_cache, spec, status
 from gaudi_tui.core.jobs.insight.points import Points
@@ -24,16 +26,20 @@ from gaudi_tui.core.jobs.readers.trainer import TrainerLogReader
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.series import ChartSeries
 from gaudi_tui.core.jobs.spec import JobSpec
+from gaudi_tui.core.jobs.status import JobStatus
 from gaudi_tui.core.jobs.summary import SummaryReader, lines_end
 from gaudi_tui.core.jobs.tailing import LogTail, MetricsReader
+from gaudi_tui.core.jobs.targets import Attempt
 from gaudi_tui.core.jobs.targets.ray import record as ray_record
 from gaudi_tui.core.jobs.targets.ray.mirror import LogMirror
 from gaudi_tui.core.jobs.targets.ray.record import ClusterRecord
 from gaudi_tui.core.jobs.targets.slurm import record as slurm_record
+from gaudi_tui.core.jobs.targets.slurm.record import SlurmRecord
+from gaudi_tui.core.jobs.targets.slurm.supervise import Follow
 from gaudi_tui.core.jobs.worker.logstream import METRIC_PREFIX, RANK_PREFIX
-from gaudi_tui.core.serve import node
+from gaudi_tui.core.serve import node, ready
 from gaudi_tui.core.slurm import poll, queue_text
-from gaudi_tui.core.slurm.cli import SlurmError, answered
+from gaudi_tui.core.slurm.cli import Slurm, SlurmError, answered
 from gaudi_tui.core.slurm.model import nodes_from_json
 from gaudi_tui.core.untrusted.data import loads
 from tests.untrusted.cases import CHUNK
@@ -354,6 +360,31 @@ def _shards(path: Path) -> Seen:
 
 BAR = b" 10%|#         | @/100 [00:01<00:09,  1.00it/s]"
 
+
+def _slurm_output(path: Path) -> Poller:
+    """A Slurm job's output as the supervisor follows it (its rank lines to slurm.json)."""
+    run = RunFolder(path.parent.parent)
+    attempt = Attempt(run, JobSpec(), None, False, threading.Event(), lambda **_: None, JobStatus)
+    follow = Follow(attempt, SlurmRecord(attempt=1, job_name="j", script="s", job_id=12), Slurm())
+
+    def poll() -> Seen:
+        while follow.tail():
+            pass
+        return Seen([int(rank) for rank in follow.record.ranks])  # any other line is the job's log
+
+    return poll
+
+
+def _profile(path: Path) -> Seen:
+    """What the job reads of a profile request between two steps (and the panel says of it)."""
+    try:
+        return Seen([profile.asked_steps(path)])
+    except (OSError, ValueError) as exc:
+        return Seen([], exc)
+
+
+RANK = RANK_PREFIX.encode() + b'{"rank": @, "node": "n"}'
+
 READERS: dict[str, Reader] = {
     "metrics.jsonl: Training detail": Reader(
         "metrics.jsonl", LOG, _metrics_reader, before=_lines(LOG, 1, 2), after=_lines(LOG, 4, 5),
@@ -411,6 +442,15 @@ READERS: dict[str, Reader] = {
         after=RANK_PREFIX.encode() + b'{"rank": 4, "node_id": "n"}\n', keeps=frozenset({1, 4}),
         keeps_whole=frozenset({1}),
     ),
+    "Slurm job output: ranks": Reader(
+        "slurm/job-12.out", RANK, _slurm_output, before=_lines(RANK, 1, 2), after=_lines(RANK, 4),
+        keeps=frozenset({1, 2, 4}), keeps_whole=frozenset({1, 2}),
+    ),
+    "profile request": Reader("PROFILE", b'{"steps": @, "time": 1.5}', _once(_profile)),
+    "serve.json": Reader(
+        "serve.json", b'{"url": "http://h:1", "model": "m", "engine": "vllm", "api_key_env": "", "ready": true, "ready_at": @}',
+        _record(lambda p: ready.read(p.parent), lambda r: r["url"]),  # type: ignore[index]
+    ),
     "wrapper.json (command kind)": Reader(
         "wrapper.json", b'{"output_dir": "/o", "n": @}', _once(_marker),
     ),
@@ -430,7 +470,7 @@ READERS: dict[str, Reader] = {
         "cluster.json", b'{"address": "http://h:8265", "submission_id": "s", "attempt": @}',
         _record(lambda p: ray_record.read_record(_run(p)), lambda r: r.attempt),  # type: ignore[attr-defined]
     ),
-    "serve.json": Reader(
+    "serve-node.json": Reader(
         node.NODE_FILE, b'{"attempt": 1, "url": "http://h:@", "model": "m", "started": @}',
         _record(lambda p: node.read(p.parent, 1), lambda r: r["url"]),  # type: ignore[index]
     ),
