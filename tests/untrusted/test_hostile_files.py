@@ -35,17 +35,9 @@ from gaudi_tui.core.alerts import sinks
 from gaudi_tui.core.alerts.model import Alert
 from gaudi_tui.core.untrusted.data import INT_MAX, INT_MIN, loads
 from tests.untrusted.cases import CASES, CHUNK, FILE_CASES, WHOLE, assert_bounded, chunks
-from tests.untrusted.file_readers import (
-    ANSWERS,
-    DOCUMENTS,
-    EVENTS,
-    FILES,
-    READERS,
-    STREAMS,
-    Poller,
-    Reader,
-    Seen,
-)
+from tests.untrusted.file_readers import ANSWERS, DOCUMENTS, EVENTS, READERS, STREAMS
+from tests.untrusted.reader_model import Poller, Reader, Seen
+from tests.untrusted.readers_whole import FILES
 
 # ---- the checks ------------------------------------------------------------------------------------
 
