@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import gaudi_tui
 from gaudi_tui.core.chat import run_answer
 from gaudi_tui.core.devices.parsers import detect
 from gaudi_tui.core.insight import profile
@@ -137,6 +138,20 @@ CSV = (
 )
 
 
+SAMPLES = Path(gaudi_tui.__file__).parent / "data" / "hl-smi"
+
+
+def _sample(name: str, value: bytes, item: bytes) -> bytes:
+    """A real hl-smi output (gaudi_tui/data/hl-smi, SOURCES.md) with its first `value` made `item`."""
+    raw = (SAMPLES / name).read_bytes()
+    assert value in raw, name
+    return raw.replace(value, item, 1)
+
+
+TABLE = _sample("gaudi2-hl225-x8-1.20.0-busy-table.txt", b" 96W /", b" @W /")
+DETAIL = _sample("gaudi2-hl225-1.12.1-list-detail.txt", b": 50 W", b": @ W")
+
+
 def _hl_smi(path: Path) -> Seen:
     try:
         reading = detect.read_inputs([str(path)])
@@ -209,5 +224,7 @@ DOCUMENT_READERS: dict[str, Reader] = {
     ),
     "squeue --json": Reader("squeue.json", _squeue_item(), once(_squeue)),
     "sinfo --json": Reader("sinfo.json", SINFO, once(_sinfo), good=b"8"),
-    "hl-smi CSV": Reader("query.csv", CSV, once(_hl_smi), good=b"105"),
+    "hl-smi CSV": Reader("query.csv", CSV, once(_hl_smi), good=b"105", keeps=frozenset({100.0, 96.0})),
+    "hl-smi table": Reader("table.txt", TABLE, once(_hl_smi), good=b"96"),
+    "hl-smi -q detail": Reader("detail.txt", DETAIL, once(_hl_smi), good=b"50"),
 }  # fmt: skip
