@@ -28,6 +28,7 @@ from gaudi_tui.core.jobs.targets.ray.record import ClusterRecord
 from gaudi_tui.core.jobs.targets.slurm.record import SlurmRecord
 from gaudi_tui.core.jobs.targets.slurm.supervise import Follow
 from gaudi_tui.core.jobs.worker.logstream import METRIC_PREFIX, RANK_PREFIX
+from gaudi_tui.core.serve.ready import ReadyWatch
 from gaudi_tui.core.slurm.cli import Slurm
 from tests.untrusted.cases import CHUNK
 from tests.untrusted.reader_model import END, LOADING_POLLS, LOG, Poller, Reader, Seen, lines_of, once
@@ -177,6 +178,29 @@ def _slurm_output(path: Path) -> Poller:
 
 RANK = RANK_PREFIX.encode() + b'{"rank": @, "node": "n"}'
 
+
+def _warmup(path: Path) -> Poller:
+    """vLLM's log as the serve readiness watch follows it (a bounded read a poll, each new line into
+    the warm-up reader): the counts it took, and the words the Serve row then shows."""
+    watch = ReadyWatch(path.parent, path, {"url": "", "model": "m"}, None)
+    seen: list[object] = []
+
+    def poll() -> Seen:
+        for _ in range(LOADING_POLLS):
+            changed = watch.follow(100.0 + len(seen))
+            state = watch.warmup.state
+            if changed:
+                seen.append(state.finished_s if state.finished_s is not None else state.done)
+            if not watch.reader.behind:
+                break
+        return Seen([*seen, watch.info["warmup"]])  # any other line is the server's log
+
+    return poll
+
+
+WARMUP = b"(VllmWorker) INFO 12-06 20:01:02 [Warmup][Prompt][@/24] free_mem: 55.43 GiB"
+FINISHED = b"INFO 12-06 20:03:00 Warmup finished in @ secs, allocated 1.2 GiB"
+
 APPENDED: dict[str, Reader] = {
     "metrics.jsonl: Training detail": Reader(
         "metrics.jsonl", LOG, _metrics_reader, before=lines_of(LOG, 1, 2), after=lines_of(LOG, 4, 5),
@@ -233,6 +257,14 @@ APPENDED: dict[str, Reader] = {
         before=RANK_PREFIX.encode() + b'{"rank": 1, "node_id": "n"}\n',
         after=RANK_PREFIX.encode() + b'{"rank": 4, "node_id": "n"}\n', keeps=frozenset({1, 4}),
         keeps_whole=frozenset({1}),
+    ),
+    "serve log: warm-up buckets": Reader(
+        "vllm.log", WARMUP, _warmup, before=lines_of(WARMUP, 1, 2), after=lines_of(WARMUP, 4),
+        keeps=frozenset({4}), keeps_whole=frozenset({2}),  # the latest count of what one poll read
+    ),
+    "serve log: warm-up finished": Reader(
+        "vllm.log", FINISHED, _warmup, before=lines_of(WARMUP, 1, 2), after=lines_of(FINISHED, 4),
+        keeps=frozenset({4.0}), keeps_whole=frozenset({2}),
     ),
     "Slurm job output: ranks": Reader(
         "slurm/job-12.out", RANK, _slurm_output, before=lines_of(RANK, 1, 2), after=lines_of(RANK, 4),
