@@ -21,7 +21,7 @@ from typing import Any
 
 from gaudi_tui.core.slurm.gres import CARD_NAMES, Gres, card_indices, cards_of, entries, parse_gres
 from gaudi_tui.core.slurm.hostlist import expand, expanded
-from gaudi_tui.core.untrusted.data import integer, number
+from gaudi_tui.core.untrusted.data import INT_MAX, INT_MIN, integer, number
 
 log = logging.getLogger(__name__)
 
@@ -134,12 +134,12 @@ def _exit(value: Any) -> tuple[int | None, int | None]:
 
 
 def _number(value: Any) -> int:
-    """A count or a time as squeue gives it (untrusted.data.number: a finite number, else 0)."""
+    """A count or a time as squeue gives it (untrusted.data.number: finite, within 64 bits; else 0)."""
     if isinstance(value, dict):  # 23.02+: {"set": true, "infinite": false, "number": N}
         if not value.get("set", True):
             return 0
         value = value.get("number")
-    whole = number(value)
+    whole = number(value, lo=INT_MIN, hi=INT_MAX)
     return int(whole) if whole is not None else 0
 
 

@@ -15,9 +15,9 @@ OPEN_LINE_LIMIT = 64 * 1024
 
 
 SMALL_FILE = 1 << 20
+"""The most a file of one record (status.json, serve.json, slurm.json, a saved series) may hold."""
 GROWN_CHUNK = 1 << 20
 """What `read_bounded` reads at a time of a file that grew after its size was taken."""
-"""The most a file of one record (status.json, serve.json, slurm.json, a saved series) may hold."""
 
 
 def read_bounded(path: Path, *, limit: int = SMALL_FILE, what: str | None = None) -> bytes:
