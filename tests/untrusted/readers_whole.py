@@ -150,6 +150,19 @@ def _sample(name: str, value: bytes, item: bytes) -> bytes:
 
 TABLE = _sample("gaudi2-hl225-x8-1.20.0-busy-table.txt", b" 96W /", b" @W /")
 DETAIL = _sample("gaudi2-hl225-1.12.1-list-detail.txt", b": 50 W", b": @ W")
+TOPO = _sample("gaudi2-topo-cpu-numa.txt", b"4       40-79", b"@       40-79")
+NIC = _sample("gaudi2e-nic-link-1.24.0.txt", b"port  2:", b"port  @:")
+
+
+def _links(path: Path) -> Seen:
+    """What `hl-smi topo -c -N` and `-n link` give: each module's NUMA node, each card's ports."""
+    try:
+        reading = detect.read_inputs([str(path)])
+    except detect.InputError as exc:
+        return Seen([], exc)
+    numa = [(module, node) for module, node in reading.numa_by_module.items()]
+    ports = [(card, port) for card, states in reading.nic_ports.items() for port in states]
+    return Seen(numa + ports, reading.errors)
 
 
 def _hl_smi(path: Path) -> Seen:
@@ -227,4 +240,8 @@ DOCUMENT_READERS: dict[str, Reader] = {
     "hl-smi CSV": Reader("query.csv", CSV, once(_hl_smi), good=b"105", keeps=frozenset({100.0, 96.0})),
     "hl-smi table": Reader("table.txt", TABLE, once(_hl_smi), good=b"96"),
     "hl-smi -q detail": Reader("detail.txt", DETAIL, once(_hl_smi), good=b"50"),
+    "hl-smi topo": Reader("topo.txt", TOPO, once(_links), good=b"4", keeps=frozenset({(0, 0), (7, 1)})),
+    "hl-smi -n link": Reader(
+        "link.txt", NIC, once(_links), good=b"2", keeps=frozenset({("0000:bb:00.0", 0), ("0000:bb:00.0", 10)})
+    ),
 }  # fmt: skip
