@@ -78,3 +78,18 @@ def test_two_processes_racing_for_the_same_keys_claim_each_once(tmp_path: Path) 
         racer.stdin.flush()
     won = [int(r.communicate(timeout=60)[0]) for r in racers]
     assert sum(won) == 2000
+
+
+def test_a_line_longer_than_one_read_is_passed_over_and_the_next_alert_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A foreign line longer than MAX_READ (a damaged or hostile file) with an alert after it: the
+    follower passes over it and reads the alert (it re-read the same MAX_READ bytes for ever)."""
+    monkeypatch.setattr(store, "MAX_BYTES", 64 << 20)  # no rotation: the line stays in the file read
+    follower = NotificationReader()
+    store.append(alert(1))
+    with store.notifications_path().open("ab") as fh:
+        fh.write(b"x" * (2 * store.MAX_READ) + b"\n")
+    store.append(alert(2))
+    seen = [a.key for _ in range(5) for a in follower.poll()]
+    assert seen == ["k1", "k2"]

@@ -28,12 +28,15 @@ import subprocess
 from collections.abc import Mapping
 from typing import TextIO
 
-from gaudi_tui.core.alerts.model import Alert
+from gaudi_tui.core.alerts.model import TEXT_FIELDS, Alert
 from gaudi_tui.core.untrusted import http
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 MAX_ANSWER = 64 << 10
 """The most of a webhook's answer read (Slack answers `ok`)."""
+ENV_CHARS = 16 << 10
+"""The most of one alert field put in the `command` sink's environment: Linux refuses to start a
+program with one variable over 128 KiB (E2BIG), so a 1 MiB error line would stop the sink."""
 PREFIX = "gaudi-tui: "
 """OSC 9 text begins so: ConEmu and Windows Terminal read `9;<digit>;…` as other commands."""
 
@@ -96,8 +99,8 @@ def post(url: str, alert: Alert, timeout_s: float) -> str | None:
 
 def alert_env(alert: Alert, base: Mapping[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ if base is None else base)
-    for name in ("kind", "severity", "subject", "title", "text", "key"):
-        env[f"GAUDI_TUI_ALERT_{name.upper()}"] = str(getattr(alert, name))
+    for name in TEXT_FIELDS:
+        env[f"GAUDI_TUI_ALERT_{name.upper()}"] = str(getattr(alert, name))[:ENV_CHARS]
     env["GAUDI_TUI_ALERT_TIME"] = f"{alert.time:.3f}"
     return env
 

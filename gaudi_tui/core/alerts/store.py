@@ -118,6 +118,8 @@ class NotificationReader:
         except OSError:
             return [], offset
         complete = data.rfind(b"\n") + 1
+        if not complete and len(data) == MAX_READ:  # a line longer than a read is no alert: passed
+            return [], offset + len(data)  # over (else every poll read the same bytes again)
         lines = data[:complete].split(b"\n")
         return [a for a in (Alert.from_json(line) for line in lines if line.strip()) if a], offset + complete
 

@@ -11,14 +11,16 @@ checkpoints live in its own output folder), each marked complete.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
 from gaudi_tui.core.chat.errors import ChatError
 from gaudi_tui.core.jobs.summary import event_of
+from gaudi_tui.core.untrusted.files import load_json
 
+INDEX_LIMIT = 16 << 20
+"""The most a sharded model's index may hold (a 405B model's is about 100 KiB)."""
 SHARD_NAME = re.compile(r"[\w.-]+")
 """A shard's file name as an index may name it (no folder, no `..`): the index is not trusted."""
 
@@ -31,9 +33,9 @@ def weights_whole(folder: Path) -> bool:
         return True
     for name in SHARDED_INDEX:
         try:
-            index = json.loads((folder / name).read_text(encoding="utf-8"))
-            shards = set(index["weight_map"].values())
-        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError):
+            index = load_json(folder / name, limit=INDEX_LIMIT)  # bounded, checked: untrusted.data
+            shards = set(index["weight_map"].values())  # type: ignore[index]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             continue
         if shards and all(
             isinstance(s, str) and SHARD_NAME.fullmatch(s) and ".." not in s and (folder / s).is_file()

@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from gaudi_tui.core.insight import hpu_trace
+from gaudi_tui.core.untrusted.data import Untrusted, integer
+from gaudi_tui.core.untrusted.files import load_json
 
 EVENT = "profile"
 REQUEST = "PROFILE"
@@ -31,6 +33,8 @@ TAKING = "PROFILE.taking"
 MAX_STEPS = 1000
 DEFAULT_STEPS = 5
 """What `gaudi-tui jobs profile` and the Training screen's `P` ask for unless told."""
+REQUEST_LIMIT = 4096
+"""The most a request file (`{"steps": N, "time": T}`) may hold."""
 TOP_OPS = 10
 CHECK_EVERY_S = 0.5
 """How often (in training time) rank 0 looks for a request: one stat per half second, not per step
@@ -61,10 +65,20 @@ def pending(run_path: Path) -> str | None:
 
 def _said(path: Path) -> str:
     try:
-        asked = json.loads(path.read_text(encoding="utf-8"))
-        return f"{int(asked['steps'])} steps"
-    except (OSError, ValueError, KeyError, TypeError):
+        return f"{asked_steps(path)} steps"
+    except (OSError, ValueError):
         return "its request is unreadable"
+
+
+def asked_steps(path: Path) -> int:
+    """The steps a request file asks for, 1 to MAX_STEPS: it lies in a run folder others may write,
+    and the job reads it between two steps (untrusted.data: a NaN, an infinite or 5000-digit count
+    or deep nesting raised out of the training callback). ValueError or OSError when it asks none."""
+    asked = load_json(path, limit=REQUEST_LIMIT)
+    steps = integer(asked.get("steps"), lo=1, hi=MAX_STEPS) if isinstance(asked, dict) else None
+    if steps is None:
+        raise Untrusted(f"the request asks for no number of steps from 1 to {MAX_STEPS}")
+    return steps
 
 
 def activities(device: str) -> list[Any]:
@@ -119,9 +133,8 @@ class ProfileTaker:
         taking = self.run_path / TAKING
         try:
             os.replace(self.run_path / REQUEST, taking)
-            asked = json.loads(taking.read_text(encoding="utf-8"))
-            steps = int(asked["steps"])
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+            steps = asked_steps(taking)
+        except (OSError, ValueError) as exc:
             with contextlib.suppress(OSError):
                 taking.unlink()
             return {"event": EVENT, "time": time.time(), "step": step, "what": "refused", "reason": str(exc)}
@@ -129,7 +142,7 @@ class ProfileTaker:
 
         self._prof = torch.profiler.profile(activities=activities(self.device))
         self._prof.start()
-        self._left = self._asked = max(1, min(steps, MAX_STEPS))
+        self._left = self._asked = steps
         self._first_step, self._began = step + 1, time.perf_counter()
         return None
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from gaudi_tui.core import paths
+from gaudi_tui.core.untrusted.data import record
 from gaudi_tui.core.untrusted.files import load_json, write_atomic
 
 INDEX_LIMIT = 64 << 20
@@ -56,8 +56,10 @@ def stamp(run: RunFolder) -> Stamp | None:
     return (folder, status.st_mtime_ns, status.st_size, *written)
 
 
-def load(fields: tuple[str, ...], make: Callable[..., Row]) -> dict[str, tuple[Stamp, Row]]:
-    """The rows of the file, each `make(**fields)`, if it holds rows of these fields, else none."""
+def load(fields: tuple[str, ...], make: type[Row]) -> dict[str, tuple[Stamp, Row]]:
+    """The rows of the file, each the dataclass `make` of its fields, if it holds rows of these
+    fields, else none. A row whose field is not of its kind (a list where a step goes) is left out:
+    the run's own files make it again."""
     try:
         data = load_json(index_path(), limit=INDEX_LIMIT)
     except (OSError, ValueError):
@@ -73,7 +75,7 @@ def load(fields: tuple[str, ...], make: Callable[..., Row]) -> dict[str, tuple[S
         try:
             view = entry["view"]
             if isinstance(view, dict) and set(view) == set(fields):
-                rows[key] = (tuple(int(n) for n in entry["stamp"]), make(**view))
+                rows[key] = (tuple(int(n) for n in entry["stamp"]), record(make, view, what="index.json"))
         except (TypeError, KeyError, ValueError):
             continue
     return rows

@@ -6,10 +6,13 @@ with one line starting `ERROR_PREFIX`.
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
-from gaudi_tui.core.jobs.summary import event_of
+from gaudi_tui.core.jobs.summary import CHUNK, event_of, lines_end
 
 ERROR_PREFIX = "gaudi-tui job error: "
 _EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Interrupt)\b:?.*")
@@ -41,18 +44,32 @@ def last_end_event(path: Path, since: int = 0) -> dict | None:
     (a stop before a resume) is never this one's."""
     try:
         with path.open("rb") as fh:
-            fh.seek(since)
-            lines = fh.read().decode("utf-8", "replace").splitlines()
+            for line in _lines_back(fh, since, lines_end(fh, os.fstat(fh.fileno()).st_size)):
+                if (event := event_of(line)) is None:
+                    continue
+                if event.get("event") == "begin":
+                    return None
+                if event.get("event") == "end":
+                    return event
     except OSError:
         return None
-    for line in reversed(lines):
-        if (event := event_of(line)) is None:
-            continue
-        if event.get("event") == "begin":
-            return None
-        if event.get("event") == "end":
-            return event
     return None
+
+
+def _lines_back(fh: BinaryIO, since: int, end: int) -> Iterator[bytes]:
+    """The complete lines between bytes `since` and `end`, the last first, read a chunk at a time
+    (a file of any size, or a line of any length, is never held whole: the part of a line longer
+    than a chunk is passed over, as no event is that long)."""
+    position, carry = end, b""
+    while position > since:
+        start = max(since, position - CHUNK)
+        fh.seek(start)
+        data = fh.read(position - start) + carry
+        position = start
+        if position > since:
+            carry, _, data = data.partition(b"\n")
+            carry = carry if len(carry) <= CHUNK else b""
+        yield from reversed(data.split(b"\n"))
 
 
 def error_from_log(path: Path, tail_bytes: int = 65536) -> str | None:

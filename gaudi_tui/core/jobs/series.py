@@ -236,8 +236,10 @@ class ChartSeries:
         complete = data.rfind(b"\n") + 1
         if not complete and size - self.offset > max_bytes:
             complete = len(data)  # one line longer than a slice: skip it
+        # behind: what this read did not reach (a half-written last line is not: it waits for its
+        # end, and a history "still loading" for ever would poll without a pause)
+        self.behind = size - self.offset - len(data)
         self.offset += complete
-        self.behind = size - self.offset
         batch = Batch(self.metrics)
         for line in data[: complete - 1].split(b"\n") if complete else ():
             if (event := event_of(line)) is not None:

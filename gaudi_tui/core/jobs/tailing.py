@@ -12,6 +12,9 @@ from gaudi_tui.core.jobs.summary import ETA_WINDOW, event_of
 from gaudi_tui.core.untrusted.data import number
 from gaudi_tui.core.untrusted.files import AppendReader
 
+SLICE_BYTES = 1 << 20
+"""The most of metrics.jsonl read at once."""
+
 
 @dataclass(frozen=True)
 class LogPoint:
@@ -45,15 +48,19 @@ class MetricsReader:
         """Lines that were not events a reader can hold (`summary.event_of`), passed over."""
 
     def poll(self) -> bool:
-        lines, _ = self._reader.read_lines()
+        """Apply what was appended, read a slice at a time (a 100 MiB line is never held whole: its
+        first OPEN_LINE_LIMIT bytes are, and it is then skipped and counted)."""
         changed = False
-        for line in lines:
-            if (event := event_of(line)) is not None:
-                self._apply(event)
-                changed = True
-            elif line.strip():
-                self.skipped += 1
-        return changed
+        while True:
+            lines, _ = self._reader.read_lines(at_most=SLICE_BYTES)
+            for line in lines:
+                if (event := event_of(line)) is not None:
+                    self._apply(event)
+                    changed = True
+                elif line.strip():
+                    self.skipped += 1
+            if not self._reader.behind:
+                return changed
 
     def _apply(self, event: dict) -> None:
         kind = event.get("event")

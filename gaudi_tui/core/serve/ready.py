@@ -27,7 +27,7 @@ import psutil
 from gaudi_tui.core.serve.warmup import WarmupReader
 from gaudi_tui.core.untrusted import http
 from gaudi_tui.core.untrusted.data import Untrusted, loads
-from gaudi_tui.core.untrusted.files import AppendReader, write_atomic
+from gaudi_tui.core.untrusted.files import AppendReader, load_json, write_atomic
 
 SERVE_FILE = "serve.json"
 REQUEST_S = 2.0
@@ -53,9 +53,9 @@ def write(run_path: Path, info: Mapping[str, Any]) -> None:
 
 def read(run_path: Path) -> dict[str, Any] | None:
     """serve.json, or None when there is none or it cannot be read."""
-    try:
-        data = json.loads((run_path / SERVE_FILE).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+    try:  # the serving job wrote it: read as untrusted.data reads, bounded
+        data = load_json(run_path / SERVE_FILE)
+    except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) and all(k in data for k in KEYS) else None
 

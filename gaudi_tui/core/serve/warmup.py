@@ -14,9 +14,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-BUCKET = re.compile(r"\[Warmup\]\[(?P<phase>[A-Za-z/]+)\]\[(?P<done>\d+)/(?P<total>\d+)\]")
+BUCKET = re.compile(r"\[Warmup\]\[(?P<phase>[A-Za-z/]+)\]\[(?P<done>\d{1,9})/(?P<total>\d{1,9})\]")
+"""A warm-up bucket; a count of ten digits or more (no server has a billion buckets; 5000 digits
+raised ValueError out of the readiness watch's poll) is no bucket."""
 FREE_MEM = re.compile(r"free_mem:\s*(?P<mem>[0-9.]+\s*[KMGTP]?i?B)")
-FINISHED = re.compile(r"Warmup finished in (?P<secs>[0-9.]+) secs")
+FINISHED = re.compile(r"Warmup finished in (?P<secs>\d{1,9}(?:\.\d{1,9})?) secs")
+"""`[0-9.]+` took `1.2.3` (ValueError) and 400 digits (infinity) for a time."""
 LOG_TIME = re.compile(r"\b(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)\b")
 """vLLM's logger stamp, `INFO 08-02 17:37:54`: the pace is read from it where a line has one."""
 

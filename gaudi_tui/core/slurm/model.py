@@ -12,6 +12,7 @@ turns `job_state` into a list and `exit_code` into an object: both are read too.
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections.abc import Mapping
@@ -20,6 +21,9 @@ from typing import Any
 
 from gaudi_tui.core.slurm.gres import CARD_NAMES, Gres, card_indices, cards_of, entries, parse_gres
 from gaudi_tui.core.slurm.hostlist import expand, expanded
+from gaudi_tui.core.untrusted.data import INT_MAX, INT_MIN, integer, number
+
+log = logging.getLogger(__name__)
 
 UNLIMITED_MIN = 525600
 ACTIVE = frozenset({"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED", "PREEMPTED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD", "SPECIAL_EXIT"})  # fmt: skip
@@ -116,7 +120,8 @@ def _state(value: Any) -> str:
 
 def _exit(value: Any) -> tuple[int | None, int | None]:
     if isinstance(value, dict):  # 23.02+: {"status": ..., "return_code": ..., "signal": {...}}
-        signal = (value.get("signal") or {}).get("signal_id")
+        signal = value.get("signal")
+        signal = signal.get("signal_id") if isinstance(signal, dict) else None
         code = value.get("return_code")
         return (int(code) if isinstance(code, int) else None), (
             int(signal) if isinstance(signal, int) and signal else None
@@ -129,12 +134,22 @@ def _exit(value: Any) -> tuple[int | None, int | None]:
 
 
 def _number(value: Any) -> int:
+    """A count or a time as squeue gives it (untrusted.data.number: finite, within 64 bits; else 0)."""
     if isinstance(value, dict):  # 23.02+: {"set": true, "infinite": false, "number": N}
-        return int(value.get("number") or 0) if value.get("set", True) else 0
-    return int(value) if isinstance(value, (int, float)) else 0
+        if not value.get("set", True):
+            return 0
+        value = value.get("number")
+    whole = number(value, lo=INT_MIN, hi=INT_MAX)
+    return int(whole) if whole is not None else 0
 
 
-def job_from_json(row: Mapping[str, Any]) -> QueueJob:
+def job_from_json(row: Mapping[str, Any]) -> QueueJob | None:
+    """The job of one row of `squeue --json`; None (logged) for a row without a whole-number
+    `job_id`: no other job is lost with it, and no job is shown under an id it does not have."""
+    job_id = integer(row.get("job_id"), lo=0)
+    if job_id is None:
+        log.warning("squeue: a job without a whole-number job_id was left out")
+        return None
     nodes = expanded(str(row.get("nodes") or ""))
     cards = [g for g in entries(str(row.get("tres_per_node") or "")) if g.name in CARD_NAMES]
     limit_raw = row.get("time_limit")
@@ -147,7 +162,7 @@ def job_from_json(row: Mapping[str, Any]) -> QueueJob:
     task = row.get("array_task_id")
     task_text = str(row.get("array_task_string") or "") or (str(_number(task)) if task is not None else "")
     return QueueJob(
-        job_id=int(row.get("job_id") or 0),
+        job_id=job_id,
         name=str(row.get("name") or ""),
         user=str(row.get("user_name") or row.get("user_id") or ""),
         state=_state(row.get("job_state")),
@@ -206,6 +221,8 @@ def jobs_from_json(data: Mapping[str, Any]) -> list[QueueJob]:
         job = _PARSED.get(key) if key is not None else None
         if job is None:
             job = job_from_json(row)
+        if job is None:
+            continue
         if key is not None:
             seen[key] = job
         out.append(job)

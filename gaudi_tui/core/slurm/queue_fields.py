@@ -140,6 +140,8 @@ def jobs(text: str, sep: str) -> list[QueueJob]:
             # for the first job): validated when it was decoded
             last = _BY_ID.get(record[0])
             job = _patched(last, record) or job_from_json(row(_job_id(record[0], start == 0), record))
+            if job is None:  # _value read its id as digits: not reached
+                raise LayoutError("a job without its id")
         seen[record] = job
         by_id[record[0]] = (record, job)
         out.append(job)

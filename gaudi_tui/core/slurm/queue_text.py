@@ -45,7 +45,7 @@ MAX_FIELDS = 8
 """A changed job with more changed fields than this is decoded whole."""
 _READ = frozenset(READ)
 
-Known = tuple[dict[str, Any], QueueJob]
+Known = tuple[dict[str, Any], QueueJob | None]
 _PARSED: dict[str, Known] = {}
 """Each job's text in the last answer → the fields model.py reads, and its QueueJob."""
 _TEXT_OF: dict[int, str] = {}
@@ -121,8 +121,8 @@ def _jobs(parts: list[str]) -> list[QueueJob]:
     _PARSED.clear()  # keep only what this answer held
     _PARSED.update(zip(parts, done, strict=True))
     _TEXT_OF.clear()
-    _TEXT_OF.update((job.job_id, part) for part, (_, job) in zip(parts, done, strict=True))
-    return [job for _, job in done]
+    _TEXT_OF.update((job.job_id, part) for part, (_, job) in zip(parts, done, strict=True) if job)
+    return [job for _, job in done if job]
 
 
 def _job_id(part: str) -> int:

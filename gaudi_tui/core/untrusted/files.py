@@ -16,15 +16,26 @@ OPEN_LINE_LIMIT = 64 * 1024
 
 SMALL_FILE = 1 << 20
 """The most a file of one record (status.json, serve.json, slurm.json, a saved series) may hold."""
+GROWN_CHUNK = 1 << 20
+"""What `read_bounded` reads at a time of a file that grew after its size was taken."""
 
 
 def read_bounded(path: Path, *, limit: int = SMALL_FILE, what: str | None = None) -> bytes:
     """The bytes of `path`, or `Untrusted` when it holds more than `limit` (a file that grew without
     end is never read whole); OSError as opening or reading raises it."""
     with path.open("rb") as fh:
-        if os.fstat(fh.fileno()).st_size > limit:  # refused unread
+        size = os.fstat(fh.fileno()).st_size
+        if size > limit:  # refused unread
             raise Untrusted(f"{what or path.name} is larger than {limit} bytes")
-        data = fh.read(limit + 1)  # it may have grown since
+        # read(n) sets aside n bytes before it reads: ask for what the file holds (and one more, to
+        # see it grew since), not for `limit` (64 MiB held for a 1 KiB index)
+        data = fh.read(size + 1)
+        while (
+            len(data) > size
+            and len(data) <= limit
+            and (more := fh.read(min(GROWN_CHUNK, limit + 1 - len(data))))
+        ):
+            data += more
     if len(data) > limit:
         raise Untrusted(f"{what or path.name} is larger than {limit} bytes")
     return data

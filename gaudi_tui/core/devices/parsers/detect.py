@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from gaudi_tui.core.devices.parsers.parse_csv import header_fields, parse_csv, split_cells
 from gaudi_tui.core.devices.parsers.parse_detail import looks_like_detail, parse_detail
@@ -15,7 +16,11 @@ from gaudi_tui.core.devices.parsers.parse_nic import looks_like_nic, parse_nic
 from gaudi_tui.core.devices.parsers.parse_table import looks_like_table, parse_table
 from gaudi_tui.core.devices.parsers.parse_topo import looks_like_topo, parse_topo
 from gaudi_tui.core.devices.reading import Reading
+from gaudi_tui.core.untrusted.data import Untrusted
+from gaudi_tui.core.untrusted.files import read_bounded
 
+INPUT_LIMIT = 16 << 20
+"""The most a saved hl-smi output may hold (a 8-card `-q` detail is about 40 KiB)."""
 FORMS = "the hl-smi table, `-Q … -f csv` output, `-L`/`-q` detail, `topo -c -N` or `-n link`"
 
 
@@ -70,9 +75,10 @@ def read_inputs(names: Sequence[str], csv_fields: Sequence[str] | None = None) -
             if name == "-":
                 text = sys.stdin.read()
             else:
-                with open(name, encoding="utf-8", errors="replace") as handle:
-                    text = handle.read()
+                text = read_bounded(Path(name), limit=INPUT_LIMIT).decode("utf-8", "replace")
         except OSError as error:
             raise InputError(f"cannot read {name}: {error.strerror}") from error
+        except Untrusted as error:
+            raise InputError(f"cannot read {name}: {error}") from error
         readings.append(parse_any(text, csv_fields))
     return merge(readings)

@@ -13,7 +13,7 @@ from typing import Any
 from gaudi_tui.core.devices.parsers import values as v
 from gaudi_tui.core.devices.reading import Reading, make_device
 
-_BLOCK = re.compile(r"^\[(\d+)\]\s+AIP\s*(?:\(accel(\d+)\))?\s*(\S+)?")
+_BLOCK = re.compile(r"^\[(\d{1,9})\]\s+AIP\s*(?:\(accel(\d{1,9})\))?\s*(\S+)?")
 _KEY_VALUE = re.compile(r"^(?:\[\s*\d+\]\s*)?([^:]+?)\s*:\s*(.*)$")
 _HEADER = re.compile(r"^\s*(Driver Version|HL-SMI Version)\s*:\s*(\S+)", re.MULTILINE)
 _TOP_LEVEL = {

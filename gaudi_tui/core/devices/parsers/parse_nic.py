@@ -15,7 +15,7 @@ from gaudi_tui.core.devices.reading import Reading
 
 NO_CARD = "?"
 _CARD = re.compile(r"^=+\s*(\S+)\s*=+$")
-_PORT = re.compile(r"^port\s+(\d+)\s*:\s*(\S+)", re.IGNORECASE)
+_PORT = re.compile(r"^port\s+(\d{1,9})\s*:\s*(\S+)", re.IGNORECASE)
 _TYPES = ("internal", "external")
 
 

@@ -21,11 +21,13 @@ from gaudi_tui.core.devices.reading import Reading, make_device
 _HL_SMI_VERSION = re.compile(r"HL-SMI\s+Version\s*:\s*(\S+)", re.IGNORECASE)
 _DRIVER_VERSION = re.compile(r"(?<!Nic )Driver\s+Version\s*:\s*(\S+)", re.IGNORECASE)
 _BUS = re.compile(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-9a-fA-F]$")
-_TEMP = re.compile(r"(-?\d+(?:\.\d+)?)\s*C\b")
+_TEMP = re.compile(r"(?<![\d.])(-?\d{1,9}(?:\.\d{1,9})?)\s*C\b")
 _POWER = re.compile(r"(\d+(?:\.\d+)?|N/A)\s*W?\s*/\s*(\d+(?:\.\d+)?|N/A)\s*W?", re.IGNORECASE)
-_MEMORY = re.compile(r"(\d+)\s*(Mi?B)?\s*/\s*(\d+)\s*(Mi?B)?", re.IGNORECASE)
-_PERCENT = re.compile(r"(\d+(?:\.\d+)?)\s*%")
-_PROCESS_START = re.compile(r"^(\d+)\s+(\d+|N/A)(?:\s+(\S+))?(?:\s+(.*))?$")
+_MEMORY = re.compile(r"(?<!\d)(\d{1,18})\s*(Mi?B)?\s*/\s*(\d{1,18})(?!\d)\s*(Mi?B)?", re.IGNORECASE)
+_PERCENT = re.compile(r"(?<![\d.])(\d{1,9}(?:\.\d{1,9})?)\s*%")
+_PROCESS_START = re.compile(r"^(\d{1,9})\s+(\d{1,18}|N/A)(?:\s+(\S+))?(?:\s+(.*))?$")
+"""Each number of a row at most 9 or 18 digits, and whole: 5000 digits (a damaged or hostile
+output) raised ValueError and lost every card of the reading; a tail of them is no number."""
 _PROCESS_MEMORY = re.compile(r"^(.*?)\s*(\d+\s*Mi?B|N/A)$", re.IGNORECASE)
 
 
@@ -48,7 +50,7 @@ def _first_line(cells: list[str]) -> dict[str, Any] | None:
     if len(cells) < 2:
         return None
     tokens = cells[0].split()
-    if len(tokens) < 2 or not tokens[0].isdigit():
+    if len(tokens) < 2 or not tokens[0].isdigit() or len(tokens[0]) > 9:
         return None
     bus_tokens = cells[1].split()
     bus = bus_tokens[0] if bus_tokens else None

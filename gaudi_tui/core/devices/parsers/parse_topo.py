@@ -11,7 +11,7 @@ import re
 
 from gaudi_tui.core.devices.reading import Reading
 
-_ROW = re.compile(r"^(\d+)\s+(.*?)\s+(-?\d+|N/A)$")
+_ROW = re.compile(r"^(\d{1,9})\s+(.*?)\s+(-?\d{1,9}|N/A)$")
 
 
 def looks_like_topo(text: str) -> bool:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 
 _MISSING = {"", "n/a", "na", "none", "-", "[n/a]", "[not supported]", "not supported", "unknown"}
-_NUMBER = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*([A-Za-z%°]*)\s*$")
+_NUMBER = re.compile(r"^\s*(-?\d{1,18}(?:\.\d{1,30})?)\s*([A-Za-z%°]*)\s*$")
+"""A number as hl-smi prints one; 400 digits (a damaged or hostile file) is not one: float() reads
+them as a value no card has (5000: infinity, which int() refuses)."""
 _TO_MIB = {"": 1.0, "mib": 1.0, "mb": 1.0, "gib": 1024.0, "gb": 1024.0, "kib": 1 / 1024, "b": 1 / 1024**2}
 
 

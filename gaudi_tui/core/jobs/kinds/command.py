@@ -19,7 +19,6 @@ time recorded when attaching.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -34,6 +33,7 @@ from gaudi_tui.core.jobs.spec import JobSpec
 from gaudi_tui.core.jobs.status import ProcRef
 from gaudi_tui.core.jobs.validate import Problem
 from gaudi_tui.core.jobs.worker.logstream import WRAPPER_MARKER
+from gaudi_tui.core.untrusted.files import load_json
 
 SITE_DIR = Path(__file__).resolve().parent.parent / "worker" / "site"
 """Holds the wrapper's `sitecustomize.py`."""
@@ -45,6 +45,8 @@ LAUNCHER_MODULES = {
 }
 PYTHONS = re.compile(r"^python(\d+(\.\d+)?)?$")
 SCRIPT_SUFFIXES = (".py", ".sh")
+MARKER_LIMIT = 64 << 10
+"""The most the wrapper's marker (a few paths) may hold."""
 
 
 def is_attach(spec: JobSpec) -> bool:
@@ -320,8 +322,8 @@ def output_folder(run: RunFolder, spec: JobSpec) -> Path | None:
                 return Path(spec.workdir or ".") / spec.command[i + 1]
             if word.startswith(flag + "="):
                 return Path(spec.workdir or ".") / word.split("=", 1)[1]
-    try:
-        marker = json.loads((run.path / WRAPPER_MARKER).read_text(encoding="utf-8"))
+    try:  # the job's Trainer wrote it: bounded, and read as untrusted.data reads
+        marker = load_json(run.path / WRAPPER_MARKER, limit=MARKER_LIMIT)
     except (OSError, ValueError):
         return None
     folder = marker.get("output_dir") if isinstance(marker, dict) else None

@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import json
-import math
-
 from gaudi_tui.core.jobs.readers.figures import event_of
+from gaudi_tui.core.untrusted.data import Untrusted, loads, number
 
 Event = dict[str, object]
 
 
 def figures_of(data: dict[str, object]) -> dict[str, float]:
-    return {
-        str(k): float(v)
-        for k, v in data.items()
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-    }
+    """The finite numbers of `data` by name (untrusted.data.number: no bool, nothing past 64 bits)."""
+    figures = {str(k): number(v) for k, v in data.items()}
+    return {k: v for k, v in figures.items() if v is not None}
 
 
 class JsonReader:
@@ -23,9 +19,9 @@ class JsonReader:
         body = text.strip()
         if not (body.startswith("{") and body.endswith("}")):
             return []
-        try:
-            data = json.loads(body)
-        except ValueError:
+        try:  # the job's own output: NaN (a diverged loss) is no figure, deep nesting no line
+            data = loads(body, what="a metrics line", nonfinite=True)
+        except Untrusted:
             return []
         if not isinstance(data, dict):
             return []

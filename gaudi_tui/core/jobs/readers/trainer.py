@@ -11,12 +11,13 @@ dicts are counted (the step is then the count of logs, not Trainer's step).
 
 from __future__ import annotations
 
-import json
 import re
 
 from gaudi_tui.core.jobs.readers.figures import event_of, number
+from gaudi_tui.core.untrusted.data import Untrusted, loads
 
-_BAR = re.compile(r"^\s*\d+%\|[^|]*\|\s*(\d+)/(\d+)\s*\[")
+_BAR = re.compile(r"^\s*\d+%\|[^|]*\|\s*(\d{1,18})/(\d{1,18})\s*\[")
+"""A tqdm bar's `n/total`; a count of 19 digits or more (past 64 bits, or int()'s 4300) is no bar."""
 """A bar without a description: Trainer's (and evaluation's); `Loading weights: 50%|…` is not."""
 _PAIR = re.compile(r"'([^']+)':\s*(?:'([^']*)'|([^,}]+))")
 Event = dict[str, object]
@@ -63,8 +64,8 @@ class TrainerLogReader:
             from gaudi_tui.core.jobs.readers.jsonl import figures_of
 
             try:
-                data = json.loads(body)
-            except ValueError:
+                data = loads(body, what="a metrics line", nonfinite=True)
+            except Untrusted:
                 return None
             return event_of(figures_of(data)) if isinstance(data, dict) else None
         return None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import threading
 from collections import deque
@@ -18,6 +17,8 @@ from gaudi_tui.core.jobs.worker.logstream import (
     WRAPPER_MARKER,
     WRAPPER_PREFIX,
 )
+from gaudi_tui.core.untrusted.data import Untrusted, integer, loads
+from gaudi_tui.core.untrusted.data import text as text_of
 from gaudi_tui.core.untrusted.files import write_atomic
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -108,26 +109,30 @@ class LogMirror:
                 fh.write("".join(m + "\n" for m in metrics))
 
     def _rank(self, payload: str) -> None:
-        try:
-            info = json.loads(payload)
-            self.ranks[str(int(info["rank"]))] = {
-                "node_id": str(info.get("node_id", "")),
-                "node_ip": str(info.get("node_ip", "")),
-            }
-        except (ValueError, KeyError, TypeError):
+        info = _object(payload)
+        rank = integer(info.get("rank"), lo=0) if info is not None else None
+        if info is None or rank is None:
             return
+        self.ranks[str(rank)] = {
+            "node_id": text_of(info.get("node_id")) or "",
+            "node_ip": text_of(info.get("node_ip")) or "",
+        }
+
+
+def _object(payload: str) -> dict | None:
+    """A payload of the job's log as the JSON object it should be (untrusted.data: a NaN figure is
+    None, nothing past 64 bits, no deep nesting, text), else None."""
+    try:
+        value = loads(payload, what="a line of the job's log", nonfinite=True)
+    except Untrusted:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _field(payload: str, name: str) -> str | None:
-    try:
-        value = json.loads(payload).get(name)
-    except (ValueError, AttributeError):
-        return None
+    value = (_object(payload) or {}).get(name)
     return str(value) if value is not None else None
 
 
 def _is_object(payload: str) -> bool:
-    try:
-        return isinstance(json.loads(payload), dict)
-    except ValueError:
-        return False
+    return _object(payload) is not None

@@ -18,13 +18,14 @@ cancels the job (`scancel`: TERM to all, KILL after the cluster's KillWait).
 from __future__ import annotations
 
 import codecs
-import json
+import os
 import sys
 import time
 import traceback
 from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
+from typing import Any
 
 import gaudi_tui.core.jobs.targets.slurm.record as record_mod
 import gaudi_tui.core.jobs.targets.slurm.states as states
@@ -37,6 +38,7 @@ from gaudi_tui.core.jobs.targets.slurm.record import SlurmRecord
 from gaudi_tui.core.jobs.worker.logstream import RANK_PREFIX
 from gaudi_tui.core.slurm import model, poll, reasons
 from gaudi_tui.core.slurm.cli import Slurm, SlurmError
+from gaudi_tui.core.untrusted.data import Untrusted, integer, loads
 
 POLL_S = 1.0
 END_WAIT_S = 120.0
@@ -90,6 +92,8 @@ class Follow:
         got = False
         try:
             with out.open("rb") as fh:
+                if os.fstat(fh.fileno()).st_size < self.consumed:  # cut back or made anew: all new
+                    self.consumed = 0
                 fh.seek(self.consumed)
                 for _ in range(TAIL_CHUNKS):
                     data = fh.read(READ_CHUNK)
@@ -118,11 +122,11 @@ class Follow:
         ranks = dict(self.record.ranks)
         for line in lines:
             if line.startswith(RANK_PREFIX):
-                try:
-                    info = json.loads(line[len(RANK_PREFIX) :])
-                    ranks[str(int(info["rank"]))] = info
-                except (ValueError, KeyError, TypeError):
+                info = _rank_info(line[len(RANK_PREFIX) :])
+                if info is None:
                     plain.append(line)
+                else:
+                    ranks[str(info["rank"])] = info
             else:
                 plain.append(line)
         if plain:
@@ -378,3 +382,15 @@ def finish(follow: Follow, state: str) -> None:
         told = kinds.for_spec(attempt.spec).failure_words(run) or error_from_log(run.log_path)
         result, error = "failed", told or f"Slurm job {job_id} ended {state}"
     attempt.save(state=result, ended=time.time(), error=error)
+
+
+def _rank_info(payload: str) -> dict[str, Any] | None:
+    """A rank line of the job's output as the object it should be (untrusted.data: bounded nesting,
+    64-bit, text; a whole-number rank), else None: the line is then the job's log."""
+    try:
+        info = loads(payload, what="a rank line")
+    except Untrusted:
+        return None
+    if not isinstance(info, dict) or integer(info.get("rank"), lo=0) is None:
+        return None
+    return info
