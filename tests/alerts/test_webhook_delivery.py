@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from gaudi_tui.core.alerts.model import Alert
 from gaudi_tui.core.alerts.store import Ledger
 from tests.alerts.conftest import configure, wait_for
 from tests.conftest import PYTHON
+from tests.raw_server import RawServer
 
 SECRET = "T0KEN-9f3a"
 """The webhook's path is its token: it never appears in what the panel writes."""
@@ -43,26 +43,8 @@ class Hook:
     def __init__(self, answer: bytes | None = None) -> None:
         self.answer = answer
         self.requests: list[tuple[str, bytes]] = []
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.sock.settimeout(0.1)
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._accept, daemon=True)
-        self.thread.start()
-
-    def _accept(self) -> None:
-        while not self.stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            with conn:
-                try:
-                    self._serve(conn)
-                except OSError:
-                    pass  # the client gave up: as it may
+        self.server = RawServer(lambda conn, _stop: self._serve(conn))
+        self.url = self.server.url
 
     def _serve(self, conn: socket.socket) -> None:
         conn.settimeout(5)
@@ -84,9 +66,7 @@ class Hook:
             )
 
     def close(self) -> None:
-        self.stop.set()
-        self.sock.close()
-        self.thread.join(5)
+        self.server.close()
 
 
 @pytest.fixture

@@ -22,6 +22,7 @@ from gaudi_tui.core.serve import ready
 from gaudi_tui.core.serve.figures import FETCH_TIMEOUT_S, fetch_figures
 from tests.alerts.conftest import wait_for
 from tests.conftest import FAKES, PYTHON, ROOT, child_env
+from tests.raw_server import RawServer
 
 KEY = "sk-test-ready-0123"
 MODEL = "m"
@@ -182,36 +183,12 @@ def test_m4_a_ready_server_whose_serve_json_could_not_be_written_shows_ready_onc
         watch.close()
 
 
-class Drip:
-    """A loopback server that sends a status line, then one byte of a header every 50 ms, for ever."""
-
-    def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        self.stop = threading.Event()
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while not self.stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._drip, args=(conn,), daemon=True).start()
-
-    def _drip(self, conn: socket.socket) -> None:
-        with conn:
-            try:
-                conn.recv(65536)
-                conn.sendall(b"HTTP/1.1 200 OK\r\nX-Slow: ")
-                while not self.stop.wait(0.05):
-                    conn.sendall(b"x")
-            except OSError:
-                pass  # the client gave up: as it should
-
-    def close(self) -> None:
-        self.stop.set()
-        self.sock.close()
+def drip(conn: socket.socket, stop: threading.Event) -> None:
+    """A server that sends a status line, then one byte of a header every 50 ms, for ever."""
+    conn.recv(65536)
+    conn.sendall(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+    while not stop.wait(0.05):
+        conn.sendall(b"x")
 
 
 READERS: dict[str, tuple[Callable[[str], object], float]] = {
@@ -225,16 +202,16 @@ def test_m5_a_server_that_drips_its_headers_is_cut_at_the_deadline(reader: str) 
     """73fabd2: each byte restarted the socket's timeout, so the status line and headers had no
     deadline: the probe (the ready watch) and the figures (the Training poll) waited for ever."""
     call, bound = READERS[reader]
-    drip = Drip()
+    server = RawServer(drip)
     ended: list[object] = []
-    worker = threading.Thread(target=lambda: ended.append(_answer_or_error(call, drip.url)), daemon=True)
+    worker = threading.Thread(target=lambda: ended.append(_answer_or_error(call, server.url)), daemon=True)
     started = time.monotonic()
     try:
         worker.start()
         worker.join(bound + 3)
         took = time.monotonic() - started
     finally:
-        drip.close()
+        server.close()
     assert ended, f"{reader} still waiting after {took:.1f} s (its bound: {bound:g} s)"
     assert ended[0] in (False, None) or isinstance(ended[0], Exception), ended[0]
 

@@ -30,6 +30,7 @@ from gaudi_tui.core.fleet.prometheus import PrometheusClient, PrometheusError
 from gaudi_tui.core.jobs.targets.ray import nodes
 from gaudi_tui.core.serve import ready
 from gaudi_tui.core.serve.figures import FiguresError, fetch_figures
+from tests.raw_server import RawServer
 
 MIB = 1 << 20
 MEMORY_BOUND = 64 * MIB
@@ -162,46 +163,15 @@ CASES: dict[str, Callable[[socket.socket, bytes, threading.Event], None]] = {
 CONTENT = {"5000-digit integer", "100,000 nested brackets", "invalid UTF-8"}
 
 
-class Server:
+class Server(RawServer):
     """A loopback server on an ephemeral port whose every connection gets `behave`."""
 
     def __init__(self, behave: Callable[[socket.socket, bytes, threading.Event], None]) -> None:
-        self.behave = behave
-        self.stop = threading.Event()
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.sock.settimeout(0.1)
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        self.threads = [threading.Thread(target=self._accept, daemon=True)]
-        self.threads[0].start()
+        def serve(conn: socket.socket, stop: threading.Event) -> None:
+            if first := _request(conn):
+                behave(conn, first, stop)
 
-    def _accept(self) -> None:
-        while not self.stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            thread = threading.Thread(target=self._serve, args=(conn,), daemon=True)
-            self.threads.append(thread)
-            thread.start()
-
-    def _serve(self, conn: socket.socket) -> None:
-        with conn:
-            try:
-                first = _request(conn)
-                if first:
-                    self.behave(conn, first, self.stop)
-            except OSError:
-                pass  # the reader gave up and closed: as it should
-
-    def close(self) -> None:
-        self.stop.set()
-        self.sock.close()
-        for thread in self.threads:
-            thread.join(5)
+        super().__init__(serve)
 
 
 @pytest.fixture(scope="module")
