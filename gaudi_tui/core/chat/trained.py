@@ -8,7 +8,6 @@ same way. Every refusal is a `ChatError` whose message says what was looked for,
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Mapping
@@ -20,6 +19,7 @@ from gaudi_tui.core import demo
 from gaudi_tui.core.chat import run_answer
 from gaudi_tui.core.chat.errors import ChatError
 from gaudi_tui.core.chat.protocol import known_fields
+from gaudi_tui.core.untrusted.files import load_json
 
 BASE = "base"
 """As the second model of a comparison: the first one's base model, without its adapter."""
@@ -253,7 +253,7 @@ def _run_base(trained: Resolved) -> Resolved:
 
 def _adapter(path: Path) -> Resolved:
     try:
-        config = json.loads((path / ADAPTER_CONFIG).read_text(encoding="utf-8"))
+        config = load_json(path / ADAPTER_CONFIG)  # bounded: deep nesting or 5000 digits raise ValueError
         if not isinstance(config, dict):
             raise ValueError("it is not a JSON object")
     except (OSError, UnicodeDecodeError, ValueError) as exc:

@@ -7,7 +7,6 @@ calls `validate` from a worker thread.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from gaudi_tui.core.accelerator import Accelerator
 from gaudi_tui.core.devices.cardsets import check_modules
 from gaudi_tui.core.jobs.spec import JobSpec
 from gaudi_tui.core.jobs.worker import data
+from gaudi_tui.core.untrusted.files import load_json
 
 
 @dataclass(frozen=True)
@@ -228,10 +228,8 @@ def _max_positions(model: str) -> int | None:
     from gaudi_tui.core.demo import resolve_model
 
     try:
-        config = json.loads(
-            (Path(resolve_model(model)).expanduser() / "config.json").read_text(encoding="utf-8")
-        )
-    except (OSError, ValueError):
+        config = load_json(Path(resolve_model(model)).expanduser() / "config.json")
+    except (OSError, ValueError):  # Untrusted is a ValueError: deep nesting, 5000 digits, too long
         return None
     value = config.get("max_position_embeddings") if isinstance(config, dict) else None
     return value if isinstance(value, int) and value > 0 else None
