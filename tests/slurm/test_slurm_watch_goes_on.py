@@ -50,3 +50,25 @@ def test_a_poll_whose_state_record_raises_is_said_once_and_the_job_followed_to_i
     assert wait_done(run, 90) == "succeeded", log_tail(run)
     assert "woke" in run.log_path.read_text()
     assert said.read_text().count(FAILED) == 1
+
+
+def test_a_job_that_ends_while_its_record_cannot_be_written_is_still_recorded_as_ended(
+    slurm: SlurmTestCluster, tmp_path: Path
+) -> None:
+    """slurm.json stays unwritable to the job's end: the end goes to status.json all the same (the
+    supervisor once died at that last write, and a job that had succeeded showed as lost)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    run = control.submit(nap_spec(work, 1, slurm_options=("--begin=now+600",)), CPU)
+    pending = wait_for(
+        lambda: record(run).job_id is not None and record(run), 60, "the job id\n" + log_tail(run)
+    )
+    path = slurm_record.path(run)
+    path.unlink()
+    path.mkdir()
+    (path / "in-the-way").write_text("")
+    slurm.run("scontrol", "update", f"JobId={pending.job_id}", "StartTime=now")  # type: ignore[union-attr]
+    assert wait_done(run, 90) == "succeeded", log_tail(run)
+    said = (run.path / "supervisor.log").read_text()
+    assert "recording the job's end failed" in said and "Traceback" in said
+    assert "woke" in run.log_path.read_text()

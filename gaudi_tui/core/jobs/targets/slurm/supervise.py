@@ -357,7 +357,9 @@ def finish(follow: Follow, state: str) -> None:
         follow.log(
             f"Slurm no longer knows job {job_id}: it ended ({'an end event' if end else 'no end event'} in metrics)"
         )
-    follow.update(state=state, words=state.lower())
+    # the end is saved in status.json below even when slurm.json cannot be written now (a supervisor
+    # that died here left a job that had ended shown as lost)
+    follow.check("recording the job's end", partial(follow.update, state=state, words=state.lower()))
     error: str | None
     if killed:
         result, error = "cancelled", f"killed (Slurm job {job_id} {state})"
