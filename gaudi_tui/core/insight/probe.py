@@ -55,6 +55,16 @@ class JobProbe:
         windows = [window_event(rank, step, *row) for rank, row in zip(ranks, rows, strict=True)]
         return self.compiles.drain() + [w for w in windows if w is not None]
 
+    def at_log(
+        self, step: int, logs: dict, group: object = None, distributed: bool = False
+    ) -> list[dict[str, object]]:
+        """At a Trainer log (on every rank: they log at the same steps), `logged` when it is a
+        training log (a loss, not the summary nor an evaluation), else nothing."""
+        training = (
+            "loss" in logs and "train_runtime" not in logs and not any(k.startswith("eval_") for k in logs)
+        )
+        return self.logged(step, group, distributed) if training else []
+
     def skip(self) -> None:
         self.timer.skip()
 

@@ -115,11 +115,8 @@ class PanelCallback(StopCallback, TrainerCallback):
     def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: ANN001
         if not logs:
             return control
-        training = (
-            "loss" in logs and "train_runtime" not in logs and not any(k.startswith("eval_") for k in logs)
-        )
         # every rank's stall window, gathered to rank 0 (every rank logs at the same steps)
-        found = self.probe.logged(state.global_step, self.group, distributed()) if training else []
+        found = self.probe.at_log(state.global_step, logs, self.group, distributed())
         if not state.is_world_process_zero:
             self.probe.skip()
             return control
