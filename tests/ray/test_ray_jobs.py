@@ -153,6 +153,10 @@ async def launch_from_the_form(cluster: RayTestCluster) -> RunFolder:
             await pilot.pause(0.1)
         screen = app.screen
         assert isinstance(screen, TrainingScreen), str(form.query_one("#form-problems", Static).render())
+        for _ in range(300):  # the new job is selected once the list's poll has drawn its row
+            if screen.selected is not None:
+                break
+            await pilot.pause(0.1)
         assert screen.selected is not None
         return runfolder.find(screen.selected)
 
