@@ -69,6 +69,13 @@ def run_under_fake_runtime(tmp_path: Path, *extra: str, ranks: int = 1, **fake_e
     return run
 
 
+def compile_findings(insight) -> list:  # noqa: ANN001 - an Insight; a list of Finding
+    """The findings these runs are about: the input-stall finding is left out, as it measures this
+    machine's load (the demo model's step is a few ms; a busy machine stretches the gap between two
+    steps past the threshold), not the fake runtime's compiles."""
+    return [f for f in insight.findings if f.id != "input-stall"]
+
+
 @pytest.mark.slow
 def test_variable_length_batches_keep_compiling_after_warm_up(tmp_path: Path) -> None:
     run = run_under_fake_runtime(tmp_path)
@@ -79,7 +86,7 @@ def test_variable_length_batches_keep_compiling_after_warm_up(tmp_path: Path) ->
     assert rank.graphs == STEPS and rank.exited  # one new length per step; the array closed at exit
     assert insight.steps == list(range(1, STEPS + 1))
     assert insight.graphs_by_rank[0] == list(range(1, STEPS + 1))  # aligned to the steps by time
-    assert [f.text for f in insight.findings] == [
+    assert [f.text for f in compile_findings(insight)] == [
         "still compiling after warm-up: 10 graphs in the last 10 steps"
     ]
     # the panel's callback in the script read the same file: rank 0's count is in its log events
@@ -95,8 +102,8 @@ def test_padded_batches_settle_after_warm_up_and_a_fallback_op_is_named(tmp_path
     (rank,) = insight.ranks
     assert rank.graphs == 1 and rank.after_warmup_graphs == 0
     assert rank.fallback_ops == {"aten::digamma": 1}
-    assert [f.id for f in insight.findings] == ["cpu-fallback"]
-    assert insight.findings[0].text == "ops on the CPU: aten::digamma ×1"
+    assert [f.id for f in compile_findings(insight)] == ["cpu-fallback"]
+    assert compile_findings(insight)[0].text == "ops on the CPU: aten::digamma ×1"
 
 
 @pytest.mark.slow
@@ -109,6 +116,6 @@ def test_two_torchrun_ranks_each_write_their_own_file(tmp_path: Path) -> None:
     insight = watcher.insight()
     assert [(r.rank, r.graphs, r.exited) for r in insight.ranks] == [(0, STEPS, True), (1, STEPS, True)]
     assert set(insight.graphs_by_rank) == {0, 1}
-    assert [f.text for f in insight.findings] == [
+    assert [f.text for f in compile_findings(insight)] == [
         "still compiling after warm-up: 10 graphs in the last 10 steps"
     ]

@@ -14,7 +14,7 @@ from gaudi_tui.core.jobs import control
 from gaudi_tui.core.jobs.insight.report import InsightWatcher
 from gaudi_tui.core.jobs.spec import from_mapping
 from tests.conftest import ROOT
-from tests.insight.test_fake_runtime_runs import FAKE_RUNTIME, SCRIPT, STEPS
+from tests.insight.test_fake_runtime_runs import FAKE_RUNTIME, SCRIPT, STEPS, compile_findings
 from tests.jobs.conftest import log_tail, wait_done
 from tests.slurm.cluster import SlurmTestCluster
 from tests.slurm.conftest import nothing_outlives_the_test  # noqa: F401 - the autouse guard
@@ -47,4 +47,4 @@ def test_every_rank_on_every_node_writes_its_file_and_both_are_read(
     watcher.poll(catch_up=True)
     insight = watcher.insight()
     assert [(r.rank, r.graphs, r.exited) for r in insight.ranks] == [(0, STEPS, True), (1, STEPS, True)]
-    assert [f.id for f in insight.findings] == ["recompiling"]
+    assert [f.id for f in compile_findings(insight)] == ["recompiling"]

@@ -57,7 +57,7 @@ def wait_done(run: RunFolder, timeout: float = 120.0) -> str:
         raise AssertionError(f"{run.id} did not end; log tail:\n{log_tail(run)}") from None
 
 
-def log_tail(run: RunFolder, lines: int = 40) -> str:
+def log_tail(run: RunFolder, lines: int = 120) -> str:
     try:
         return "\n".join(run.log_path.read_text(errors="replace").splitlines()[-lines:])
     except OSError:

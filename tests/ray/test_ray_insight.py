@@ -14,7 +14,7 @@ from gaudi_tui.core.demo import model_dir
 from gaudi_tui.core.jobs.insight.report import InsightWatcher
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from tests.conftest import PYTHON
-from tests.insight.test_fake_runtime_runs import FAKE_RUNTIME, SCRIPT, STEPS
+from tests.insight.test_fake_runtime_runs import FAKE_RUNTIME, SCRIPT, STEPS, compile_findings
 from tests.jobs.conftest import events, log_tail
 from tests.ray.cluster import ROOT, RayTestCluster
 from tests.ray.test_ray_commands import command_spec
@@ -41,4 +41,4 @@ def test_compiles_reach_the_panel_through_the_log_stream(ray_cluster: RayTestClu
     watcher.poll(catch_up=True)
     insight = watcher.insight()
     assert not insight.files_found and insight.graphs_by_rank[0][-1] == STEPS
-    assert [f.id for f in insight.findings] == ["recompiling"]
+    assert [f.id for f in compile_findings(insight)] == ["recompiling"]
