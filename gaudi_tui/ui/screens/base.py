@@ -33,7 +33,7 @@ class PanelScreen(Screen):
     def compose(self) -> ComposeResult:
         yield AppHeader(self.TITLE, self.app.hostname, self.app.replay_label)
         yield from self.compose_body()
-        yield PanelFooter()
+        yield PanelFooter(compact=True)
 
     def compose_body(self) -> ComposeResult:
         raise NotImplementedError
