@@ -35,8 +35,9 @@ cluster, Prometheus, theme, the alerts' webhook...): unset in every test, so a t
 what it made (and no job a test runs posts its end to the user's chat)."""
 
 
-CLUSTERS = ("ray_cluster", "slurm_cluster")
-"""The session's real clusters (tests/ray, tests/slurm): each pytest-xdist worker would start its own."""
+GROUPS = {"ray_cluster": "ray", "slurm_cluster": "slurm", "lora_run": "lora"}
+"""The session's costly fixtures (the real Ray and Slurm clusters, a trained LoRA run), each with an
+xdist group of its own: every pytest-xdist worker that ran one of their tests would start its own."""
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -49,11 +50,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under `pytest -n 2 --dist loadgroup` (`make test`) every test on a session cluster runs on one
-    worker, one after another, as without xdist; the other tests share the workers."""
+    """Under `pytest -n 3 --dist loadgroup` (`make test`) the tests of one costly session fixture
+    run on one worker, one after another, as without xdist (the Ray tests beside the Slurm tests,
+    each cluster started once); the other tests share the workers."""
     for item in items:
-        if any(name in getattr(item, "fixturenames", ()) for name in CLUSTERS):
-            item.add_marker(pytest.mark.xdist_group("clusters"))
+        names = getattr(item, "fixturenames", ())
+        group = next((group for name, group in GROUPS.items() if name in names), None)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(autouse=True)
