@@ -199,15 +199,17 @@ class SlurmTestCluster:
             timeout,
         )
 
-    def start_requeued_now(self, job_id: int, timeout: float = 60.0) -> None:
-        """A requeued job may start again only `cred_expire` (120 s) later: once it is PENDING (no
-        longer COMPLETING: a start time set before then is overwritten), it is told to start now."""
+    def start_requeued_now(self, job_id: int, nodes: list[str], timeout: float = 60.0) -> None:
+        """A requeued job may start again only `cred_expire` (120 s) later, time for its old steps to
+        end on its `nodes`: once it is PENDING (no longer COMPLETING: a start time set before then is
+        overwritten) and those nodes are idle again, it is told to start now."""
 
-        def pending() -> bool:
+        def settled() -> bool:
             done = self.run("squeue", "-h", "-j", str(job_id), "-o", "%T", check=False, timeout=15)
-            return done.stdout.strip() == "PENDING"
+            states = self.node_states()
+            return done.stdout.strip() == "PENDING" and all(states.get(n) == "idle" for n in nodes)
 
-        self._wait(pending, f"job {job_id} to be PENDING after its requeue", timeout)
+        self._wait(settled, f"job {job_id} to be PENDING after its requeue, on idle nodes {nodes}", timeout)
         self.run("scontrol", "update", f"jobid={job_id}", "StartTime=now")
 
     def _wait(self, ready: object, what: str, timeout: float = START_TIMEOUT_S) -> None:

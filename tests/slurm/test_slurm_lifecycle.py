@@ -170,7 +170,7 @@ def test_a_requeued_wrapped_command_continues_from_its_newest_complete_checkpoin
     wait_for(lambda: record(run).restarts >= 1, 30, "the supervisor to see the requeue")
     assert f"Slurm requeued job {job_id} (restart 1" in run.log_path.read_text()
     assert f"its ranks continue from {checkpoint}" in run.log_path.read_text()
-    slurm.start_requeued_now(job_id)
+    slurm.start_requeued_now(job_id, record(run).nodes)
     started(run, count=2)
     rerun = run.log_path.read_text().rsplit("args: ", 1)[1].splitlines()[0]
     assert rerun == f"--output_dir out --resume_from_checkpoint {checkpoint}"

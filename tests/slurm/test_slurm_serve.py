@@ -151,7 +151,7 @@ def test_serve_target_slurm_survives_a_new_supervisor_and_a_requeue(
     wait_for(
         lambda: (i := ready.read(run.path)) is not None and not i["ready"], 60, "not ready after the requeue"
     )
-    slurm.start_requeued_now(rec.job_id)
+    slurm.start_requeued_now(rec.job_id, rec.nodes)
     moved = wait_ready(run)
     assert moved["ready_at"] > again["ready_at"]  # type: ignore[index]
     assert run.status().attempt == 1  # type: ignore[union-attr]  # a requeue is followed, not a new attempt
