@@ -178,7 +178,8 @@ def time_to(argv: list[str], markers: list[str], env: dict[str, str]) -> list[fl
                     seen += os.read(fd, 1 << 16)
                 except OSError:
                     raise RuntimeError(f"{argv[0]} exited: {_plain(seen)[-400:]}") from None
-                while len(found) < len(markers) and markers[len(found)].encode() in seen:
+                plain = _plain(seen)  # Textual may write a word in two styled segments ("palett", "e")
+                while len(found) < len(markers) and markers[len(found)] in plain:
                     found.append(time.perf_counter() - start)
         os.write(fd, b"q")
         _reap(pid, fd)
