@@ -65,9 +65,9 @@ class TrainingScreen(JobActionsScreen):
         Binding("k", "kill_job", "Kill", id="training.kill"),
         Binding("r", "resume_job", "Resume", id="training.resume"),
         Binding("P", "profile_job", "Profile", id="training.profile", key_display="P"),
-        Binding("c", "pane('charts')", "Charts", id="training.charts"),
-        Binding("l", "pane('log')", "Log", id="training.log"),
-        Binding("d", "pane('details')", "Details", id="training.details"),
+        Binding("c", "pane('charts')", "Charts", id="training.charts", show=False),  # on its tab
+        Binding("l", "pane('log')", "Log", id="training.log", show=False),  # on its tab
+        Binding("d", "pane('details')", "Details", id="training.details", show=False),  # on its tab
         Binding("t", "try_in_chat", "Try in Chat", id="training.try"),
         Binding("m", "mark_job", "Mark", id="training.mark"),
         Binding("C", "compare_jobs", "Compare", id="training.compare", key_display="C"),
@@ -96,10 +96,10 @@ class TrainingScreen(JobActionsScreen):
     def _panes(self) -> TabbedContent:
         panes = TabbedContent(initial=self._pane)
         for pane in (
-            TabPane("Charts", MetricCharts(), CompilesChart(), id="charts"),
-            TabPane("Log", Log(id="job-log", max_lines=LOG_LINES, auto_scroll=True), id="log"),
+            TabPane("c Charts", MetricCharts(), CompilesChart(), id="charts"),  # each tab shows its key
+            TabPane("l Log", Log(id="job-log", max_lines=LOG_LINES, auto_scroll=True), id="log"),
             TabPane(
-                "Details",
+                "d Details",
                 VerticalScroll(
                     InsightPanel(lambda: self.selected, self._list_drawn.is_set),  # findings first
                     Static("", id="job-details", markup=False),
