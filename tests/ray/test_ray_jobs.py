@@ -28,6 +28,7 @@ from gaudi_tui.core.jobs.targets.ray import record as ray_record
 from gaudi_tui.ui.app import GaudiApp
 from gaudi_tui.ui.screens.job_form import JobFormScreen
 from gaudi_tui.ui.screens.training import TrainingScreen
+from tests.pilot import settle
 from tests.ray.cluster import ROOT, RayTestCluster, free_port
 
 CPU = Accelerator("cpu", "test")
@@ -153,10 +154,8 @@ async def launch_from_the_form(cluster: RayTestCluster) -> RunFolder:
             await pilot.pause(0.1)
         screen = app.screen
         assert isinstance(screen, TrainingScreen), str(form.query_one("#form-problems", Static).render())
-        for _ in range(300):  # the new job is selected once the list's poll has drawn its row
-            if screen.selected is not None:
-                break
-            await pilot.pause(0.1)
+        # the new job is selected once the list's poll has drawn its row
+        await settle(pilot, lambda: screen.selected is not None, 30, "the new job's row selected")
         assert screen.selected is not None
         return runfolder.find(screen.selected)
 
