@@ -35,11 +35,10 @@ cluster, Prometheus, theme, the alerts' webhook...): unset in every test, so a t
 what it made (and no job a test runs posts its end to the user's chat)."""
 
 
-GROUPS = {"ray_cluster": "clusters", "slurm_cluster": "clusters", "lora_run": "lora"}
-"""The session's costly fixtures (the real Ray and Slurm clusters, a trained LoRA run) and their
-xdist groups: every pytest-xdist worker that ran one of their tests would start its own. The two
-clusters share one worker, one test at a time. (Three workers with a group for each cluster were
-tried: pytest 17 min 31 s against 18 min 59 s with two, at a higher load for every test.)"""
+GROUPS = {"ray_cluster": "clusters", "slurm_cluster": "clusters", "lora_run": "lora", "server": "serve"}
+"""The session's costly fixtures (the real Ray and Slurm clusters, a trained LoRA run, a real
+`transformers serve`) and their xdist groups: every pytest-xdist worker that ran one of their tests
+would start its own. The two clusters share one worker, one test at a time."""
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -51,14 +50,32 @@ def pytest_configure(config: pytest.Config) -> None:
             os.environ.pop(name, None)
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under `pytest -n 2 --dist loadgroup` (`make test`) the tests of a group run on one worker,
-    one after another, as without xdist; the other tests share the workers."""
+    one after another, as without xdist; the other tests share the workers.
+
+    First among the hooks: xdist's own (registered after this conftest, so called before it
+    otherwise) reads the marker to put the group into the test's id, and without `tryfirst` it
+    read it before it was there: every group was split over the workers (two Ray clusters, two
+    Slurm clusters and two LoRA trainings in each run). The grouped tests go first, so the
+    longest work starts at once and the other tests fill the other worker meanwhile."""
     for item in items:
         names = getattr(item, "fixturenames", ())
         group = next((group for name, group in GROUPS.items() if name in names), None)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
+    items.sort(key=lambda item: item.get_closest_marker("xdist_group") is None)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A grouped test whose id lacks its group's suffix would run on any worker (and start its
+    cluster there a second time): it fails at once, saying why (what an xdist change could bring back)."""
+    if getattr(item.config.option, "loadgroup", False) and item.get_closest_marker("xdist_group"):
+        if "@" not in item.nodeid:
+            pytest.fail(
+                "xdist did not see this test's group (tests/conftest.py GROUPS): it would run on any worker"
+            )
 
 
 @pytest.fixture(autouse=True)

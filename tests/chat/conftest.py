@@ -126,13 +126,13 @@ def runs_of(monkeypatch: pytest.MonkeyPatch) -> Callable[[TrainedRun], None]:
     return use
 
 
-# ---- a real OpenAI-compatible server (tests/chat/serving.py), started once per module ----------
-@pytest.fixture(scope="module")
+# ---- a real OpenAI-compatible server (tests/chat/serving.py), started once per session -------------
+@pytest.fixture(scope="session")
 def long_model(demo_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return long_answer_model(demo_path, tmp_path_factory.mktemp("model"))
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def server(long_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     serving_installed()
     served = start_server(long_model, tmp_path_factory.mktemp("serve") / "serve.log")

@@ -10,6 +10,7 @@ import os
 import re
 import signal
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,7 @@ from gaudi_tui.core.jobs.targets.ray import record as ray_record
 from gaudi_tui.ui.app import GaudiApp
 from gaudi_tui.ui.screens.job_form import JobFormScreen
 from gaudi_tui.ui.screens.training import TrainingScreen
+from tests.conftest import USER_SETTINGS
 from tests.pilot import settle
 from tests.ray.cluster import ROOT, RayTestCluster, free_port
 
@@ -183,19 +185,44 @@ async def test_two_workers_one_per_node_loss_falls_and_metrics_arrive(ray_cluste
     assert view.target == "ray" and record.submission_id in view.where
 
 
+@pytest.fixture(scope="module")
+def stopped_run(ray_cluster: RayTestCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunFolder]:
+    """A two-worker job the panel stopped after its third step, in a home of its own: the stop test
+    checks how it ended, the resume test resumes it (a Ray Train start of two workers costs 20-40 s
+    here: one start for the two tests, each under a minute). Killed at the end if a test left it."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GAUDI_TUI_HOME", str(tmp_path_factory.mktemp("stopped-home")))
+        for name in USER_SETTINGS:  # as tests/conftest.py's gaudi_home: never the user's runs folder
+            patch.delenv(name, raising=False)
+        patch.setenv("HF_HUB_OFFLINE", "1")
+        run = submit_when_free(ray_spec(ray_cluster, max_steps=400))
+        try:
+            wait(lambda: len(log_steps(run)) >= 3, 120, "the first metrics", run)
+            control.stop(run)
+            wait_done(run)
+            yield run
+        finally:
+            if state_of(run) not in TERMINAL:
+                control.kill(run)
+                wait_done(run, 120)
+
+
 @pytest.mark.slow
-def test_stop_then_resume_from_the_step_both_ranks_stopped_at(ray_cluster: RayTestCluster) -> None:
-    run = submit_when_free(ray_spec(ray_cluster, max_steps=400))
-    wait(lambda: len(log_steps(run)) >= 3, 120, "the first metrics", run)
-    control.stop(run)
-    assert wait_done(run) == "stopped", run.status()
+def test_a_stop_ends_both_ranks_at_one_step_with_its_checkpoint(stopped_run: RunFolder) -> None:
+    run = stopped_run
+    assert state_of(run) == "stopped", run.status()
     stops = re.findall(r"rank (\d) stopping at step (\d+)", run.log_path.read_text())
     assert {r for r, _ in stops} == {"0", "1"} and len({s for _, s in stops}) == 1  # same step
     step = int(stops[0][1])
     assert [runfolder.checkpoint_step(c) for c in run.checkpoints()] == [step]
     assert run.newest_complete_checkpoint() is not None
 
-    assert control.resume(run).startswith("resuming from checkpoint-")
+
+@pytest.mark.slow
+def test_a_stopped_job_resumes_from_the_step_both_ranks_stopped_at(stopped_run: RunFolder) -> None:
+    run = stopped_run
+    step = runfolder.checkpoint_step(run.newest_complete_checkpoint())  # type: ignore[arg-type]
+    assert control.resume(run).startswith(f"resuming from checkpoint-{step}")
     wait(lambda: any(s > step for s in log_steps(run)), 120, "steps after the checkpoint", run)
     begins = [json.loads(x) for x in run.metrics_path.read_text().splitlines() if '"begin"' in x]
     assert begins[-1]["step"] == step  # continued from the checkpoint
