@@ -31,113 +31,65 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import random
+import os
 import statistics
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))  # bench/common
 sys.path.insert(0, str(ROOT))
 from common.figures import load, spread  # noqa: E402
+from common.slurm_answers import DATA, Queue  # noqa: E402
 
-DATA = ROOT / "tests" / "data" / "slurm"
-RECORDED_SEP = "|5eb2a0c4d19f7e38|"
-"""The separator squeue_fields.txt was printed with."""
-import os  # noqa: E402
+if TYPE_CHECKING:
+    from gaudi_tui.core.slurm.queue_jobs import QueueJobs
 
 SIZES = tuple(int(n) for n in os.environ.get("BENCH_JOBS", "1000,10000").split(","))
 BLOCKS = 3
 WARMUP = 2
 REFRESHES = 10
 REFRESH_S = 2.0
-REASON = 6
-"""The state reason's place in a text record (queue_fields.FIELDS)."""
 
 
-class Queue:
-    """A queue of `jobs` jobs that a poll changes, printed in either form."""
-
-    def __init__(self, jobs: int) -> None:
-        from gaudi_tui.core.slurm import queue_fields
-
-        self.fields = queue_fields
-        real = json.loads((DATA / "squeue_fields.json").read_text())
-        values = (DATA / "squeue_fields.txt").read_text().split(RECORDED_SEP)
-        width = queue_fields.WIDTH
-        records = {
-            int(v[0].lstrip("\n")): [v[0].lstrip("\n"), *v[1:]]
-            for v in (values[i : i + width] for i in range(0, len(values) - 1, width))
-        }
-        self.head = {k: v for k, v in real.items() if k != "jobs"}
-        self.jobs, self.records = [], []
-        for i in range(jobs):
-            row = dict(real["jobs"][i % len(real["jobs"])])
-            record = list(records[row["job_id"]])
-            row["job_id"] = 1000 + i
-            record[0] = str(1000 + i)
-            self.jobs.append(row)
-            self.records.append(record)
-        self.rng = random.Random(28)
-        self.tick = 0
-
-    def change(self, share: float, shown: float) -> None:
-        """`share` of the jobs get a new `last_sched_evaluation`, `shown` of them a new state reason."""
-        self.tick += 1
-        for row, record in zip(self.jobs, self.records, strict=True):
-            if self.rng.random() < share:
-                row["last_sched_evaluation"] = 1_796_000_000 + self.tick
-            reason = None
-            if shown >= 1:
-                reason = f"Priority ({self.tick})"  # new at every answer
-            elif self.rng.random() < shown:
-                reason = self.rng.choice(["Resources", "Priority", "Dependency", "None"])
-            if reason is not None:
-                row["state_reason"] = record[REASON] = reason
-
-    def json_text(self) -> str:
-        return json.dumps({**self.head, "jobs": self.jobs}, indent=2)
-
-    def text(self) -> tuple[str, str]:
-        sep = self.fields.separator()
-        return "".join(sep.join(r) + sep + "\n" for r in self.records), sep
-
-
-def refresh(parse: Callable[[], list], write: Callable[[list], str], nodes_text: str) -> float:
+def refresh(parse: Callable[[], QueueJobs], write: Callable[[QueueJobs], str], nodes_text: str) -> float:
     from gaudi_tui.core.slurm import model, table
 
     start = time.process_time()
     jobs = parse()
     write(jobs)  # the shared file's text (written for the other processes)
     nodes = model.nodes_from_json(json.loads(nodes_text))
-    rows = [table.queue_row(j) for j in table.mine(jobs, "root")[:60]]  # what one screen draws
+    shown = table.order(jobs, "root")  # the screen's order, from each job's brief
+    rows = [table.queue_row(jobs[i]) for i in shown[:60]]  # what one screen draws
     rows += [table.node_row(n) for n in nodes]
     return time.process_time() - start
 
 
 def main() -> int:
     from gaudi_tui.core.slurm import model, poll, queue_fields
+    from gaudi_tui.core.slurm.queue_jobs import QueueJobs
     from gaudi_tui.core.slurm.queue_text import jobs_from_text
 
-    def text_form(queue: Queue) -> tuple[Callable[[], list], Callable[[list], str]]:
+    def text_form(queue: Queue) -> tuple[Callable[[], QueueJobs], Callable[[QueueJobs], str]]:
         answer = queue_fields.Answer(*queue.text())
 
-        def file(jobs: list) -> str:
-            return json.dumps(poll.Snapshot(0.0, tuple(jobs), answer=answer).to_json(), separators=(",", ":"))
+        def file(jobs: QueueJobs) -> str:
+            return json.dumps(poll.Snapshot(0.0, jobs, answer=answer).to_json(), separators=(",", ":"))
 
         return answer.jobs, file
 
-    def by_job(queue: Queue) -> tuple[Callable[[], list], Callable[[list], str]]:
+    def by_job(queue: Queue) -> tuple[Callable[[], QueueJobs], Callable[[QueueJobs], str]]:
         text = queue.json_text()
-        return lambda: jobs_from_text(text), jobs_file
+        return lambda: QueueJobs(jobs_from_text(text)), jobs_file
 
-    def whole(queue: Queue) -> tuple[Callable[[], list], Callable[[list], str]]:
+    def whole(queue: Queue) -> tuple[Callable[[], QueueJobs], Callable[[QueueJobs], str]]:
         text = queue.json_text()
-        return lambda: model.jobs_from_json(json.loads(text)), jobs_file
+        return lambda: QueueJobs(model.jobs_from_json(json.loads(text))), jobs_file
 
-    def jobs_file(jobs: list) -> str:
+    def jobs_file(jobs: QueueJobs) -> str:
         """What the poll wrote before: every decoded job (poll.Snapshot.to_json of then)."""
         return json.dumps({"jobs": [dataclasses.asdict(j) for j in jobs]}, separators=(",", ":"))
 

@@ -35,6 +35,7 @@ from typing import IO
 from gaudi_tui.core.slurm import queue_fields
 from gaudi_tui.core.slurm.cli import Slurm, SlurmError, conf_key
 from gaudi_tui.core.slurm.model import QueueJob
+from gaudi_tui.core.slurm.queue_jobs import QueueJobs
 from gaudi_tui.core.untrusted.files import load_json
 
 MAX_AGE_S = 2.0
@@ -63,9 +64,9 @@ class Snapshot:
     the queue is known (never read as "ended")."""
 
     taken: float
-    jobs: tuple[QueueJob, ...] = ()
+    jobs: QueueJobs = field(default_factory=QueueJobs)
+    """In squeue's order; a tuple or list given here is held as QueueJobs."""
     error: str | None = None
-    by_id: dict[int, QueueJob] = field(default_factory=dict, compare=False, repr=False)
     mono: float | None = None
     """`time.monotonic()` when taken, valid on the boot `boot`."""
     boot: str = ""
@@ -73,10 +74,11 @@ class Snapshot:
     """What squeue printed (written to the shared file instead of the jobs)."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "by_id", {j.job_id: j for j in self.jobs})
+        if not isinstance(self.jobs, QueueJobs):
+            object.__setattr__(self, "jobs", QueueJobs(self.jobs))
 
     def job(self, job_id: int) -> QueueJob | None:
-        return self.by_id.get(job_id)
+        return self.jobs.job(job_id)
 
     def to_json(self) -> dict[str, object]:
         """The answer's text, not its jobs: a reader decodes only the jobs that changed since its last
@@ -106,7 +108,7 @@ class Snapshot:
             read = queue_fields.Answer(*answer)
         return cls(
             float(data.get("taken") or 0.0),  # type: ignore[arg-type]
-            tuple(read.jobs()) if read is not None else (),
+            read.jobs() if read is not None else QueueJobs(),
             str(error) if error else None,
             mono=float(mono) if isinstance(mono, (int, float)) else None,
             boot=str(data.get("boot") or ""),
@@ -132,7 +134,7 @@ def take(slurm: Slurm, clock: Callable[[], float] = time.time) -> Snapshot:
     now, mono = clock(), time.monotonic()
     try:
         answer, jobs = queue_fields.read(slurm)
-        return Snapshot(now, tuple(jobs), mono=mono, boot=boot_id(), answer=answer)
+        return Snapshot(now, jobs, mono=mono, boot=boot_id(), answer=answer)
     except SlurmError as exc:
         return Snapshot(now, error=str(exc), mono=mono, boot=boot_id())
     except Exception as exc:  # noqa: BLE001 - a queue document this code cannot read is an error, not a crash
