@@ -64,3 +64,25 @@ class QueueJobs(Sequence[QueueJob]):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({len(self)} jobs)"
+
+
+class Picked(QueueJobs):
+    """Some of a queue's jobs in an order of their own (places in `jobs`: table.order), read
+    through it: nothing is decoded until read."""
+
+    def __init__(self, jobs: QueueJobs, places: list[int]) -> None:
+        super().__init__()
+        self._of, self._places = jobs, places
+        self._briefs: list[Brief] | None = None
+
+    def __len__(self) -> int:
+        return len(self._places)
+
+    def at(self, index: int) -> QueueJob:
+        return self._of.at(self._places[index])
+
+    def briefs(self) -> Sequence[Brief]:
+        if self._briefs is None:
+            of = self._of.briefs()
+            self._briefs = [of[i] for i in self._places]
+        return self._briefs
