@@ -55,7 +55,9 @@ REFRESHES = 10
 REFRESH_S = 2.0
 
 
-def refresh(parse: Callable[[], QueueJobs], write: Callable[[QueueJobs], str], nodes_text: str) -> float:
+def refresh(
+    parse: Callable[[], QueueJobs], write: Callable[[QueueJobs], str | bytes], nodes_text: str
+) -> float:
     from gaudi_tui.core.slurm import model, table
 
     start = time.process_time()
@@ -73,19 +75,19 @@ def main() -> int:
     from gaudi_tui.core.slurm.queue_jobs import QueueJobs
     from gaudi_tui.core.slurm.queue_text import jobs_from_text
 
-    def text_form(queue: Queue) -> tuple[Callable[[], QueueJobs], Callable[[QueueJobs], str]]:
+    def text_form(queue: Queue) -> tuple[Callable[[], QueueJobs], Callable[[QueueJobs], str | bytes]]:
         answer = queue_fields.Answer(*queue.text())
 
-        def file(jobs: QueueJobs) -> str:
-            return json.dumps(poll.Snapshot(0.0, jobs, answer=answer).to_json(), separators=(",", ":"))
+        def file(jobs: QueueJobs) -> bytes:
+            return poll.Snapshot(0.0, jobs, answer=answer).file_bytes()
 
         return answer.jobs, file
 
-    def by_job(queue: Queue) -> tuple[Callable[[], QueueJobs], Callable[[QueueJobs], str]]:
+    def by_job(queue: Queue) -> tuple[Callable[[], QueueJobs], Callable[[QueueJobs], str | bytes]]:
         text = queue.json_text()
         return lambda: QueueJobs(jobs_from_text(text)), jobs_file
 
-    def whole(queue: Queue) -> tuple[Callable[[], QueueJobs], Callable[[QueueJobs], str]]:
+    def whole(queue: Queue) -> tuple[Callable[[], QueueJobs], Callable[[QueueJobs], str | bytes]]:
         text = queue.json_text()
         return lambda: QueueJobs(model.jobs_from_json(json.loads(text))), jobs_file
 

@@ -66,3 +66,14 @@ def test_a_snapshot_finds_a_job_by_id_without_decoding_the_others() -> None:
     assert set(queue_fields._LAST) == {"1", "13"}  # the first job (the layout) and this one
     assert snap.job(99999) is None
     assert poll.Snapshot(1.0, tuple(snap.jobs)).jobs == snap.jobs  # a tuple given is held as QueueJobs
+
+
+def test_the_shared_file_reads_back_the_answer_whole(tmp_path: Path) -> None:
+    """The file as the poll writes it (orjson: names in any script, raw; not json.dumps' escapes)."""
+    answer = queue_fields.Answer(recorded(), SEP)
+    snap = poll.Snapshot(1.0, answer.jobs(), answer=answer)
+    path = tmp_path / "queue.json"
+    path.write_bytes(snap.file_bytes())
+    back = poll._read(path)
+    assert back is not None and back.answer == answer and back.jobs == snap.jobs
+    assert "日本".encode() in path.read_bytes()  # a name's own characters, as UTF-8

