@@ -13,11 +13,11 @@ separator); "every row changes": every job also a new state reason, a field the 
 worst case: every job read again). Each refresh is timed (`process_time`) from the answer's text to
 the shared file's bytes (what the poll writes for the other processes: `Snapshot.file_bytes`), the
 screen's order of the listed jobs (`table.order`, from each job's id, user and state), the rows of
-one screen (the first 60 of that order) and the nodes, through three paths, each from its own form
+one screen (the first WINDOW of that order: the 100 rows the screen's table holds) and the nodes, through three paths, each from its own form
 of the same answer:
 
 - `text form` (the poll now: `queue_fields.jobs`: each job's id, user and state read from every
-  answer, the rest of a job decoded when first read, so only the 60 shown here; the file holds the
+  answer, the rest of a job decoded when first read, so only the 100 shown here; the file holds the
   answer's text);
 - `json by job` (the poll before: `queue_text.jobs_from_text`, changed jobs' lines patched; the file
   held every decoded job, `dataclasses.asdict`);
@@ -53,6 +53,8 @@ sys.path.insert(0, str(ROOT))
 from common.figures import load, spread  # noqa: E402
 from common.slurm_answers import DATA, Queue  # noqa: E402
 
+from gaudi_tui.ui.widgets.window_table import WINDOW  # noqa: E402 - the rows the screen's table holds
+
 if TYPE_CHECKING:
     from gaudi_tui.core.slurm.queue_jobs import QueueJobs
 
@@ -73,7 +75,7 @@ def refresh(
     write(jobs)  # the shared file's text (written for the other processes)
     nodes = model.nodes_from_json(json.loads(nodes_text))
     shown = table.order(jobs, "root")  # the screen's order, from each job's brief
-    rows = [table.queue_row(jobs[i]) for i in shown[:60]]  # what one screen draws
+    rows = [table.queue_row(jobs[i]) for i in shown[:WINDOW]]  # what the screen's table holds
     rows += [table.node_row(n) for n in nodes]
     return time.process_time() - start
 
