@@ -77,3 +77,21 @@ def test_the_shared_file_reads_back_the_answer_whole(tmp_path: Path) -> None:
     back = poll._read(path)
     assert back is not None and back.answer == answer and back.jobs == snap.jobs
     assert "日本".encode() in path.read_bytes()  # a name's own characters, as UTF-8
+
+
+def test_a_value_that_starts_with_a_newline_does_not_split_its_job() -> None:
+    """A job's pieces are cut where S and a newline meet, which also happens inside a job whose
+    name (anyone's) or path starts with a newline: its pieces are joined again, the job read whole,
+    and the answer is not refused (a refusal would put the cluster on `squeue --json` for good)."""
+    sep = queue_fields.separator()
+    lines = recorded(sep).split(f"{sep}\n")
+    values = lines[3].split(sep)
+    values[queue_fields.KEYS.index("name")] = "\nstarts with a newline"
+    values[queue_fields.KEYS.index("dependency")] = "\n"
+    lines[3] = sep.join(values)
+    text = f"{sep}\n".join(lines)
+    jobs = queue_fields.jobs(text, sep)
+    queue_fields._LAST.clear()
+    assert len(jobs) == 19 and jobs[3].name == "\nstarts with a newline" and jobs[3].dependency == "\n"
+    assert jobs.briefs()[3] == (jobs[3].job_id, "root", jobs[3].state)
+    assert [j.job_id for j in jobs] == [int(line.split(sep, 1)[0]) for line in lines[:-1]]

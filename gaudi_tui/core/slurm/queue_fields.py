@@ -10,14 +10,17 @@ fields are ~0.5 MB (a third of it separators). The call (22.05.8, tests/data/slu
 `|<16 hex digits>|`, drawn anew (`secrets`) for every call. Slurm prints a job's name, paths and
 command raw: a user may put newlines and `|` in a job name, so that a line of their own could look
 like another job (even another user's), but not a separator they cannot know. Splitting the
-answer at S and a newline is then exact: one piece a job, FIELDS values each.
+answer at S is then exact: FIELDS values a job, each job's last one followed by S and a newline.
+`--states=all` lists ended jobs too (JSON lists them); SLURM_TIME_FORMAT=%s makes times epoch
+seconds (glibc's strftime).
 
 A queue of 10,000 jobs is 5 MB of text, and decoding every job of every answer cost ~80 ms a
-refresh. So only each job's id, user and state are read from every answer (`AnswerJobs.briefs`:
-enough to order, filter and count them), and the rest of a job when it is first read: the rows a
-screen shows, the job a supervisor watches. A job read with the same values as when it was last
-decoded is that QueueJob again; one whose changed values are all of PATCHED, a patched copy. `--states=all` lists ended jobs too (JSON lists them); SLURM_TIME_FORMAT=%s makes times
-epoch seconds (glibc's strftime).
+refresh. So the answer is cut into one piece a job (at S and a newline, pieces joined again where
+a value starts with a newline), only each job's id, user and state are read from every answer
+(`AnswerJobs.briefs`: enough to order, filter and count them), and the rest of a job when it is
+first read: the rows a screen shows, the job a supervisor watches. A job read with the same values
+as when it was last decoded is that QueueJob again; one whose changed values are all of PATCHED, a
+patched copy.
 
 How the text differs from the JSON record (read here as JSON reads): `N/A`, `NONE`, `n/a`, `(null)`
 for an empty value; an array's id (ArrayJobID) on jobs that are not arrays (JSON: 0); a time limit
@@ -134,9 +137,7 @@ def jobs(text: str, sep: str) -> AnswerJobs:
     """The jobs of one answer printed with `sep`, each decoded when first read (LayoutError when the
     answer is not laid out as expected: its first job is decoded here, and every job must hold
     WIDTH values, a job id, a user and a state)."""
-    lines = text.split(f"{sep}\n")  # a job's values end with S and a newline: no value holds S
-    if lines.pop() != "":
-        raise LayoutError("an answer that does not end with a job's last value")
+    lines = _lines(text, sep)
     briefs = _briefs(lines, sep)
     ids = {b[0] for b in briefs}
     for gone in [key for key, (_, job) in list(_LAST.items()) if job.job_id not in ids]:
@@ -147,18 +148,36 @@ def jobs(text: str, sep: str) -> AnswerJobs:
     return out
 
 
+def _lines(text: str, sep: str) -> list[str]:
+    """Each job's values joined by S, in order. A job's last value ends with S and a newline, and no
+    value holds S; but S and a newline also meet inside a job whose value starts with a newline (a
+    name is anyone's): pieces short of WIDTH values are joined with the next until they hold them."""
+    pieces = text.split(f"{sep}\n")
+    if pieces.pop() != "":
+        raise LayoutError("an answer that does not end with a job's last value")
+    want = WIDTH - 1
+    if all(piece.count(sep) == want for piece in pieces):
+        return pieces
+    out, held = [], None
+    for piece in pieces:
+        held = piece if held is None else f"{held}{sep}\n{piece}"
+        count = held.count(sep)
+        if count > want:
+            raise LayoutError(f"a job of {count + 1} values, not {WIDTH}")
+        if count == want:
+            out.append(held)
+            held = None
+    if held is not None:
+        raise LayoutError(f"a job of {held.count(sep) + 1} values, not {WIDTH}")
+    return out
+
+
 def _briefs(lines: list[str], sep: str) -> list[Brief]:
     """Each job's id, user and state as its QueueJob has them, from its first values only (one loop:
     it runs for every job of every answer)."""
     out = []
-    rest = WIDTH - 7
     for line in lines:
-        try:
-            job_id, _, _, _, user, state, others = line.split(sep, 6)
-        except ValueError:
-            raise LayoutError(f"a job of {line.count(sep) + 1} values, not {WIDTH}") from None
-        if others.count(sep) != rest:
-            raise LayoutError(f"a job of {line.count(sep) + 1} values, not {WIDTH}")
+        job_id, _, _, _, user, state, _ = line.split(sep, 6)  # WIDTH values each (_lines)
         if not (job_id.isascii() and job_id.isdigit() and len(job_id) <= 18):
             raise LayoutError(f"job id {job_id[:40]!r}")
         if not user or not state:
