@@ -23,7 +23,6 @@ import contextlib
 import fcntl
 import functools
 import hashlib
-import json
 import os
 import threading
 import time
@@ -32,9 +31,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+import orjson
+
 from gaudi_tui.core.slurm import queue_fields
 from gaudi_tui.core.slurm.cli import Slurm, SlurmError, conf_key
 from gaudi_tui.core.slurm.model import QueueJob
+from gaudi_tui.core.slurm.queue_jobs import QueueJobs
 from gaudi_tui.core.untrusted.files import load_json
 
 MAX_AGE_S = 2.0
@@ -63,9 +65,9 @@ class Snapshot:
     the queue is known (never read as "ended")."""
 
     taken: float
-    jobs: tuple[QueueJob, ...] = ()
+    jobs: QueueJobs = field(default_factory=QueueJobs)
+    """In squeue's order; a tuple or list given here is held as QueueJobs."""
     error: str | None = None
-    by_id: dict[int, QueueJob] = field(default_factory=dict, compare=False, repr=False)
     mono: float | None = None
     """`time.monotonic()` when taken, valid on the boot `boot`."""
     boot: str = ""
@@ -73,10 +75,11 @@ class Snapshot:
     """What squeue printed (written to the shared file instead of the jobs)."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "by_id", {j.job_id: j for j in self.jobs})
+        if not isinstance(self.jobs, QueueJobs):
+            object.__setattr__(self, "jobs", QueueJobs(self.jobs))
 
     def job(self, job_id: int) -> QueueJob | None:
-        return self.by_id.get(job_id)
+        return self.jobs.job(job_id)
 
     def to_json(self) -> dict[str, object]:
         """The answer's text, not its jobs: a reader decodes only the jobs that changed since its last
@@ -92,6 +95,11 @@ class Snapshot:
             "answer": answer,
         }
 
+    def file_bytes(self) -> bytes:
+        """What the shared file holds: to_json as JSON (orjson writes the 5 MB answer of 10,000 jobs
+        in ~5 ms, json.dumps in ~15, at every refresh)."""
+        return orjson.dumps(self.to_json())
+
     @classmethod
     def from_json(cls, data: dict[str, object]) -> Snapshot:
         """A written snapshot (ValueError, SlurmError or TypeError for one this cannot read: without
@@ -106,7 +114,7 @@ class Snapshot:
             read = queue_fields.Answer(*answer)
         return cls(
             float(data.get("taken") or 0.0),  # type: ignore[arg-type]
-            tuple(read.jobs()) if read is not None else (),
+            read.jobs() if read is not None else QueueJobs(),
             str(error) if error else None,
             mono=float(mono) if isinstance(mono, (int, float)) else None,
             boot=str(data.get("boot") or ""),
@@ -132,7 +140,7 @@ def take(slurm: Slurm, clock: Callable[[], float] = time.time) -> Snapshot:
     now, mono = clock(), time.monotonic()
     try:
         answer, jobs = queue_fields.read(slurm)
-        return Snapshot(now, tuple(jobs), mono=mono, boot=boot_id(), answer=answer)
+        return Snapshot(now, jobs, mono=mono, boot=boot_id(), answer=answer)
     except SlurmError as exc:
         return Snapshot(now, error=str(exc), mono=mono, boot=boot_id())
     except Exception as exc:  # noqa: BLE001 - a queue document this code cannot read is an error, not a crash
@@ -199,7 +207,7 @@ class QueuePoll:
             snap = self._take()
             tmp = self.cache.with_suffix(f".{os.getpid()}.tmp")
             with contextlib.suppress(OSError):
-                tmp.write_text(json.dumps(snap.to_json(), separators=(",", ":")))
+                tmp.write_bytes(snap.file_bytes())
                 os.replace(tmp, self.cache)
             return snap
 

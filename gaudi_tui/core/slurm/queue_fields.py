@@ -10,9 +10,17 @@ fields are ~0.5 MB (a third of it separators). The call (22.05.8, tests/data/slu
 `|<16 hex digits>|`, drawn anew (`secrets`) for every call. Slurm prints a job's name, paths and
 command raw: a user may put newlines and `|` in a job name, so that a line of their own could look
 like another job (even another user's), but not a separator they cannot know. Splitting the
-answer at S is then exact: FIELDS values a job, each job's first one after the newline that ends
-the last. `--states=all` lists ended jobs too (JSON lists them); SLURM_TIME_FORMAT=%s makes times
-epoch seconds (glibc's strftime).
+answer at S is then exact: FIELDS values a job, each job's last one followed by S and a newline.
+`--states=all` lists ended jobs too (JSON lists them); SLURM_TIME_FORMAT=%s makes times epoch
+seconds (glibc's strftime).
+
+A queue of 10,000 jobs is 5 MB of text, and decoding every job of every answer cost ~80 ms a
+refresh. So the answer is cut into one piece a job (at S and a newline, pieces joined again where
+a value starts with a newline), only each job's id, user and state are read from every answer
+(`AnswerJobs.briefs`: enough to order, filter and count them), and the rest of a job when it is
+first read: the rows a screen shows, the job a supervisor watches. A job read with the same values
+as when it was last decoded is that QueueJob again; one whose changed values are all of PATCHED, a
+patched copy.
 
 How the text differs from the JSON record (read here as JSON reads): `N/A`, `NONE`, `n/a`, `(null)`
 for an empty value; an array's id (ArrayJobID) on jobs that are not arrays (JSON: 0); a time limit
@@ -32,14 +40,19 @@ an answer that fails them, or a squeue that refuses these options, is read again
 
 from __future__ import annotations
 
+import logging
 import operator
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from gaudi_tui.core.slurm.cli import Slurm, SlurmError, conf_key
 from gaudi_tui.core.slurm.model import QueueJob, job_from_json
+from gaudi_tui.core.slurm.queue_jobs import Brief, QueueJobs
 from gaudi_tui.core.slurm.queue_text import jobs_from_text
+
+log = logging.getLogger(__name__)
 
 FIELDS = (
     ("JobID", "job_id"), ("ArrayJobID", "array_job_id"), ("ArrayTaskID", "array_task_string"),
@@ -69,11 +82,10 @@ PATCHED = {
 """Keys that job_from_json reads as one QueueJob field, as _value gives it (never empty or a word
 for none where job_from_json would put a default in)."""
 
-Known = dict[tuple[str, ...], QueueJob]
-_PARSED: Known = {}
-"""Each job's values in the last answer → its QueueJob."""
-_BY_ID: dict[str, tuple[tuple[str, ...], QueueJob]] = {}
-"""Each job's first value in the last answer (its id) → its values and QueueJob."""
+_LAST: dict[str, tuple[tuple[str, ...], QueueJob]] = {}
+"""Each job decoded from an answer (by its id as printed) → its values then and its QueueJob: a job
+read again with the same values is that QueueJob, with only PATCHED ones changed a patched copy.
+Kept for the ids of the last answer only."""
 _JSON_ONLY: set[str] = set()
 """Clusters (conf_key) whose squeue does not print this text form: read from `squeue --json`."""
 
@@ -97,12 +109,12 @@ class Answer:
     text: str
     sep: str = ""
 
-    def jobs(self) -> list[QueueJob]:
+    def jobs(self) -> QueueJobs:
         """Its jobs (LayoutError, or SlurmError for JSON that is an error or not JSON)."""
-        return jobs(self.text, self.sep) if self.sep else jobs_from_text(self.text)
+        return jobs(self.text, self.sep) if self.sep else QueueJobs(jobs_from_text(self.text))
 
 
-def read(slurm: Slurm) -> tuple[Answer, list[QueueJob]]:
+def read(slurm: Slurm) -> tuple[Answer, QueueJobs]:
     """Every job the controller holds, from the text form; from `squeue --json` where this squeue
     does not print it (a SlurmError when squeue fails either way); with the answer they came from."""
     key = conf_key(slurm.env)
@@ -121,44 +133,107 @@ def read(slurm: Slurm) -> tuple[Answer, list[QueueJob]]:
     return answer, answer.jobs()
 
 
-def jobs(text: str, sep: str) -> list[QueueJob]:
-    """The jobs of one answer printed with `sep`: a job whose values are all as in the last answer
-    is the same QueueJob; one whose changed values are all of PATCHED (a new reason, a new state),
-    the last one with those; any other, decoded. LayoutError when it is not laid out as expected."""
-    values = text.split(sep)
-    count, rest = divmod(len(values) - 1, WIDTH)
-    if rest or values[-1] not in ("\n", "") or (count == 0) != (values[-1] == ""):
-        raise LayoutError(f"{len(values) - 1} values is not {WIDTH} a job")
-    seen: Known = {}
-    by_id: dict[str, tuple[tuple[str, ...], QueueJob]] = {}
-    out = []
-    for start in range(0, count * WIDTH, WIDTH):
-        record = tuple(values[start : start + WIDTH])
-        job = _PARSED.get(record)
-        if job is None:
-            # the last answer's job by its first value as printed (its id, after a newline but
-            # for the first job): validated when it was decoded
-            last = _BY_ID.get(record[0])
-            job = _patched(last, record) or job_from_json(row(_job_id(record[0], start == 0), record))
-            if job is None:  # _value read its id as digits: not reached
-                raise LayoutError("a job without its id")
-        seen[record] = job
-        by_id[record[0]] = (record, job)
-        out.append(job)
-    _PARSED.clear()  # keep only what this answer held
-    _PARSED.update(seen)
-    _BY_ID.clear()
-    _BY_ID.update(by_id)
+def jobs(text: str, sep: str) -> AnswerJobs:
+    """The jobs of one answer printed with `sep`, each decoded when first read (LayoutError when the
+    answer is not laid out as expected: its first job is decoded here, and every job must hold
+    WIDTH values, a job id, a user and a state)."""
+    lines = _lines(text, sep)
+    briefs = _briefs(lines, sep)
+    ids = {b[0] for b in briefs}
+    for gone in [key for key, (_, job) in list(_LAST.items()) if job.job_id not in ids]:
+        _LAST.pop(gone, None)  # keep only what this answer holds
+    out = AnswerJobs(lines, sep, briefs)
+    if out:
+        _decode(lines[0], sep)  # the answer's layout: a squeue that prints these fields otherwise fails here
     return out
 
 
-def _job_id(value: str, first: bool) -> str:
-    """A job's first value is its id; every job's but the first's starts with the newline that ended the last."""
-    if first:
-        return value
-    if not value.startswith("\n"):
-        raise LayoutError("a job's values do not start on a line of their own")
-    return value[1:]
+def _lines(text: str, sep: str) -> list[str]:
+    """Each job's values joined by S, in order. A job's last value ends with S and a newline, and no
+    value holds S; but S and a newline also meet inside a job whose value starts with a newline (a
+    name is anyone's): pieces short of WIDTH values are joined with the next until they hold them."""
+    pieces = text.split(f"{sep}\n")
+    if pieces.pop() != "":
+        raise LayoutError("an answer that does not end with a job's last value")
+    want = WIDTH - 1
+    if all(piece.count(sep) == want for piece in pieces):
+        return pieces
+    out, held = [], None
+    for piece in pieces:
+        held = piece if held is None else f"{held}{sep}\n{piece}"
+        count = held.count(sep)
+        if count > want:
+            raise LayoutError(f"a job of {count + 1} values, not {WIDTH}")
+        if count == want:
+            out.append(held)
+            held = None
+    if held is not None:
+        raise LayoutError(f"a job of {held.count(sep) + 1} values, not {WIDTH}")
+    return out
+
+
+def _briefs(lines: list[str], sep: str) -> list[Brief]:
+    """Each job's id, user and state as its QueueJob has them, from its first values only (one loop:
+    it runs for every job of every answer)."""
+    out = []
+    for line in lines:
+        job_id, _, _, _, user, state, _ = line.split(sep, 6)  # WIDTH values each (_lines)
+        if not (job_id.isascii() and job_id.isdigit() and len(job_id) <= 18):
+            raise LayoutError(f"job id {job_id[:40]!r}")
+        if not user or not state:
+            raise LayoutError("a job without its user or state")
+        out.append((int(job_id), "" if user in EMPTY else user, "UNKNOWN" if state in EMPTY else state))
+    return out
+
+
+def _decode(line: str, sep: str) -> QueueJob:
+    """One job's line → its QueueJob: the last one of this job when its values are the same, a
+    patched copy when only PATCHED ones changed, else decoded (LayoutError for a value this cannot
+    read)."""
+    record = tuple(line.split(sep))
+    last = _LAST.get(record[0])
+    if last is not None and last[0] == record:
+        return last[1]
+    job = _patched(last, record) or job_from_json(row(record[0], record))
+    if job is None:  # _brief read its id as digits: not reached
+        raise LayoutError("a job without its id")
+    _LAST[record[0]] = (record, job)
+    return job
+
+
+class AnswerJobs(QueueJobs):
+    """The jobs of one text answer, each decoded when first read. A job whose values this code
+    cannot read (a form the first job's did not show) is shown with its id, user and state and why."""
+
+    def __init__(self, lines: list[str], sep: str, briefs: list[Brief]) -> None:
+        super().__init__()
+        self._lines, self._sep, self._briefs = lines, sep, briefs
+        self._decoded: list[QueueJob | None] = [None] * len(lines)
+
+    def __len__(self) -> int:
+        return len(self._lines)
+
+    def at(self, index: int) -> QueueJob:
+        job = self._decoded[index]
+        if job is None:
+            try:
+                job = _decode(self._lines[index], self._sep)
+            except LayoutError as exc:
+                job = _unread(self._briefs[index], str(exc))
+            self._decoded[index] = job
+        return job
+
+    def briefs(self) -> Sequence[Brief]:
+        return self._briefs
+
+
+def _unread(brief: Brief, why: str) -> QueueJob:
+    job_id, user, state = brief
+    log.warning("squeue: job %s printed a value gaudi-tui cannot read (%s)", job_id, why)
+    return QueueJob(
+        job_id, "", user, state, f"gaudi-tui cannot read this job's values: {why}",
+        "", (), 0, 0, None, 0, 0, 0, None,
+    )  # fmt: skip
 
 
 _OTHERS = operator.itemgetter(*(i for i, key in enumerate(KEYS) if key not in PATCHED))

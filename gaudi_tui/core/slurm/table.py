@@ -8,7 +8,8 @@ import os
 import time
 from collections.abc import Iterable
 
-from gaudi_tui.core.slurm.model import QueueJob, SlurmNode
+from gaudi_tui.core.slurm.model import ENDED, QueueJob, SlurmNode
+from gaudi_tui.core.slurm.queue_jobs import QueueJobs
 from gaudi_tui.core.slurm.reasons import pending_words, state_words
 
 QUEUE_COLUMNS = ("job", "name", "user", "state", "partition", "nodes", "cards", "elapsed", "left", "why")
@@ -35,6 +36,18 @@ def me() -> str:
 def mine(jobs: Iterable[QueueJob], user: str | None = None) -> list[QueueJob]:
     who = user if user is not None else me()
     return [j for j in jobs if j.user == who]
+
+
+def order(jobs: QueueJobs, user: str | None) -> list[int]:
+    """The places in `jobs` of `user`'s jobs (everyone's for None) as the Slurm screen lists them,
+    active jobs first, then by id: from each job's brief, so no job is decoded for it."""
+    keyed = [
+        (state in ENDED, job_id, i)
+        for i, (job_id, who, state) in enumerate(jobs.briefs())
+        if user in (None, who)
+    ]
+    keyed.sort()
+    return [i for _, _, i in keyed]
 
 
 def duration(seconds: float | None) -> str:

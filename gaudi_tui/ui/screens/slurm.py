@@ -21,14 +21,15 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import DataTable, OptionList, Static
-from textual.widgets.data_table import ColumnKey
 from textual.widgets.option_list import Option
 
 from gaudi_tui.core.slurm import model, poll, table
 from gaudi_tui.core.slurm.cli import Slurm, SlurmError
 from gaudi_tui.core.slurm.nodes_poll import NodesPoll
+from gaudi_tui.core.slurm.queue_jobs import Picked, QueueJobs
 from gaudi_tui.ui.screens.base import PanelScreen
 from gaudi_tui.ui.screens.dialog import Dialog
+from gaudi_tui.ui.widgets.window_table import WindowTable
 
 REFRESH_S = 2.0
 TAIL_BYTES = 64 * 1024
@@ -160,17 +161,14 @@ class SlurmScreen(PanelScreen):
         self.view: SlurmView | None = None
         self.show_all = False
         self.tailing: int | None = None
-        self.rows: list[model.QueueJob] = []
-        self._keys: list[str] = []
-        self._drawn: list[tuple[str, ...]] = []
-        """The row keys and the cells the queue table shows (what the next draw compares)."""
-        self._columns: list[ColumnKey] = []
+        self.rows: QueueJobs = QueueJobs()
+        """The jobs the queue lists, in its order (decoded when read: the table reads its window's)."""
 
     def compose_body(self) -> ComposeResult:
         yield Static("", id="slurm-banner", markup=False)
         yield Static("waiting for the first refresh…", id="slurm-status", markup=False)
-        queue: DataTable[str] = DataTable(id="slurm-queue", cursor_type="row", zebra_stripes=True)
-        self._columns = queue.add_columns(*table.QUEUE_COLUMNS)
+        queue = WindowTable(id="slurm-queue", zebra_stripes=True)
+        queue.add_columns(*table.QUEUE_COLUMNS)
         yield queue
         nodes: DataTable[str] = DataTable(id="slurm-nodes", cursor_type="none", show_cursor=False)
         nodes.add_columns(*table.NODE_COLUMNS)
@@ -210,55 +208,50 @@ class SlurmScreen(PanelScreen):
         banner = self.query_one("#slurm-banner", Static)
         banner.update("\n".join(f"⚠ {p}" for p in dict.fromkeys(problems)))
         banner.set_class(bool(problems), "shown")
-        jobs = list(view.snapshot.jobs) if self.show_all else table.mine(view.snapshot.jobs, self.user)
-        jobs.sort(key=lambda j: (not j.active, j.job_id))
-        self._draw_queue(jobs, view.now)
+        jobs = view.snapshot.jobs
+        places = table.order(jobs, None if self.show_all else self.user)
+        self._draw_queue(Picked(jobs, places), view.now)
         nodes = self.query_one("#slurm-nodes", DataTable)
         nodes.clear()
         for node in view.nodes:
             nodes.add_row(*map(Text, table.node_row(node)), key=node.name)
-        running = sum(j.state == "RUNNING" for j in jobs)
-        pending = sum(j.state == "PENDING" for j in jobs)
+        states = [state for _, _, state in self.rows.briefs()]
+        running, pending = states.count("RUNNING"), states.count("PENDING")
         free = sum(n.cards_free for n in view.nodes)
         total = sum(n.cards_total for n in view.nodes)
         unusable = sum(not n.usable for n in view.nodes)
         whose = "everyone's jobs" if self.show_all else f"{self.user}'s jobs"
         age = table.duration(max(0.0, view.now - view.snapshot.taken))
         status = (
-            f"{whose}: {len(jobs)} · {running} running · {pending} pending   nodes: {len(view.nodes)} · "
+            f"{whose}: {len(self.rows)} · {running} running · {pending} pending   nodes: {len(view.nodes)} · "
             f"{free}/{total} cards free"
             + (f" · {unusable} drained/down" if unusable else "")
             + f"   queue read {age} ago"
         )
         self.query_one("#slurm-status", Static).update(status)
 
-    def _draw_queue(self, jobs: list[model.QueueJob], now: float) -> None:
-        """The same jobs in the same order: only the cells that changed are updated (a table
-        cleared and filled again costs a frame of every row: ~0.4 s with 1,000 jobs); others: the
-        table is filled again, the selected job kept selected. Cells are Text: a table reads a str
-        as markup, and a job's name is anyone's (`[/x]` stopped the panel)."""
-        queue = self.query_one("#slurm-queue", DataTable)
-        rows = [table.queue_row(job, now) for job in jobs]
-        keys = [str(job.job_id) for job in jobs]
-        if keys == self._keys:
-            for key, row, drawn in zip(keys, rows, self._drawn, strict=True):
-                for column, value, was in zip(self._columns, row, drawn, strict=True):
-                    if value != was:
-                        queue.update_cell(key, column, Text(value), update_width=True)
-        else:
-            selected = self.selected()
-            queue.clear()
-            for key, row in zip(keys, rows, strict=True):
-                queue.add_row(*map(Text, row), key=key)
-            if selected is not None and selected.job_id in {j.job_id for j in jobs}:
-                queue.move_cursor(row=next(i for i, j in enumerate(jobs) if j.job_id == selected.job_id))
-        self.rows, self._keys, self._drawn = jobs, keys, rows
+    def _draw_queue(self, jobs: QueueJobs, now: float) -> None:
+        """The table holds a window of the listed jobs (WindowTable), their rows made only for it;
+        rows of the same jobs have only their changed cells updated (a table cleared and filled
+        again costs a frame of every row), and the selected job stays selected wherever it moved.
+        Cells are Text: a table reads a str as markup, and a job's name is anyone's (`[/x]` stopped
+        the panel)."""
+        queue = self.query_one("#slurm-queue", WindowTable)
+        selected = self.selected()
+        briefs = jobs.briefs()
+        at = queue.position
+        if selected is not None and (at is None or at >= len(briefs) or briefs[at][0] != selected.job_id):
+            at = next((i for i, b in enumerate(briefs) if b[0] == selected.job_id), 0)  # gone: the top
+
+        def rows(start: int, stop: int) -> list[tuple[str, tuple[str, ...]]]:
+            return [(str(briefs[i][0]), table.queue_row(jobs[i], now)) for i in range(start, stop)]
+
+        self.rows = jobs
+        queue.show(len(jobs), rows, at)
 
     def selected(self) -> model.QueueJob | None:
-        queue = self.query_one("#slurm-queue", DataTable)
-        if not self.rows or queue.cursor_row is None or not 0 <= queue.cursor_row < len(self.rows):
-            return None
-        return self.rows[queue.cursor_row]
+        at = self.query_one("#slurm-queue", WindowTable).position
+        return self.rows[at] if at is not None and at < len(self.rows) else None
 
     # -- keys ---------------------------------------------------------------------------------
     def action_toggle_all(self) -> None:
@@ -282,7 +275,7 @@ class SlurmScreen(PanelScreen):
 
     @work(thread=True, exclusive=True, group="slurm-tail", exit_on_error=False, description="slurm tail")
     def tail_job(self, job_id: int) -> None:
-        job = next((j for j in self.rows if j.job_id == job_id), None)
+        job = self.rows.job(job_id)
         path = job.stdout_path() if job else ""
         try:
             line = self.slurm.show_job(job_id)
