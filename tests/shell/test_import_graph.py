@@ -101,3 +101,18 @@ def test_the_untrusted_layer_stands_on_no_domain() -> None:
     assert climbing == {
         "gaudi_tui.core.chat.served": {"gaudi_tui.core.jobs.status"}
     }  # effective_state: a job's state, not a file helper
+
+
+def test_serve_stands_below_jobs() -> None:
+    """core/serve (the model servers: address, model, readiness, figures) imports nothing of core/jobs:
+    a server's argv from a job's spec is the serve kind's (jobs/kinds/serve_engines), so jobs uses
+    serve and never the other way."""
+    known = modules()
+    graph = {name: imports(name, path, known) for name, path in known.items()}
+    up = {
+        name: sorted(m for m in graph[name] if m.startswith("gaudi_tui.core.jobs"))
+        for name in graph
+        if name.startswith("gaudi_tui.core.serve")
+    }
+    assert "gaudi_tui.core.serve.ready" in up
+    assert {name: found for name, found in up.items() if found} == {}

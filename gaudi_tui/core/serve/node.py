@@ -22,7 +22,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from gaudi_tui.core.serve import engines
+from gaudi_tui.core.serve.address import host_problem
 from gaudi_tui.core.untrusted.files import load_json, write_atomic
 
 NODE_FILE = "serve-node.json"
@@ -45,7 +45,7 @@ def node_address(env: Mapping[str, str]) -> str:
             out = ""
         for word in out.split():
             address = word.split("=", 1)[1] if word.startswith("NodeAddr=") else ""
-            if address and engines.host_problem(address) is None:  # the cluster's word is checked
+            if address and host_problem(address) is None:  # the cluster's word is checked
                 return address
     return socket.gethostname()
 

@@ -1,6 +1,6 @@
 """A model server as a job (`kind = "serve"`): `vllm serve` or `transformers serve` on the chosen
 cards, under the command kind's life cycle. The serve settings become an argument list
-(`core/serve/engines.py`) and the command machinery supervises it (`serve_supervise.py`): its own
+(`core/jobs/kinds/serve_engines.py`) and the command machinery supervises it (`serve_supervise.py`): its own
 session, every process recorded, `s` = SIGINT (the server finishes the requests in flight and exits),
 then SIGTERM, then SIGKILL `kill_grace_s` apart; `k k` kills. Runs on this host (target local), or
 as one task holding the cards of one Slurm node (`serve_cluster.py`)."""
@@ -14,13 +14,13 @@ from pathlib import Path
 
 from gaudi_tui.core import paths
 from gaudi_tui.core.jobs import targets
-from gaudi_tui.core.jobs.kinds import OutputWatch, serve_cluster
+from gaudi_tui.core.jobs.kinds import OutputWatch, serve_cluster, serve_engines
 from gaudi_tui.core.jobs.kinds.command_kind import CommandKind
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec
 from gaudi_tui.core.jobs.targets import Attempt
 from gaudi_tui.core.jobs.validate import Problem
-from gaudi_tui.core.serve import engines, model, ready
+from gaudi_tui.core.serve import model, ready
 
 LOCAL_OR_SLURM = "a model server runs on this host or on Slurm: choose target local or slurm"
 
@@ -35,12 +35,12 @@ class ServeKind(CommandKind):
         engine's knobs under the spec's env."""
         from gaudi_tui.core.jobs.launch import free_port
 
-        engine = engines.choose(spec, {**os.environ, **spec.env})
+        engine = serve_engines.choose(spec, {**os.environ, **spec.env})
         on_node = targets.for_spec(spec).starts_ranks
         spec = replace(
             spec, serve_engine=engine, serve_port=spec.serve_port or (0 if on_node else free_port())
         )
-        return replace(spec, env=engines.env(spec, recipe_cache(), spec.serve_model))
+        return replace(spec, env=serve_engines.env(spec, recipe_cache(), spec.serve_model))
 
     def validate(
         self,
@@ -56,7 +56,7 @@ class ServeKind(CommandKind):
                 *own,
                 Problem("target", LOCAL_OR_SLURM),
             ]
-        out = [*own, *engines.problems(spec, env, here=here)]
+        out = [*own, *serve_engines.problems(spec, env, here=here)]
         if starts_ranks:
             out += serve_cluster.problems(spec)
         try:

@@ -12,10 +12,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from gaudi_tui.core.jobs.kinds import serve_engines
 from gaudi_tui.core.jobs.kinds.command_supervise import CommandSupervision
 from gaudi_tui.core.jobs.spec import JobSpec
 from gaudi_tui.core.jobs.targets import Attempt
-from gaudi_tui.core.serve import engines, model, ready, warmup
+from gaudi_tui.core.serve import model, ready, warmup
 
 MERGED_DIR = "merged"
 
@@ -79,7 +80,7 @@ def server(run_path: Path, spec: JobSpec, say: Callable[[str], None]) -> tuple[l
             load = str(merged(served.load, served.adapter, run_path / MERGED_DIR, spec.trust_remote_code))
     except (model.ServeRefused, OSError, ValueError, ImportError, RuntimeError) as exc:
         raise CannotServe(f"cannot serve {spec.serve_model}: {exc}") from None
-    return engines.argv(spec, load, adapter), engines.served_id(spec, load, adapter)
+    return serve_engines.argv(spec, load, adapter), serve_engines.served_id(spec, load, adapter)
 
 
 def api_key(spec: JobSpec) -> str | None:
@@ -101,7 +102,9 @@ def supervise(attempt: Attempt) -> int:
         return 1
     key = api_key(spec)
     if key:
-        os.environ[engines.API_KEY_VAR] = key  # this supervisor's own environment: the server inherits it
+        os.environ[serve_engines.API_KEY_VAR] = (
+            key  # this supervisor's own environment: the server inherits it
+        )
     runnable = replace(
         spec, command=tuple(argv), command_launcher="direct", wrap_trainer=False, metrics_source="json",
         workdir=str(run.path),

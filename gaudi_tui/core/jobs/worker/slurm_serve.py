@@ -15,10 +15,10 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from gaudi_tui.core.jobs.kinds import serve_supervise
+from gaudi_tui.core.jobs.kinds import serve_engines, serve_supervise
 from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import SpecError
-from gaudi_tui.core.serve import engines, node
+from gaudi_tui.core.serve import node
 
 
 def say(text: str) -> None:
@@ -51,7 +51,7 @@ def main(args_in: list[str] | None = None) -> int:
     env = dict(os.environ)
     key = serve_supervise.api_key(spec)
     if key:
-        env[engines.API_KEY_VAR] = key
+        env[serve_engines.API_KEY_VAR] = key
     attempt = status.attempt if status is not None else 0
     name = os.environ.get("SLURMD_NODENAME", "")
     node.write(run.path, attempt, name, host, port, reach, served)

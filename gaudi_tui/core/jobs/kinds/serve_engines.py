@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import re
 import shutil
 import sys
@@ -27,6 +26,7 @@ from pathlib import Path
 from gaudi_tui.core.jobs.jobspec import ServeEngine
 from gaudi_tui.core.jobs.spec import JobSpec, is_secret
 from gaudi_tui.core.jobs.validate import Problem
+from gaudi_tui.core.serve.address import host_problem
 
 ENGINES = ("vllm", "transformers")
 TRANSFORMERS_SERVE = ("transformers.cli.serve", "fastapi", "uvicorn")
@@ -35,7 +35,6 @@ API_KEY_VAR = "VLLM_API_KEY"
 RECIPE_CACHE_MB = 8192
 BUCKETING = ("exp", "lin", "pad")
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-HOST_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?")
 MANAGED_FLAGS = {
     "--host": "serve_host",
     "--port": "serve_port",
@@ -160,19 +159,6 @@ def problems(spec: JobSpec, env_now: Mapping[str, str], here: bool = True) -> li
             )
         )
     return out
-
-
-def host_problem(host: str) -> str | None:
-    if not host:
-        return "give the address to listen on, e.g. 127.0.0.1 (this host only) or 0.0.0.0 (every network)"
-    try:
-        ipaddress.ip_address(host)
-        return None
-    except ValueError:
-        pass
-    if not HOST_NAME.fullmatch(host):
-        return f"{host!r} is not an IP address or a host name"
-    return None
 
 
 def _args_problems(args: Sequence[str]) -> list[Problem]:
