@@ -11,10 +11,8 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 
@@ -27,6 +25,7 @@ from gaudi_tui.core.jobs.runfolder import RunFolder
 from gaudi_tui.core.jobs.spec import JobSpec
 from gaudi_tui.core.jobs.status import JobStatus, ProcRef
 from gaudi_tui.core.jobs.targets import Attempt, Host, Presence
+from gaudi_tui.core.jobs.targets.watch_checks import WatchChecks
 from gaudi_tui.core.jobs.validate import Problem, hardware
 
 POLL_S = 0.2
@@ -118,8 +117,7 @@ class Supervision:
 
     def __init__(self) -> None:
         self.known: dict[int, ProcRef] = {}
-        self.failing: set[str] = set()
-        """The watch's checks that raised and were said (`_check`)."""
+        self.checks = WatchChecks("the job is watched on")
         self.metrics_base = 0
         """Where this attempt's events begin in metrics.jsonl (its size when the launcher started)."""
 
@@ -182,14 +180,16 @@ class Supervision:
             if code is not None:
                 return code
             if time.monotonic() >= next_tree or attempt.kill_requested.is_set():  # every poll once killing
-                grew = self._check("recording the process tree", lambda: self.record_tree(attempt, child.pid))
+                grew = self.checks.run(
+                    "recording the process tree", lambda: self.record_tree(attempt, child.pid)
+                )
                 tree_every = POLL_S if grew else min(tree_every * 2, TREE_MAX_S)
                 next_tree = time.monotonic() + tree_every
             if not run.path.is_dir():
                 attempt.kill_requested.set()  # the run folder was deleted: nothing may run on without it
             if run.stop_requested() and not attempt.status().stop_requested:
                 attempt.save(state="stopping", stop_requested=True)
-            self._check("the kind's check", lambda: self.on_poll(attempt, child))
+            self.checks.run("the kind's check", lambda: self.on_poll(attempt, child))
             if attempt.kill_requested.is_set() and kill_deadline is None:
                 attempt.save(state="stopping", kill_requested=True)
                 self.signal_launcher(child, signal.SIGTERM)
@@ -200,20 +200,6 @@ class Supervision:
                 if time.monotonic() >= kill_deadline + STUCK_S:
                     return None
             time.sleep(POLL_S)
-
-    def _check(self, name: str, check: Callable[[], object]) -> bool:
-        """One of the watch's checks, True when it says so: what it raises goes to supervisor.log
-        once (while it keeps raising), and the watch of the launcher, its stop and its kill go on."""
-        try:
-            said = bool(check())
-        except Exception:  # noqa: BLE001 - a check's bug must not orphan the job's processes
-            if name not in self.failing:
-                self.failing.add(name)
-                print(f"{name} failed (tried again at each poll; the job is watched on):\n"
-                      f"{traceback.format_exc()}", file=sys.stderr, flush=True)  # fmt: skip
-            return False
-        self.failing.discard(name)
-        return said
 
     def on_poll(self, attempt: Attempt, child: subprocess.Popen[bytes]) -> None:
         """Each poll while the launcher runs: a kind's own part of the watch (the command's stop by

@@ -28,6 +28,7 @@ from gaudi_tui.core.jobs.targets.ray.cluster import JobGone, JobInfo, Jobs, NoAn
 from gaudi_tui.core.jobs.targets.ray.mirror import LogMirror
 from gaudi_tui.core.jobs.targets.ray.nodes import ClusterError, nodes_or_none, request_timeout
 from gaudi_tui.core.jobs.targets.ray.record import ClusterRecord, read_record, submission_id, write_record
+from gaudi_tui.core.jobs.targets.watch_checks import WatchChecks
 
 POLL_S = 1.0
 LOG_POLL_S = 5.0
@@ -61,6 +62,9 @@ class Supervision:
         self.mirror: LogMirror | None = None
         self.down_since: float | None = None
         self.pending: set[str] = set()
+        self.checks = WatchChecks("the job is followed on", passes=(Left,))
+        self.stopped = self.flagged = False
+        """The cluster took the stop of the job / the stop flag (each sent once)."""
 
     def supervise(self) -> int:
         attempt, run = self.attempt, self.run
@@ -105,7 +109,8 @@ class Supervision:
             ray_job_id=(info.job_id if info else None) or record.ray_job_id,
             nodes_seen=[asdict(n) for n in nodes_or_none(record.address)],
         )
-        write_record(run, record)
+        # the end is saved in status.json even when the record cannot be written now
+        self.checks.run("recording the job's ranks", lambda: self._record(record))
         self._finish(record, info)
         return 0
 
@@ -163,22 +168,12 @@ class Supervision:
     def _watch(self, record: ClusterRecord, stream: LogStream) -> JobInfo | None:
         """Follow the job until it is terminal (its last JobInfo), or None when the cluster no longer
         knows it. STOP and kill are acted on in every round, whether the cluster answers or not."""
-        attempt, run, spec, sid = self.attempt, self.run, self.spec, record.submission_id
-        flagged = stopped = False
+        attempt, run, sid = self.attempt, self.run, record.submission_id
         last_logs = last_record = time.monotonic()
         while True:
             if not run.path.is_dir():
                 attempt.kill_requested.set()  # the run folder was deleted: nothing may run on without it
-            if attempt.kill_requested.is_set() and not attempt.status().kill_requested:
-                attempt.save(state="stopping", kill_requested=True)
-            if attempt.kill_requested.is_set() and not stopped:
-                stopped = self._try(lambda: self.jobs.stop(sid), "stop the job")
-            if run.stop_requested() and not attempt.status().stop_requested:
-                attempt.save(state="stopping", stop_requested=True)
-            if run.stop_requested() and not flagged:
-                flagged = self._try(
-                    lambda: cluster.raise_stop_flag(self.jobs, spec.ray_python, sid), "raise the stop flag"
-                )
+            self.checks.run("the stop and kill", lambda: self._act(sid))
             try:
                 info = self.jobs.info(sid)
             except JobGone as exc:
@@ -202,15 +197,39 @@ class Supervision:
             now = time.monotonic()
             if not stream.is_alive() and now - last_logs > LOG_POLL_S:
                 last_logs = now
-                if self._try(lambda: stream.mirror.feed_from(self.jobs.logs(sid)), "read the log"):  # noqa: B023 - called at once
+                if self.checks.run("copying the job's log", lambda: self._fetch_log(stream, sid)):  # noqa: B023 - called at once
                     stream = stream.again()
             if now - last_record > RECORD_S:
                 last_record = now
                 ranks = dict(self.mirror.ranks) if self.mirror else {}
                 if ranks != record.ranks or info.job_id != record.ray_job_id:
-                    record = replace(record, ranks=ranks, ray_job_id=info.job_id)
-                    write_record(run, record)
+                    new = replace(record, ranks=ranks, ray_job_id=info.job_id)
+                    if self.checks.run("recording the job's ranks", lambda: self._record(new)):  # noqa: B023 - called at once
+                        record = new
             time.sleep(POLL_S)
+
+    def _act(self, sid: str) -> None:
+        """The stop and kill the panel asked for: saved in status.json, sent to the cluster (each
+        once it went through; tried again at the next poll while the cluster does not answer)."""
+        attempt, run = self.attempt, self.run
+        if attempt.kill_requested.is_set() and not attempt.status().kill_requested:
+            attempt.save(state="stopping", kill_requested=True)
+        if attempt.kill_requested.is_set() and not self.stopped:
+            self.stopped = self._try(lambda: self.jobs.stop(sid), "stop the job")
+        if run.stop_requested() and not attempt.status().stop_requested:
+            attempt.save(state="stopping", stop_requested=True)
+        if run.stop_requested() and not self.flagged:
+            self.flagged = self._try(
+                lambda: cluster.raise_stop_flag(self.jobs, self.spec.ray_python, sid), "raise the stop flag"
+            )
+
+    def _fetch_log(self, stream: LogStream, sid: str) -> bool:
+        """The job's whole log fed to the mirror (when its stream ended): True when it was read."""
+        return self._try(lambda: stream.mirror.feed_from(self.jobs.logs(sid)), "read the log")
+
+    def _record(self, record: ClusterRecord) -> bool:
+        write_record(self.run, record)
+        return True
 
     def _try(self, action: Callable[[], object], doing: str) -> bool:
         """Do `action` now if the cluster answers; False (said once) to try again next round."""

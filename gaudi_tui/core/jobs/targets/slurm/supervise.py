@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import codecs
 import os
-import sys
 import time
-import traceback
 from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
@@ -35,6 +33,7 @@ from gaudi_tui.core.jobs.outcome import error_from_log, last_end_event
 from gaudi_tui.core.jobs.readers import lines
 from gaudi_tui.core.jobs.targets import Attempt
 from gaudi_tui.core.jobs.targets.slurm.record import SlurmRecord
+from gaudi_tui.core.jobs.targets.watch_checks import WatchChecks
 from gaudi_tui.core.jobs.worker.logstream import RANK_PREFIX
 from gaudi_tui.core.slurm import model, poll, reasons
 from gaudi_tui.core.slurm.cli import Slurm, SlurmError
@@ -67,21 +66,11 @@ class Follow:
         self.interrupted = False
         self.fallback_error = ""
         self.stale_since: float | None = None
-        self.failing: set[str] = set()
-        """The checks whose last try raised (each said once in supervisor.log)."""
+        self.checks = WatchChecks("the job is followed on")
 
     def check(self, name: str, call: Callable[[], object]) -> None:
-        """One of the watch's checks: what it raises goes to supervisor.log once (while it keeps
-        raising), and the job is followed on (a supervisor that died would leave it unwatched)."""
-        try:
-            call()
-        except Exception:  # noqa: BLE001 - a check's bug must not leave the job running unwatched
-            if name not in self.failing:
-                self.failing.add(name)
-                print(f"{name} failed (tried again at each poll; the job is followed on):\n"
-                      f"{traceback.format_exc()}", file=sys.stderr, flush=True)  # fmt: skip
-        else:
-            self.failing.discard(name)
+        """One of the watch's checks (`WatchChecks`): the job is followed on past one that raises."""
+        self.checks.run(name, call)
 
     # --- the output file -----------------------------------------------------------------------
     def tail(self) -> bool:
