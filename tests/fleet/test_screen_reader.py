@@ -162,3 +162,18 @@ def test_the_free_cards_answer_stays_the_same_while_hbm_use_moves(backfilled: tu
         for t in (at - STEP_S, at)
     ]
     assert free[0] == free[1] == [("h0:41612", 0b10101010), ("h1:41612", 0b10101010), ("h2:41612", 0b101000)]
+
+
+def test_the_rows_cards_from_the_same_answers_are_not_built_again_and_come_as_a_copy(
+    backfilled: tuple[str, float],
+) -> None:
+    """A 15 s scrape read every 5 s gives the same answers two refreshes in three: the rows' hosts
+    are the last ones (not built again), in a new dict, since the screen adds scrolled rows' cards
+    to the one it holds."""
+    url, at = backfilled
+    reader = fetch.ScreenReader(PrometheusClient(url, timeout=10), at)
+    _, first = reader.refresh(["h0:41612"])
+    held = first["h0:41612"]
+    first["h1:41612"] = held  # what the screen does with the cards of a row scrolled into view
+    _, again = reader.refresh(["h0:41612"])
+    assert again == {"h0:41612": held} and again["h0:41612"] is held

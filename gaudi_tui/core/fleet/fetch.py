@@ -210,6 +210,9 @@ class ScreenReader:
         """The fleet metrics with series, from the last refresh (None: not known)."""
         self._base: tuple[tuple[object, ...], Overview] | None = None
         """The last answers given to `model.summarize_hosts` and its overview."""
+        self._built: tuple[tuple[object, ...], dict[str, Host]] | None = None
+        """The last answers given to `build_fleet` for the rows' cards, and their hosts (a 15 s
+        scrape read every 5 s: two refreshes in three get the same answers)."""
         self._shown: tuple[Overview, list[HostValue], Overview] | None = None
         """That overview, the last free cards, and the overview with them (`model.with_free`): a
         refresh where only the free cards changed makes only this one, one where nothing changed
@@ -289,8 +292,11 @@ class ScreenReader:
             m.NIC_PORT_STATUS.name: mine(answers.get(m.NIC_PORT_STATUS.name, [])),
         }
         cards = {key: values[key] for key in FIELD_KEYS if key in values}
-        fleet = build_fleet(self.client.url, samples, hosts("up"), hosts("usual"), card_values=cards)
-        return {host.name: host for host in fleet.hosts}
+        given = (samples, hosts("up"), hosts("usual"), cards)
+        if self._built is None or self._built[0] != given:
+            fleet = build_fleet(self.client.url, *given[:3], card_values=cards)
+            self._built = (given, {host.name: host for host in fleet.hosts})
+        return dict(self._built[1])  # a copy: the screen adds the cards of rows scrolled into view
 
 
 FIELD_KEYS = tuple(info.name for info in m.FLEET_METRICS)
