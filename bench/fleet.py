@@ -228,8 +228,9 @@ async def measure_tui(url: str, hosts: int, end: int) -> dict[str, list[float]]:
     return out
 
 
-async def measure_cpu(url: str, end: int, mode: str) -> float:
-    """% of a core the panel process uses with the Fleet screen refreshing every 5 s."""
+async def measure_cpu(url: str, end: int, mode: str) -> list[float]:
+    """% of a core the panel process uses with the Fleet screen refreshing every 5 s, in each 5 s
+    period of `CPU_WINDOW_S` (each holds one refresh)."""
     from gaudi_tui.core.accelerator import Accelerator
     from gaudi_tui.ui.app import GaudiApp
     from gaudi_tui.ui.screens.fleet import FleetScreen
@@ -240,9 +241,12 @@ async def measure_cpu(url: str, end: int, mode: str) -> float:
         screen = FleetScreen(reader=MovingReader(client, Clock(end, MODES[mode])), interval=5.0)
         await app.push_screen(screen)
         await wait_ready(pilot, screen)
-        cpu0, wall0 = time.process_time(), time.perf_counter()
-        await pilot.pause(CPU_WINDOW_S)
-        return (time.process_time() - cpu0) / (time.perf_counter() - wall0) * 100
+        shares = []
+        for _ in range(int(CPU_WINDOW_S // 5)):
+            cpu0, wall0 = time.process_time(), time.perf_counter()
+            await pilot.pause(5.0)
+            shares.append((time.process_time() - cpu0) / (time.perf_counter() - wall0) * 100)
+        return shares
 
 
 def main() -> int:
