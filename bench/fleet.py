@@ -2,8 +2,8 @@
 openmetrics` (64, 128, 256, 512, 1,024 and 2,048 hosts × 8 cards × 1 h of `gaudi-tui exporter`'s
 metrics, one sample a minute, each a new value but for what an exporter keeps constant), read the
 way the Fleet screen reads it, each refresh at a later evaluation time (bench/common/fleet_stack.py).
-The 2,048-host TSDB (8.1 million samples) takes about a minute to write and backfill; the whole
-bench about six minutes.
+The 2,048-host TSDB (8.1 million samples) takes 30 to 80 s to write and backfill, by the machine's
+load; the whole bench 4 to 8 minutes.
 
 Two cases (`MODES`), because the client keeps its last reading of an answer that did not change:
 - `changing`: every refresh reads the next minute, so every changing answer is new (the worst case);
