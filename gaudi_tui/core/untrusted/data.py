@@ -8,8 +8,9 @@ orjson does the parsing (a fifth of json's time, its own depth limit, no NaN, no
 lone surrogates, only UTF-8): what it gives can break only two of these bounds, an integer past 64
 bits (it reads up to 2^64 - 1) and nesting past `MAX_DEPTH`, so where the input holds no run of 19
 digits no value is walked, and the depth is read from the brackets (a Prometheus answer of 2,048
-series in a fraction of the time a walk of every value takes). json reads only the `NaN`/`Infinity` words Python's own `json.dumps` writes, where a caller asked
-for them as None (a loss that diverged is still a line of its log).
+series in a fraction of the time a walk of every value takes). json reads only the
+`NaN`/`Infinity` words Python's own `json.dumps` writes, where a caller asked for them as None (a
+loss that diverged is still a line of its log).
 
 `number`, `integer` and `text` take one value out of what `loads` gave: the value in range, or None.
 """
