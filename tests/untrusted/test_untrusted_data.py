@@ -111,3 +111,17 @@ def test_an_integer_just_past_64_bits_is_refused_in_a_large_answer(digits: str) 
         loads(document.replace('"count": 0', f'"count": {digits}'))
     padded = {"serial": "1234567890123456789012", "n": INT_MAX, "m": INT_MIN}
     assert loads(json.dumps(padded)) == padded  # a long run of digits: the whole walk, same answer
+
+
+@pytest.mark.parametrize("inner", ["1", '"]]"', '"\\u005d"', '""', '{"k": "["}'])
+def test_the_depth_read_from_the_brackets_is_the_depth_the_walk_finds(inner: str) -> None:
+    """`loads` reads the nesting from the brackets where it can (no escape, no bracket in a string)
+    and walks the value elsewhere: both bound it alike, lists and objects mixed."""
+    extra = 1 if inner.startswith("{") else 0
+    for opening, closing in (("[", "]"), ('{"k": ', "}"), ('[{"k": ', "}]")):
+        levels = len(opening.replace('"k": ', ""))
+        depth = (MAX_DEPTH - extra) // levels
+        ok = opening * depth + inner + closing * depth
+        assert loads(ok) is not None
+        with pytest.raises(Untrusted, match="nests"):  # one level more: past MAX_DEPTH
+            loads(opening * (depth + 1) + inner + closing * (depth + 1))
