@@ -177,3 +177,17 @@ def test_the_rows_cards_from_the_same_answers_are_not_built_again_and_come_as_a_
     first["h1:41612"] = held  # what the screen does with the cards of a row scrolled into view
     _, again = reader.refresh(["h0:41612"])
     assert again == {"h0:41612": held} and again["h0:41612"] is held
+
+
+def test_a_labelled_answer_that_did_not_change_is_not_read_again(backfilled: tuple[str, float]) -> None:
+    """`query` (the rows' HBM use, with each card's identity labels) keeps its last reading as
+    `pair_values` does: the same answer but for its evaluation time gives the same samples, in a
+    new list; an answer that changed is read anew."""
+    url, at = backfilled
+    client = PrometheusClient(url, timeout=10)
+    promql = fetch.card_queries(["h0:41612"])[m.MEMORY_USED.name]
+    first = client.query(promql, at)
+    again = client.query(promql, at)
+    assert len(first) == 8 and again is not first and all(a is b for a, b in zip(first, again, strict=True))
+    moved = client.query(promql, at - STEP_S)  # the HBM use a minute before
+    assert sorted(s.value for s in moved) != sorted(s.value for s in first)
