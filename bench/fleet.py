@@ -1,24 +1,29 @@
 """Fleet at scale: a real Prometheus on a TSDB backfilled with `promtool tsdb create-blocks-from
-openmetrics` (64, 128, 256, 512 and 1,024 hosts × 8 cards × 1 h of `gaudi-tui exporter`'s metrics,
-one sample a minute, each a new value but for what an exporter keeps constant), read the way the
-Fleet screen reads it, each refresh at a later evaluation time (bench/common/fleet_stack.py).
+openmetrics` (64, 128, 256, 512, 1,024 and 2,048 hosts × 8 cards × 1 h of `gaudi-tui exporter`'s
+metrics, one sample a minute, each a new value but for what an exporter keeps constant), read the
+way the Fleet screen reads it, each refresh at a later evaluation time (bench/common/fleet_stack.py).
+The 2,048-host TSDB (8.1 million samples) takes 30 to 80 s to write and backfill, by the machine's
+load; the whole bench 4 to 8 minutes.
 
 Two cases (`MODES`), because the client keeps its last reading of an answer that did not change:
 - `changing`: every refresh reads the next minute, so every changing answer is new (the worst case);
 - `scrape`: the answers change every third refresh, as a 15 s scrape read by the 5 s refresh.
 
-Figures (medians with min–max; each with its ratio to a baseline measured in the same run):
+Figures (medians with min–max; each with its ratio to a baseline measured in the same run; the
+report and its targets: bench/common/fleet_report.py):
 - one Fleet screen refresh (`fetch.ScreenReader.refresh`: the per-host aggregates of every host and
   the per-card queries of the `VISIBLE` rows a tall terminal shows, decoded, + the model build), per
   fleet size and case; baseline: the same PromQL at the same evaluation times over bare
   `http.client`, on kept threads (`AT_ONCE`, as the product's pool) and kept-alive connections (as
   the product's client), bodies read, no decoding, no model; alternated with ours run by run; the
-  ratio is the median of the per-pair ratios. Targets at 512 hosts: ≤ 1.1× the bare queries, and
-  ≤ 300 ms where Prometheus alone allows it. At 512 hosts also the full refresh `gaudi-tui fleet`
-  makes (`fetch.refresh`: every card's values) against its own PromQL bare. With each: the process
-  CPU time per refresh, ours and bare, and the connections a warm refresh opens, ours and bare.
-- TUI CPU with the Fleet screen refreshing every 5 s, at 512 hosts, in each case (process CPU time
-  over a headless run); baseline: the same app idle on an empty panel screen. Target: ≤ 2 % of a core.
+  ratio is the median of the per-pair ratios. Targets: ≤ 1.1× the bare queries at 512, 1,024 and
+  2,048 hosts, and ≤ 300 ms where Prometheus alone allows it (a size where the bare queries take
+  longer says so). With each: the process CPU time per refresh, ours and bare (target: ≤ 2× bare's
+  at every size), and the connections a warm refresh opens, ours and bare.
+- at 512 hosts and at the largest size: the full refresh `gaudi-tui fleet` makes (`fetch.refresh`:
+  every card's values) against its own PromQL bare, and the TUI's CPU with the Fleet screen
+  refreshing every 5 s, in each case (process CPU time over a headless run); baseline: the same app
+  idle on an empty panel screen. Target: ≤ 2 % of a core.
 - first frame of the Fleet screen (mount + first paint, before its queries answer; the very first
   also imports its module) and first data (512 hosts listed, the rows on screen with their cards:
   two round trips); baseline: first frame of an empty panel screen (header + footer).
@@ -32,7 +37,6 @@ import argparse
 import asyncio
 import os
 import shutil
-import statistics
 import sys
 import tempfile
 import threading
@@ -45,6 +49,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))  # bench/common
 
+from common.fleet_report import Figures, Pair, fmt  # noqa: E402
 from common.fleet_stack import (  # noqa: E402
     CARDS,
     Bare,
@@ -66,7 +71,7 @@ if TYPE_CHECKING:
 
     from gaudi_tui.ui.screens.fleet import FleetScreen
 
-SIZES = (64, 128, 256, 512, 1024)
+SIZES = (64, 128, 256, 512, 1024, 2048)
 TARGET_SIZE = 512
 RUNS = 7
 VISIBLE = 40
@@ -91,32 +96,18 @@ def timed(action: Callable[[], object], runs: int = RUNS, warm: bool = True) -> 
     return times
 
 
-def fmt(values: list[float], unit: str = "ms") -> str:
-    return f"{statistics.median(values):.1f} {unit} (min {min(values):.1f}, max {max(values):.1f})"
-
-
-CPU_PER_REFRESH: dict[str, tuple[list[float], list[float]]] = {}
-"""Process CPU time (ms) of each run of `pairs`, ours and bare, by what was measured: less sensitive
-to a shared machine's load than the wall-clock times."""
-
-
-def pairs(
-    ours: Callable[[], object], bare: Callable[[], object], name: str = ""
-) -> tuple[list[float], list[float]]:
-    """`RUNS` timings of each after one warm-up, alternated, so a drifting load hits both alike (and
-    their CPU times in `CPU_PER_REFRESH[name]`)."""
+def pairs(ours: Callable[[], object], bare: Callable[[], object]) -> tuple[Pair, Pair]:
+    """`RUNS` timings of each after one warm-up, alternated, so a drifting load hits both alike; and
+    their process CPU times, less sensitive to a shared machine's load than the wall-clock times."""
     ours(), bare()
-    mine: list[float] = []
-    theirs: list[float] = []
-    cpu: tuple[list[float], list[float]] = ([], [])
+    wall: Pair = ([], [])
+    cpu: Pair = ([], [])
     for _ in range(RUNS):
-        for action, times, used in ((ours, mine, cpu[0]), (bare, theirs, cpu[1])):
+        for action, times, used in ((ours, wall[0], cpu[0]), (bare, wall[1], cpu[1])):
             started = time.process_time()
             times += timed(action, runs=1, warm=False)
             used.append((time.process_time() - started) * 1000)
-    if name:
-        CPU_PER_REFRESH[name] = cpu
-    return mine, theirs
+    return wall, cpu
 
 
 def visible_rows(reader: fetch.ScreenReader) -> list[str]:
@@ -125,11 +116,9 @@ def visible_rows(reader: fetch.ScreenReader) -> list[str]:
     return [h.name for h in worst_first(overview.hosts)][:VISIBLE]
 
 
-OPENED: dict[str, tuple[float, float]] = {}
-"""Connections opened per refresh once warm, ours and bare (both keep theirs alive), by name."""
-
-
-def measure_refresh(url: str, hosts: int, end: int, mode: str) -> tuple[list[float], list[float]]:
+def measure_refresh(url: str, hosts: int, end: int, mode: str, figures: Figures) -> None:
+    """The screen's refresh against its PromQL bare (wall and CPU time), and the connections opened
+    per refresh once warm, ours and bare (both keep theirs alive)."""
     reader = MovingReader(PrometheusClient(url, timeout=30), Clock(end, MODES[mode]))
     visible = visible_rows(reader)
     overview, cards = reader.refresh(visible)
@@ -144,26 +133,25 @@ def measure_refresh(url: str, hosts: int, end: int, mode: str) -> tuple[list[flo
     times.count = reader.clock.count  # the k-th refresh of each side reads the same time
     bare.fetch(reader.at or 0.0, queries, present=True)  # its threads and connections, as ours have theirs
     opened, bare_opened = reader.client.opened, bare.opened
-    name = f"{hosts} hosts, {mode}"
     try:
-        timings = pairs(
-            lambda: reader.refresh(visible), lambda: bare.fetch(times(), queries, present=True), name
+        figures.refresh[hosts, mode], figures.cpu[hosts, mode] = pairs(
+            lambda: reader.refresh(visible), lambda: bare.fetch(times(), queries, present=True)
         )
     finally:
         bare.close()
-    OPENED[name] = ((reader.client.opened - opened) / (RUNS + 1), (bare.opened - bare_opened) / (RUNS + 1))
-    return timings
+    figures.opened[hosts, mode] = (
+        (reader.client.opened - opened) / (RUNS + 1),
+        (bare.opened - bare_opened) / (RUNS + 1),
+    )
 
 
-def measure_full(url: str, end: int, mode: str) -> tuple[list[float], list[float]]:
+def measure_full(url: str, end: int, mode: str) -> tuple[Pair, Pair]:
     """`gaudi-tui fleet`'s refresh: every card's values."""
     client = PrometheusClient(url, timeout=30)
     queries = list(fetch.fleet_queries().values())
     ours, theirs, bare = Clock(end, MODES[mode]), Clock(end, MODES[mode]), Bare(url)
     try:
-        return pairs(
-            lambda: fetch.refresh(client, ours()), lambda: bare.fetch(theirs(), queries), f"full, {mode}"
-        )
+        return pairs(lambda: fetch.refresh(client, ours()), lambda: bare.fetch(theirs(), queries))
     finally:
         bare.close()
 
@@ -240,8 +228,9 @@ async def measure_tui(url: str, hosts: int, end: int) -> dict[str, list[float]]:
     return out
 
 
-async def measure_cpu(url: str, end: int, mode: str) -> float:
-    """% of a core the panel process uses with the Fleet screen refreshing every 5 s."""
+async def measure_cpu(url: str, end: int, mode: str) -> list[float]:
+    """% of a core the panel process uses with the Fleet screen refreshing every 5 s, in each 5 s
+    period of `CPU_WINDOW_S` (each holds one refresh)."""
     from gaudi_tui.core.accelerator import Accelerator
     from gaudi_tui.ui.app import GaudiApp
     from gaudi_tui.ui.screens.fleet import FleetScreen
@@ -252,9 +241,12 @@ async def measure_cpu(url: str, end: int, mode: str) -> float:
         screen = FleetScreen(reader=MovingReader(client, Clock(end, MODES[mode])), interval=5.0)
         await app.push_screen(screen)
         await wait_ready(pilot, screen)
-        cpu0, wall0 = time.process_time(), time.perf_counter()
-        await pilot.pause(CPU_WINDOW_S)
-        return (time.process_time() - cpu0) / (time.perf_counter() - wall0) * 100
+        shares = []
+        for _ in range(int(CPU_WINDOW_S // 5)):
+            cpu0, wall0 = time.process_time(), time.perf_counter()
+            await pilot.pause(5.0)
+            shares.append((time.process_time() - cpu0) / (time.perf_counter() - wall0) * 100)
+        return shares
 
 
 def main() -> int:
@@ -271,10 +263,7 @@ def main() -> int:
     own_home()
     workdir = Path(tempfile.mkdtemp(prefix="gaudi-tui-bench-fleet-"))
     end = int(time.time()) // 60 * 60 - 60
-    results: dict[tuple[int, str], tuple[list[float], list[float]]] = {}
-    full: dict[str, tuple[list[float], list[float]]] = {}
-    tui: dict[str, list[float]] = {}
-    cpu: dict[str, float] = {}
+    figures = Figures(SIZES, SAYS, CARDS, RUNS, VISIBLE)
     print(
         f"load average at the start: {' '.join(f'{x:.1f}' for x in os.getloadavg())} ({os.cpu_count()} CPUs)"
     )
@@ -297,16 +286,20 @@ def main() -> int:
             process, url = start_prometheus(folder / "data")
             try:
                 for mode in MODES:
-                    results[hosts, mode] = ours, bare = measure_refresh(url, hosts, end, mode)
+                    measure_refresh(url, hosts, end, mode, figures)
+                    ours, bare = figures.refresh[hosts, mode]
                     print(f"  {mode}: refresh {fmt(ours)}; bare {fmt(bare)}", flush=True)
-                if hosts == TARGET_SIZE:  # the CPU target is set at 512 hosts; 15 s each
+                if hosts in (TARGET_SIZE, max(SIZES)):  # the full refresh and the panel's CPU (15 s each)
                     for mode in MODES:
-                        full[mode] = measure_full(url, end, mode)
-                        print(
-                            f"  {mode}: full refresh (gaudi-tui fleet) {fmt(full[mode][0])}; bare {fmt(full[mode][1])}"
+                        full = figures.full[hosts, mode], figures.full_cpu[hosts, mode] = measure_full(
+                            url, end, mode
                         )
-                        cpu[mode] = asyncio.run(measure_cpu(url, end, mode))
-                    tui = asyncio.run(measure_tui(url, hosts, end))
+                        print(
+                            f"  {mode}: full refresh (gaudi-tui fleet) {fmt(full[0][0])}; bare {fmt(full[0][1])}"
+                        )
+                        figures.panel[hosts, mode] = asyncio.run(measure_cpu(url, end, mode))
+                if hosts == TARGET_SIZE:
+                    figures.tui = asyncio.run(measure_tui(url, hosts, end))
             finally:
                 process.terminate()
                 process.wait(30)
@@ -316,74 +309,10 @@ def main() -> int:
         return 1
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    report(results, full, cpu, tui)
+    figures.report(TARGET_SIZE, CPU_WINDOW_S)
     print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     print(f"bench/fleet.py ran {time.monotonic() - began:.0f} s")
     return 0
-
-
-def ratio_of(ours: list[float], bare: list[float]) -> tuple[float, float, float]:
-    ratios = [o / b for o, b in zip(ours, bare, strict=True)]
-    return statistics.median(ratios), min(ratios), max(ratios)
-
-
-def report(
-    results: dict[tuple[int, str], tuple[list[float], list[float]]],
-    full: dict[str, tuple[list[float], list[float]]],
-    cpu: dict[str, float],
-    tui: dict[str, list[float]],
-) -> None:
-    for mode in MODES:
-        print(
-            f"\nFleet screen refresh, {SAYS[mode]} (aggregates of every host + the cards of {VISIBLE} rows, "
-            f"decoded, + model), median of {RUNS} alternated runs; bare: the same PromQL on kept threads "
-            "and kept-alive connections, bodies read:"
-        )
-        print(f"{'hosts':>6} {'cards':>6}  {'refresh':<34} {'bare':<34} ratio (min–max)   per card")
-        for hosts in SIZES:
-            ours, bare = results[hosts, mode]
-            median, low, high = ratio_of(ours, bare)
-            per_card = statistics.median(ours) / (hosts * CARDS) * 1000
-            print(
-                f"{hosts:>6} {hosts * CARDS:>6}  {fmt(ours):<34} {fmt(bare):<34} {median:4.2f}× "
-                f"({low:.2f}–{high:.2f})  {per_card:.0f} µs"
-            )
-        ours, bare = results[TARGET_SIZE, mode]
-        ratio = ratio_of(ours, bare)[0]
-        print(
-            f"at {TARGET_SIZE} hosts: {ratio:.2f}× the bare queries (target ≤ 1.1: {'met' if ratio <= 1.1 else 'NOT met'}); "
-            f"{statistics.median(ours):.0f} ms, bare {statistics.median(bare):.0f} ms (target ≤ 300 ms where Prometheus alone allows it)"
-        )
-        median, low, high = ratio_of(*full[mode])
-        print(
-            f"full refresh at {TARGET_SIZE} hosts (gaudi-tui fleet: every card's values): {fmt(full[mode][0])}, "
-            f"bare {fmt(full[mode][1])}, {median:.2f}× ({low:.2f}–{high:.2f})"
-        )
-    print(
-        "\nCPU per refresh (process CPU time of each timed run, ours and bare) and connections opened per refresh:"
-    )
-    for name, (ours_cpu, bare_cpu) in CPU_PER_REFRESH.items():
-        opened = f"; opened {OPENED[name][0]:.1f}, bare {OPENED[name][1]:.1f}" if name in OPENED else ""
-        print(f"  {name:>22}: {fmt(ours_cpu)}, bare {fmt(bare_cpu)}{opened}")
-    idle = tui["idle_cpu"][0]
-    print(
-        f"\nTUI CPU with the Fleet screen refreshing every 5 s at {TARGET_SIZE} hosts ({CPU_WINDOW_S:.0f} s of "
-        f"process CPU time; baseline: the same app idle on an empty panel screen, {idle:.2f} % of a core):"
-    )
-    for mode, share in cpu.items():
-        print(
-            f"  {SAYS[mode]}: {share:.2f} % of a core ({share / 100 * 5000:.0f} ms per refresh period, "
-            f"{share / idle if idle else float('inf'):.1f}× idle); target ≤ 2 %: {'met' if share <= 2 else 'NOT met'}"
-        )
-    frame, empty = tui["first_frame"], tui["empty_frame"]
-    print(
-        f"first frame of the Fleet screen: {fmt(frame)}, {statistics.median(frame) / statistics.median(empty):.2f}× "
-        f"an empty panel screen's (header + footer) {fmt(empty)} (target ≤ 1.3×); the very first (module "
-        f"import) {tui['cold_frame'][0]:.0f} ms"
-    )
-    print(
-        f"first data ({TARGET_SIZE} hosts listed, the rows on screen with their cards): {fmt(tui['first_data'])}"
-    )
 
 
 if __name__ == "__main__":

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
+
 from gaudi_tui.core.fleet import metrics as m
 from gaudi_tui.core.fleet.build import build_fleet
-from gaudi_tui.core.fleet.model import DEFAULT_SLOWDOWN_C, worst_first
+from gaudi_tui.core.fleet.model import DEFAULT_SLOWDOWN_C, card_ids, summarize_hosts, with_free, worst_first
 from gaudi_tui.core.fleet.samples import Sample
 
 GIB = 1024**3
@@ -158,3 +160,22 @@ def test_a_host_whose_usual_count_is_not_a_number_does_not_stop_the_fleet() -> N
                     Sample({"instance": "c", "job": "gaudi"}, float("inf"))]  # fmt: skip
     fleet = build_fleet("p", samples, [up("a", 1), up("b", 1), up("c", 1)], usual_counts)
     assert [(h.name, len(h.cards)) for h in fleet.hosts] == [("a", 1), ("b", 1), ("c", 1)]
+
+
+def test_free_cards_are_read_back_from_their_bits_for_the_hosts_that_are_up() -> None:
+    """The screen's free cards come as one number per host (the sum of 2^id of each free card):
+    read back in order; a value that is no such sum (what a hostile or broken server could send)
+    gives none, and a host that is not up has none, as `Host.free_ids` says."""
+    assert card_ids(float(0b1011)) == (0, 1, 3) and card_ids(0.0) == ()
+    assert card_ids(float(2**31)) == (31,)
+    for bad in (math.nan, math.inf, -1.0, 1.5, float(2**32)):
+        assert card_ids(bad) == ()
+    up = [("a:1", "gaudi", 1.0), ("b:1", "gaudi", 0.0)]
+    cards = [("a:1", "gaudi", 8.0), ("b:1", "gaudi", 8.0)]
+    overview = with_free(
+        summarize_hosts("src", up, [], cards, {}, [], set()), [("a:1", "gaudi", 6.0), ("b:1", "gaudi", 3.0)]
+    )
+    assert [(h.name, h.state, h.free_ids) for h in overview.hosts] == [
+        ("a:1", "up", (1, 2)),
+        ("b:1", "down", ()),
+    ]

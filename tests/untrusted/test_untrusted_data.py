@@ -96,3 +96,32 @@ def test_integer_and_text_take_only_their_kind() -> None:
     assert integer(7.0) == 7 and integer(7.5) is None and integer("7") is None and integer(False) is None
     assert integer(10**30) is None and integer(5, lo=0, hi=4) is None
     assert text("abc", max_chars=2) == "ab" and text(7) is None and text("\ud800") is None
+
+
+@pytest.mark.parametrize("digits", ["9223372036854775808", "18446744073709551615"])
+def test_an_integer_just_past_64_bits_is_refused_in_a_large_answer(digits: str) -> None:
+    """orjson reads integers up to 2^64 - 1: `loads` skips its walk of every value only where no run
+    of 19 digits could hold one, so each of these is still refused, amid many ordinary values."""
+    series = [
+        {"metric": {"instance": f"h{i}:41612", "id": str(i % 8)}, "value": [1.5, "3"]} for i in range(500)
+    ]
+    document = json.dumps({"status": "success", "data": {"result": series, "count": 0}})
+    assert loads(document)["data"]["result"] == series  # type: ignore[index]
+    with pytest.raises(Untrusted, match="64 bits"):
+        loads(document.replace('"count": 0', f'"count": {digits}'))
+    padded = {"serial": "1234567890123456789012", "n": INT_MAX, "m": INT_MIN}
+    assert loads(json.dumps(padded)) == padded  # a long run of digits: the whole walk, same answer
+
+
+@pytest.mark.parametrize("inner", ["1", '"]]"', '"\\u005d"', '""', '{"k": "["}'])
+def test_the_depth_read_from_the_brackets_is_the_depth_the_walk_finds(inner: str) -> None:
+    """`loads` reads the nesting from the brackets where it can (no escape, no bracket in a string)
+    and walks the value elsewhere: both bound it alike, lists and objects mixed."""
+    extra = 1 if inner.startswith("{") else 0
+    for opening, closing in (("[", "]"), ('{"k": ', "}"), ('[{"k": ', "}]")):
+        levels = len(opening.replace('"k": ', ""))
+        depth = (MAX_DEPTH - extra) // levels
+        ok = opening * depth + inner + closing * depth
+        assert loads(ok) is not None
+        with pytest.raises(Untrusted, match="nests"):  # one level more: past MAX_DEPTH
+            loads(opening * (depth + 1) + inner + closing * (depth + 1))

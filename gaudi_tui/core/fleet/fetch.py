@@ -22,7 +22,15 @@ from gaudi_tui.core.devices.usage import BUSY_MIB
 from gaudi_tui.core.fleet import metrics as m
 from gaudi_tui.core.fleet.build import build_fleet
 from gaudi_tui.core.fleet.exposition import parse_exposition
-from gaudi_tui.core.fleet.model import DEFAULT_SLOWDOWN_C, Fleet, Host, Overview, summarize
+from gaudi_tui.core.fleet.model import (
+    DEFAULT_SLOWDOWN_C,
+    FREE_IDS,
+    Fleet,
+    Host,
+    Overview,
+    summarize_hosts,
+    with_free,
+)
 from gaudi_tui.core.fleet.prometheus import AT_ONCE, PrometheusClient, PrometheusError, Series
 from gaudi_tui.core.fleet.samples import NAME, CardValue, HostValue, Sample
 
@@ -71,11 +79,18 @@ def _card(info: m.MetricInfo) -> str:
 
 
 _NAMES = "|".join(info.name for info in m.FLEET_METRICS)
+_ID_BITS = " or ".join(f'label_replace(vector({1 << k}), "id", "{k}", "", "")' for k in range(FREE_IDS))
+"""2^id for each card id a host's free cards can have: their sum is the host's free cards as one
+number (`model.card_ids` reads it back)."""
 OVERVIEW_QUERIES = {
     "up": "max by (instance, job) (up)",
     "usual": USUAL_QUERY,
     "cards": f"count by (instance, job) (max by (instance, job, id) ({m.MEMORY_USED.name}))",
-    "free": f'max by (instance, id) ({m.MEMORY_USED.name}{{pod_namespace="", pod_name=""}}) <= {BUSY_MIB * m.MIB}',
+    "free": (
+        f"sum by (instance, job) ((max by (instance, job, id) "
+        f'({m.MEMORY_USED.name}{{pod_namespace="", pod_name=""}}) <= {BUSY_MIB * m.MIB}) * 0 '
+        f"+ on (id) group_left () ({_ID_BITS}))"
+    ),
     "hot": (
         f"{_card(m.TEMP_ONCHIP)} >= ({_card(m.TEMP_SLOWDOWN)} > 0 or {_card(m.TEMP_ONCHIP)} * 0 + "
         f"{DEFAULT_SLOWDOWN_C:g})"
@@ -87,7 +102,10 @@ OVERVIEW_QUERIES = {
 """What the Fleet screen asks for every host each refresh: `up`, the usual and present card counts
 per instance (a card counts by its HBM-used series: Intel's exporter and ours send one per card;
 `gaudi-tui fleet` counts a card seen in any metric), and only the cards that are free or flagged (by
-the rules of `model`) and the scale-out ports down. Each selects a metric's series once (what costs
+the rules of `model`) and the scale-out ports down. The free cards come as one number per host (a bit
+per card id, `_ID_BITS`), not one series per free card: 2,048 values at 2,048 hosts, not up to
+16,384, and an answer that stays the same while no card is taken or freed, whatever the HBM use
+(the client's last reading of it serves again). Each selects a metric's series once (what costs
 Prometheus), except the temperature, twice for `hot` (once while no threshold is reported)."""
 HOT_DEFAULT_QUERY = f"{_card(m.TEMP_ONCHIP)} >= {DEFAULT_SLOWDOWN_C:g}"
 """`hot` while no card reports a slowdown threshold (`gaudi-tui exporter` gives none): the
@@ -95,7 +113,7 @@ temperature selected once."""
 MEAN_UTIL_QUERY = f"avg by (instance, job) (max by (instance, job, id) ({m.UTILIZATION.name}))"
 """Asked only while the screen sorts by it (busiest first)."""
 OVERVIEW_LABELLED = (m.NIC_PORT_STATUS.name, m.MEMORY_USED.name)
-BY_HOST = ("up", "usual", "cards", "mean_util")
+BY_HOST = ("up", "usual", "cards", "free", "mean_util")
 """The answers read as (instance, job, value); the other overview answers are card values."""
 PRESENT_MATCH = f'{{__name__=~"{_NAMES}"}}'
 PRESENT_WINDOW_S = 300
@@ -190,8 +208,15 @@ class ScreenReader:
         self._by_host: dict[str, list[HostValue]] = {}
         self.present: set[str] | None = None
         """The fleet metrics with series, from the last refresh (None: not known)."""
-        self._summarized: tuple[tuple[object, ...], Overview] | None = None
-        """The last answers given to `summarize` and its overview."""
+        self._base: tuple[tuple[object, ...], Overview] | None = None
+        """The last answers given to `model.summarize_hosts` and its overview."""
+        self._built: tuple[tuple[object, ...], dict[str, Host]] | None = None
+        """The last answers given to `build_fleet` for the rows' cards, and their hosts (a 15 s
+        scrape read every 5 s: two refreshes in three get the same answers)."""
+        self._shown: tuple[Overview, list[HostValue], Overview] | None = None
+        """That overview, the last free cards, and the overview with them (`model.with_free`): a
+        refresh where only the free cards changed makes only this one, one where nothing changed
+        neither."""
 
     def queries(self, visible: Sequence[str], mean_util: bool = False) -> dict[str, str]:
         """The PromQL of one refresh: key → query (per-card keys are the metric names); besides, one
@@ -226,17 +251,17 @@ class ScreenReader:
             values["up"],
             values.get("usual", []),
             values.get("cards", []),
-            values.get("free", []),
             flagged,
             values.get("mean_util", []),
             present,
             failures,
         )
-        if self._summarized is not None and self._summarized[0] == given:
-            overview = self._summarized[1]  # the same answers: the same summaries, not built again
-        else:
-            overview = summarize(self.client.url, *given)
-            self._summarized = (given, overview)
+        if self._base is None or self._base[0] != given:
+            self._base = (given, summarize_hosts(self.client.url, *given))
+        base, free = self._base[1], values.get("free", [])
+        if self._shown is None or self._shown[0] is not base or self._shown[1] != free:
+            self._shown = (base, free, with_free(base, free))
+        overview = self._shown[2]  # the same answers: the same summaries, not built again
         if not overview.hosts:
             overview = Overview(
                 self.client.url, problems=(*overview.problems, _nothing_exported(self.client.url))
@@ -267,8 +292,11 @@ class ScreenReader:
             m.NIC_PORT_STATUS.name: mine(answers.get(m.NIC_PORT_STATUS.name, [])),
         }
         cards = {key: values[key] for key in FIELD_KEYS if key in values}
-        fleet = build_fleet(self.client.url, samples, hosts("up"), hosts("usual"), card_values=cards)
-        return {host.name: host for host in fleet.hosts}
+        given = (samples, hosts("up"), hosts("usual"), cards)
+        if self._built is None or self._built[0] != given:
+            fleet = build_fleet(self.client.url, *given[:3], card_values=cards)
+            self._built = (given, {host.name: host for host in fleet.hosts})
+        return dict(self._built[1])  # a copy: the screen adds the cards of rows scrolled into view
 
 
 FIELD_KEYS = tuple(info.name for info in m.FLEET_METRICS)

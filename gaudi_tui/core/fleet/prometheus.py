@@ -81,7 +81,8 @@ class PrometheusClient:
     KEEP = AT_ONCE
     """Idle connections kept at most: one per query `fetch.ask` runs at once."""
     KEEP_READ = 64
-    """Queries whose last answer `pair_values` keeps (the per-card ones change as rows scroll)."""
+    """Queries whose last answer `pair_values` (and `query`) keeps (the per-card ones change as rows
+    scroll)."""
 
     def __init__(self, url: str, timeout: float = 5.0) -> None:
         if not url.startswith(("http://", "https://")):
@@ -111,6 +112,8 @@ class PrometheusClient:
         self._read: dict[tuple[str, str, str], tuple[bytes, list[CardValue]]] = {}
         """`pair_values`' last answer to each query (without its evaluation time) and what was read
         from it: an answer that did not change is not read again."""
+        self._queried: dict[str, tuple[bytes, list[Sample]]] = {}
+        """The same for `query`."""
 
     def close(self) -> None:
         """Close the idle connections (one in use is kept until its query ends)."""
@@ -198,14 +201,25 @@ class PrometheusClient:
 
     @_shaped
     def query(self, promql: str, at: float | None = None) -> list[Sample]:
-        """An instant query; the answer must be a vector."""
+        """An instant query; the answer must be a vector. An answer that did not change (but for its
+        evaluation time) gives the last reading of it again, as `pair_values` does."""
         params = {"query": promql}
         if at is not None:
             params["time"] = f"{at:.3f}"
-        data = self._get("/api/v1/query", params)
+        body = self._body("/api/v1/query", params)
+        unstamped = _unstamped(body)
+        kept = self._queried.get(promql)
+        if kept is not None and kept[0] == unstamped:
+            return list(kept[1])
+        data = self._data(body)
         if data.get("resultType") != "vector":
             raise PrometheusError(f"{promql!r} gave a {data.get('resultType')}, not a vector")
-        return [Sample(item["metric"], float(item["value"][1])) for item in data.get("result", [])]
+        samples = [Sample(item["metric"], float(item["value"][1])) for item in data.get("result", [])]
+        with self._lock:
+            self._queried[promql] = (unstamped, samples)
+            while len(self._queried) > self.KEEP_READ:
+                del self._queried[next(iter(self._queried))]
+        return list(samples)
 
     def card_values(self, promql: str, at: float | None = None) -> list[CardValue]:
         """An instant query of the form `… by (instance, id) (…)`, read straight from the answer's

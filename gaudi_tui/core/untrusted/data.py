@@ -4,9 +4,13 @@ user's metrics file, another user's job.
 `loads` accepts only what every caller can hold: finite numbers, integers within 64 bits, nesting
 no deeper than `MAX_DEPTH`, strings that are text (no lone surrogates), and nothing but UTF-8. What
 it refuses is an `Untrusted` (a ValueError) whose message says what was wrong, never the input.
-orjson does the parsing (a fifth of json's time, its own depth limit, no NaN, no lone surrogates);
-json reads only the `NaN`/`Infinity` words Python's own `json.dumps` writes, where a caller asked
-for them as None (a loss that diverged is still a line of its log).
+orjson does the parsing (a fifth of json's time, its own depth limit, no NaN, no infinite number, no
+lone surrogates, only UTF-8): what it gives can break only two of these bounds, an integer past 64
+bits (it reads up to 2^64 - 1) and nesting past `MAX_DEPTH`, so where the input holds no run of 19
+digits no value is walked, and the depth is read from the brackets (a Prometheus answer of 2,048
+series in a fraction of the time a walk of every value takes). json reads only the
+`NaN`/`Infinity` words Python's own `json.dumps` writes, where a caller asked for them as None (a
+loss that diverged is still a line of its log).
 
 `number`, `integer` and `text` take one value out of what `loads` gave: the value in range, or None.
 """
@@ -28,6 +32,11 @@ MAX_DEPTH = 64
 INT_MIN, INT_MAX = -(1 << 63), (1 << 63) - 1
 T = TypeVar("T")
 _NONFINITE = (b"NaN", b"Infinity")
+_DIGITS_AS_0 = bytes.maketrans(b"123456789", b"000000000")
+_LONG_DIGITS = b"0" * 19
+"""The shortest run of digits an integer past 64 bits needs (one in a string also counts: then every
+value is checked), looked for in the input with every digit made 0 (a regex takes ten times longer)."""
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'[]{}"')
 
 
 class Untrusted(ValueError):
@@ -50,6 +59,9 @@ def loads(
         if not (nonfinite and any(word in raw for word in _NONFINITE)):
             raise Untrusted(f"{what} is not valid JSON ({_why(exc)})") from None
         value = _loads_nonfinite(raw, what)
+    else:
+        if _LONG_DIGITS not in raw.translate(_DIGITS_AS_0) and _depth_checked(raw, what, max_depth):
+            return value  # orjson's numbers and strings are within bounds, and so is the nesting
     _check(value, what, max_depth)
     return value
 
@@ -129,6 +141,25 @@ def _check(value: object, what: str, max_depth: int, infinite: bool = False) -> 
                 stack.append((child, depth + 1))
             else:
                 _check_scalar(child, what, infinite)
+
+
+def _depth_checked(raw: bytes, what: str, max_depth: int) -> bool:
+    """`_check` of what orjson read from `raw` (valid JSON, no long run of digits: only its nesting
+    can be out of bounds), at C speed: its brackets, each pass taking away the innermost pairs; what
+    is left after `max_depth` passes nests deeper. False where this cannot tell (an escape, or a
+    bracket in a string): then the caller walks the value."""
+    if b"\\" in raw:
+        return False
+    brackets = raw.translate(None, _NOT_STRUCTURE).replace(b'""', b"")
+    if b'"' in brackets:
+        return False  # a string holds a bracket (each string's quotes are left as a pair otherwise)
+    for _ in range(max_depth):
+        if not brackets:
+            return True
+        brackets = brackets.replace(b"[]", b"x").replace(b"{}", b"x").replace(b"x", b"")
+    if brackets:
+        raise Untrusted(f"{what} nests deeper than {max_depth}")
+    return True
 
 
 def _check_scalar(item: object, what: str, infinite: bool) -> None:
