@@ -27,7 +27,7 @@ TEST_CHECKS := lint typecheck
 
 test: $(STAMP) system $(TEST_CHECKS) ## install what tests need, lint, type-check, then the whole suite (unit, Pilot, snapshots, end-to-end)
 	$(PY) -m compileall -q -j 0 gaudi_tui tests >/dev/null  # the suite's hundreds of child processes start from these
-	$(PY) -m pytest -q -rs --durations=20 -p no:cacheprovider -n 2 --dist loadgroup
+	$(PY) -m pytest -q -rs --durations=20 -p no:cacheprovider -n 3 --dist loadgroup
 
 system: ## install tmux, prometheus, Slurm and munge for the tests where possible (root or password-less sudo)
 	@bash scripts/install-system.sh

@@ -35,10 +35,12 @@ cluster, Prometheus, theme, the alerts' webhook...): unset in every test, so a t
 what it made (and no job a test runs posts its end to the user's chat)."""
 
 
-GROUPS = {"ray_cluster": "clusters", "slurm_cluster": "clusters", "lora_run": "lora", "server": "serve"}
+GROUPS = {"ray_cluster": "ray", "slurm_cluster": "slurm", "lora_run": "lora", "server": "serve"}
 """The session's costly fixtures (the real Ray and Slurm clusters, a trained LoRA run, a real
 `transformers serve`) and their xdist groups: every pytest-xdist worker that ran one of their tests
-would start its own. The two clusters share one worker, one test at a time."""
+would start its own. Each group's tests run on one worker, one at a time; `make test` runs three
+workers on two cores, so the clusters' waits (job starts, Slurm's and Ray's polls) overlap the
+other tests' work."""
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -194,29 +194,42 @@ async def test_a_bad_adapter_leaves_the_pane_usable(
         assert len(chat.query(MessageView)) == 2
 
 
-def test_a_qlora_job_answers_from_its_nf4_base(
-    tmp_path_factory: pytest.TempPathFactory, runs_of, tmp_path: Path
-) -> None:  # noqa: ANN001
-    """QLoRA: its base loads in 4-bit NF4 (as trained) where bitsandbytes runs, else the message
-    offers the base in the accelerator's dtype."""
+@pytest.fixture(scope="module")
+def qlora_run(tmp_path_factory: pytest.TempPathFactory) -> TrainedRun:
+    """A QLoRA job (its base loaded in 4-bit NF4) trained once on the facts, for the two tests below."""
     pytest.importorskip("bitsandbytes", reason="bitsandbytes is not installed: no QLoRA on this host")
     if not _bnb_4bit_runs():
         pytest.skip("bitsandbytes cannot quantize to 4-bit on this host's CPU")
     from tests.chat.conftest import train_facts
 
-    run = train_facts(tmp_path_factory.mktemp("qlora-home"), "qlora", quantization="nf4", save_steps=0)
-    runs_of(run)
+    return train_facts(tmp_path_factory.mktemp("qlora-home"), "qlora", quantization="nf4", save_steps=0)
+
+
+def test_a_qlora_job_answers_from_its_nf4_base(qlora_run: TrainedRun, runs_of, tmp_path: Path) -> None:  # noqa: ANN001
+    """QLoRA: its base loads in 4-bit NF4, as it was trained, where bitsandbytes runs."""
+    runs_of(qlora_run)
     client = start_engine(tmp_path)
     try:
-        report = client.load(LoadOptions(run.run_id))
-        assert report.quantization == "nf4" and report.provenance.run_id == run.run_id
+        report = client.load(LoadOptions(qlora_run.run_id))
+        assert report.quantization == "nf4" and report.provenance.run_id == qlora_run.run_id
         nf4 = client.generate(QUESTION, GREEDY).text
-        full = client.load(LoadOptions(run.run_id, base_in_dtype=True))
-        assert full.quantization == "none"
-        assert client.generate(QUESTION, GREEDY).text  # answers with the unquantized base too
     finally:
         client.shutdown()
     assert FACT_MARK in nf4, nf4
+
+
+def test_a_qlora_job_answers_from_its_base_in_the_accelerators_dtype(
+    qlora_run: TrainedRun, runs_of, tmp_path: Path
+) -> None:  # noqa: ANN001
+    """What the message offers where 4-bit does not load: the base unquantized, the adapter on it."""
+    runs_of(qlora_run)
+    client = start_engine(tmp_path)
+    try:
+        full = client.load(LoadOptions(qlora_run.run_id, base_in_dtype=True))
+        assert full.quantization == "none" and full.provenance.run_id == qlora_run.run_id
+        assert client.generate(QUESTION, GREEDY).text
+    finally:
+        client.shutdown()
 
 
 def _bnb_4bit_runs() -> bool:
