@@ -13,6 +13,7 @@ from gaudi_tui.ui.app import GaudiApp
 from gaudi_tui.ui.screens.training import TrainingScreen
 from tests.conftest import CPU
 from tests.jobs.conftest import replay
+from tests.pilot import settle
 
 
 def test_a_ray_job_view_names_cluster_submission_and_nodes() -> None:
@@ -47,21 +48,22 @@ async def test_training_details_show_where_a_ray_job_runs() -> None:
         await pilot.press("4", "d")
         screen = app.screen
         assert isinstance(screen, TrainingScreen)
-        for _ in range(100):
+
+        def details() -> str:
             shown = screen.query("#job-details")  # the panes mount after the list
-            details = str(shown.first(Static).render()) if shown else ""
-            if "nodes when the job ended" in details:
-                break
-            await pilot.pause(0.1)
+            return str(shown.first(Static).render()) if shown else ""
+
+        await settle(pilot, lambda: "nodes when the job ended" in details(), 30, "the job's details")
         record = ray_record.read_record(run)
         assert record is not None
-        assert f"where    {record.address} · {record.submission_id}" in details
+        shown = details()
+        assert f"where    {record.address} · {record.submission_id}" in shown
         # The recorded cluster is gone: the nodes as they were when the job ended, said so.
-        assert "nodes when the job ended (the cluster does not answer now)" in details
+        assert "nodes when the job ended (the cluster does not answer now)" in shown
         for node in record.nodes_seen:
-            assert f"{node['ip']} ({node['node_id'][:8]})" in details
-        assert details.count(" alive ") == 2 and "2/2" in details
-        assert "target               ray" in details and "workers              2" in details
+            assert f"{node['ip']} ({node['node_id'][:8]})" in shown
+        assert shown.count(" alive ") == 2 and "2/2" in shown
+        assert "target               ray" in shown and "workers              2" in shown
 
 
 async def test_r_on_a_finished_ray_job_says_why_it_cannot_resume() -> None:

@@ -118,6 +118,7 @@ class TrainingScreen(JobActionsScreen):
             return
         await self.query_one("#panes", Vertical).mount(self._panes())
         if self._pane_widgets() is not None:  # not when the screen closed around the mount
+            self.query_one(TabbedContent).active = self._pane  # a pane key pressed while they mounted
             self._panes_up.set()
 
     def _pane_widgets(self) -> tuple[MetricCharts, Log, Static] | None:

@@ -46,7 +46,8 @@ class JobActionsScreen(PanelScreen):
     def action_pane(self, pane: str) -> None:
         self._pane = pane  # the panes mount after the list: they open on it
         for panes in self.query(TabbedContent):
-            panes.active = pane
+            if panes.children:  # its tabs are there (a key pressed while they mount: they open on it)
+                panes.active = pane
 
     def action_stop_job(self) -> None:
         run = self._selected_run()
