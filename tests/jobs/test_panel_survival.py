@@ -14,6 +14,7 @@ from gaudi_tui.core.jobs import control, runfolder
 from gaudi_tui.ui.app import GaudiApp
 from tests.conftest import CPU, PYTHON, child_env
 from tests.jobs.conftest import last_step, wait_done, wait_for
+from tests.pilot import settle
 from tests.shell.test_tmux import NEEDS_TMUX, Tmux, socket_name
 
 pytestmark = [
@@ -61,10 +62,7 @@ async def _scenario(tmp_path: Path) -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.press("4")
         table = app.screen.query_one("#jobs", DataTable)
-        for _ in range(100):
-            if table.row_count:
-                break
-            await pilot.pause(0.1)
+        await settle(pilot, lambda: table.row_count, 30, "the job's row")
         job, state, _, step, *_ = (str(c) for c in table.get_row_at(0))
         assert job.endswith(run.id[-4:]) and state == "running"
         assert int(step.split("/")[0]) > seen

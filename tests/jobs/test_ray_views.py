@@ -72,13 +72,10 @@ async def test_r_on_a_finished_ray_job_says_why_it_cannot_resume() -> None:
     async with app.run_test(size=(100, 30), notifications=True) as pilot:
         await pilot.press("4")
         screen = app.screen
-        for _ in range(100):
-            if isinstance(screen, TrainingScreen) and screen.selected == run.id:
-                break
-            await pilot.pause(0.1)
+        await settle(
+            pilot, lambda: isinstance(screen, TrainingScreen) and screen.selected == run.id, 30, "the job"
+        )
         await pilot.press("r")
-        for _ in range(100):
-            if any("already finished" in n.message for n in app._notifications):  # noqa: SLF001
-                break
-            await pilot.pause(0.1)
+        said = lambda: any("already finished" in n.message for n in app._notifications)  # noqa: E731, SLF001
+        await settle(pilot, said, 30, "the refusal")
         assert any(f"{run.id} already finished" in n.message for n in app._notifications)  # noqa: SLF001
