@@ -53,11 +53,14 @@ def test_slurm_snapshot(snap_compare) -> None:  # noqa: ANN001
         screen = recorded()
         await pilot.app.push_screen(screen)
         await loaded(pilot, screen)
-        names = column(screen, "name")
-        deadline = time.monotonic() + 20  # what the snapshot means: every job's whole name on the screen
-        while not all(name in pilot.app.export_screenshot() for name in names):
-            assert time.monotonic() < deadline, "the queue's names were never drawn whole"
-            await pilot.pause(0.05)
+        # what the snapshot means: every job's whole name on the screen, as the table holds them now
+        # (a refresh may fill the table again meanwhile: its names are read at each look)
+        deadline = time.monotonic() + 30
+        while not all(name in pilot.app.export_screenshot() for name in column(screen, "name")):
+            assert time.monotonic() < deadline, (
+                f"the queue's names were never drawn whole: {column(screen, 'name')}"
+            )
+            await pilot.pause(0.1)
 
     app = GaudiApp(accelerator=CPU, hostname="login-1")
     assert snap_compare(app, terminal_size=(120, 30), run_before=show)
