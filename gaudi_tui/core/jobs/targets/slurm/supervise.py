@@ -20,7 +20,6 @@ from __future__ import annotations
 import codecs
 import os
 import time
-from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -67,10 +66,6 @@ class Follow:
         self.fallback_error = ""
         self.stale_since: float | None = None
         self.checks = WatchChecks("the job is followed on")
-
-    def check(self, name: str, call: Callable[[], object]) -> None:
-        """One of the watch's checks (`WatchChecks`): the job is followed on past one that raises."""
-        self.checks.run(name, call)
 
     # --- the output file -----------------------------------------------------------------------
     def tail(self) -> bool:
@@ -310,7 +305,7 @@ def supervise(attempt: Attempt) -> int:
 
 def watch(follow: Follow) -> str:
     """Follow the job until Slurm reports it ended; its final state. Each poll's checks go on past
-    one that raises (`Follow.check`)."""
+    one that raises (`Follow.checks`)."""
     end_by: float | None = None
     while True:
         state, job = follow.look()
@@ -321,11 +316,11 @@ def watch(follow: Follow) -> str:
         else:
             follow.stale_since = None
         if state is not None:
-            follow.check("recording the queue's state", partial(follow.seen, state, job))
+            follow.checks.run("recording the queue's state", partial(follow.seen, state, job))
             if state == "GONE" or state in model.ENDED:
                 return state
-        follow.check("the stop and kill", partial(follow.act, state))
-        follow.check("copying the job's output", follow.tail)
+        follow.checks.run("the stop and kill", partial(follow.act, state))
+        follow.checks.run("copying the job's output", follow.tail)
         if follow.cancelled and end_by is None:
             end_by = time.monotonic() + END_WAIT_S
         if end_by is not None and time.monotonic() > end_by:
@@ -348,7 +343,7 @@ def finish(follow: Follow, state: str) -> None:
         )
     # the end is saved in status.json below even when slurm.json cannot be written now (a supervisor
     # that died here left a job that had ended shown as lost)
-    follow.check("recording the job's end", partial(follow.update, state=state, words=state.lower()))
+    follow.checks.run("recording the job's end", partial(follow.update, state=state, words=state.lower()))
     error: str | None
     if killed:
         result, error = "cancelled", f"killed (Slurm job {job_id} {state})"
