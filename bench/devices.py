@@ -226,8 +226,9 @@ def long_lived(env: dict[str, str]) -> None:
 
 
 def spawn_per_tick(env: dict[str, str]) -> None:
-    from gaudi_tui.core.devices.parsers.parse_csv import QUERY_FIELDS, parse_csv
-    from gaudi_tui.core.devices.sources.hlsmi import query_args, run_once
+    from gaudi_tui.core.devices.csv_query import QUERY_FIELDS, query_args
+    from gaudi_tui.core.devices.parsers.parse_csv import parse_csv
+    from gaudi_tui.core.devices.sources.hlsmi_once import run_once
 
     for _ in range(TICKS):
         start = time.monotonic()

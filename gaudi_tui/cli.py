@@ -50,7 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run_tui(replay_name: str | None = None, prometheus: str | None = None) -> int:
     """The panel. Before its first frame only the theme and keymap are read (`core/appearance.py`);
-    the rest of config.toml and the log file are the app's, right after it."""
+    the rest of config.toml and the log file are the app's, right after it. The Devices map's first
+    hl-smi query starts before Textual loads (`core/devices/early_query.py`)."""
     from gaudi_tui.core import appearance
 
     replay = None
@@ -63,10 +64,19 @@ def run_tui(replay_name: str | None = None, prometheus: str | None = None) -> in
         except ReplayError as error:
             print(f"gaudi-tui --replay: {error}", file=sys.stderr)
             return 2
-    from gaudi_tui.ui.app import GaudiApp
+    early = None
+    if replay is None:  # hl-smi runs while Textual loads and the first frame is built
+        from gaudi_tui.core.devices import early_query
 
-    app = GaudiApp(appearance=appearance.read(), replay=replay, prometheus=prometheus)
-    return int(app.run() or 0)
+        early = early_query.start()
+    try:
+        from gaudi_tui.ui.app import GaudiApp
+
+        app = GaudiApp(appearance=appearance.read(), replay=replay, prometheus=prometheus, early=early)
+        return int(app.run() or 0)
+    finally:
+        if early is not None:  # the Devices feed did not take it
+            early.close()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -27,6 +27,7 @@ from gaudi_tui.ui.screens.devices import DevicesScreen
 
 if TYPE_CHECKING:  # these load on use, after the first frame: the probe, the replay, the settings
     from gaudi_tui.core.accelerator import Accelerator
+    from gaudi_tui.core.devices.early_query import EarlyQuery
     from gaudi_tui.core.devices.feed import MonitorUpdate
     from gaudi_tui.core.devices.sources.replay import Replay
     from gaudi_tui.core.settings import Loaded, Settings
@@ -38,6 +39,8 @@ START_SWITCH_FOR_S = 1.0
 the first frames go to the terminal through Textual's output thread while this thread builds the
 rest (the settings, the Devices map), and each of that thread's writes would otherwise wait up to
 5 ms for the GIL (bench/startup.py: ~15 ms later on the terminal)."""
+PROBE_AFTER_S = 2.0
+"""The accelerator probe starts when the first screen has drawn, or this long after the first frame."""
 
 SCREENS_BY_KEY = (
     ("1", "devices", "Devices"),
@@ -95,6 +98,7 @@ class GaudiApp(PanelApp):
         prometheus: str | None = None,
         appearance: Appearance | None = None,
         alerts: bool | None = None,
+        early: EarlyQuery | None = None,
     ) -> None:
         """`settings`: what `core.settings.load()` read; None = the built-in defaults, and a theme
         picked in the palette is not saved (tests). `appearance`: the theme and keymap read before
@@ -104,14 +108,17 @@ class GaudiApp(PanelApp):
         settings are read, else off (so what tests see does not depend on the host). `replay`: feed
         the Devices screen from recorded hl-smi outputs. `prometheus`: the URL the Fleet screen reads
         (`--prometheus`; None: the `cluster.prometheus_url` setting). `alerts`: send card alerts and
-        follow the notifications file (`ui/alerts.py`); by default when the CLI started the panel."""
+        follow the notifications file (`ui/alerts.py`); by default when the CLI started the panel.
+        `early`: the Devices map's first hl-smi query, started by the CLI before Textual loaded."""
         super().__init__()
         self.hostname = hostname or socket.gethostname()
         self.prometheus = prometheus
         self._given_accelerator = accelerator
+        self._probe_started = False
         self._first_second: Hold | None = None
         self._autorun_checks = autorun_checks
         self.replay = replay
+        self.early_query = early
         self.loaded = settings
         self._settings: Settings | None = settings.settings if settings else None
         self._read_later = appearance is not None and settings is None
@@ -243,14 +250,23 @@ class GaudiApp(PanelApp):
             self._waiting_for_first_frame.append(callback)
 
     def on_ready(self) -> None:
-        """Textual's Ready: the first frame is out. Now the rest of start-up: the accelerator probe,
-        the settings, and what screens asked for (the Devices feed and map)."""
+        """Textual's Ready: the first frame is out. Now the rest of start-up: the settings and what
+        screens asked for (the Devices feed and map); the accelerator probe once the first screen
+        has drawn (`first_screen_drawn`), or PROBE_AFTER_S from now."""
         self.first_frame_shown = True
         waiting, self._waiting_for_first_frame = self._waiting_for_first_frame, []
         if self._given_accelerator is None:
-            self.call_after_refresh(self.detect_accelerator)
+            self.set_timer(PROBE_AFTER_S, self.first_screen_drawn)
         for callback in (self._after_first_frame, *waiting):
             self.call_after_refresh(callback)
+
+    def first_screen_drawn(self) -> None:
+        """The first screen has drawn what it is for (Devices: the cards, or why there are none).
+        Now the accelerator probe, a child that imports torch (seconds of a core), which would
+        otherwise take a core from the first screen's own work on a small host."""
+        if self._given_accelerator is None and not self._probe_started:
+            self._probe_started = True
+            self.detect_accelerator()
 
     def _after_first_frame(self) -> None:
         self.settings  # noqa: B018 - read config.toml now if it was left for after the first frame

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from gaudi_tui.core.accelerator import Accelerator
+    from gaudi_tui.core.devices.early_query import EarlyQuery
     from gaudi_tui.core.devices.sources.replay import Replay
     from gaudi_tui.core.settings import Settings
 
@@ -25,6 +26,8 @@ class PanelApp(App[int]):
     """Environment fixes the Checklist applies to jobs launched from the panel (empty = off)."""
     hostname: str
     replay: Replay | None
+    early_query: EarlyQuery | None = None
+    """The Devices map's first hl-smi query, started before Textual loaded (the CLI's); its feed takes it."""
     first_frame_shown: bool = False
     """True once Textual's Ready came: the first frame is on the terminal."""
 
@@ -37,6 +40,8 @@ class PanelApp(App[int]):
         def autorun_checks(self) -> bool: ...
 
         def after_first_frame(self, callback: Callable[[], object]) -> None: ...
+
+        def first_screen_drawn(self) -> None: ...
 
     @property
     def replay_label(self) -> str | None:

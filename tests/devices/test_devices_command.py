@@ -155,7 +155,7 @@ def test_watch_prints_refreshes_from_one_child(
     code, out, _ = run(capsys, "--watch", "1", "--count", "3", "--json")
     lines = [json.loads(line) for line in out.splitlines()]
     assert code == 0 and len(lines) == 3
-    # the one-shot table first (the busy sample), then the loop: busy, idle
+    # the one-shot query first (the busy sample), then the loop: busy, idle
     assert [snapshot["devices"][3]["memory_used_mib"] for snapshot in lines] == [96565, 96565, 768]
     assert len(fake_hl_smi.loop_pids()) == 1
 

@@ -292,8 +292,9 @@ def test_snapshot_of_an_8_card_map(snap_compare) -> None:
 
 
 async def test_the_host_row_stays_live_while_hl_smi_hangs(fake_hl_smi) -> None:  # noqa: ANN001
-    """The real device monitor against a hanging hl-smi (the metadata reads wait out their 10 s, then the loop prints nothing):
-    the host row has its own timer, so it still refreshes every second."""
+    """The real device monitor against a hanging hl-smi (the first query waits out its 10 s and its
+    fault is shown, then the loop prints nothing): the host row has its own timer, so it still
+    refreshes every second."""
     fake_hl_smi.set(fault="hang", after="0")  # every command hangs before printing anything
     reads: list[float] = []
 

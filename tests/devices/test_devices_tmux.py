@@ -68,6 +68,9 @@ def test_live_map_choose_a_card_and_quit_without_orphans(tmux: Tmux, tmp_path: P
     assert wait_exit(exit_file) == 0
     (child,) = pids(log)
     assert not running(child)
+    first, *_ = log.read_text().splitlines()
+    assert first.split(" ", 2)[1] == "-Q" and " -l " not in first  # the CLI's query, before Textual
+    assert not [line for line in log.read_text().splitlines() if running(int(line.split()[0]))]
 
 
 def test_a_dying_hl_smi_shows_a_banner_and_the_panel_stays_usable(tmux: Tmux, tmp_path: Path) -> None:  # noqa: F811

@@ -10,9 +10,11 @@ from collections.abc import Callable
 
 import pytest
 
+from gaudi_tui.core.devices.csv_query import BASIC_FIELDS
 from gaudi_tui.core.devices.faults import Fault
 from gaudi_tui.core.devices.reading import Reading
-from gaudi_tui.core.devices.sources.hlsmi import BASIC_FIELDS, Backoff, HlSmiPoller, run_once
+from gaudi_tui.core.devices.sources.hlsmi import Backoff, HlSmiPoller
+from gaudi_tui.core.devices.sources.hlsmi_once import run_once
 from tests.devices.conftest import FakeHlSmi
 
 BUSY = "gaudi2-hl225-x8-1.20.0-busy-table.txt"

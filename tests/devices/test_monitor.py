@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from gaudi_tui.core.devices import faults
+from gaudi_tui.core.devices.early_query import EarlyQuery
 from gaudi_tui.core.devices.monitor import DeviceMonitor, MonitorConfig, MonitorUpdate, quick_fault
 from gaudi_tui.core.devices.sources.host import HostStats
 from tests.conftest import PYTHON
@@ -22,10 +23,12 @@ HOST = HostStats(cpu_pct=12.0, cpu_count=2, memory_used_mib=1024, memory_total_m
 
 
 class Run:
-    def __init__(self, config: MonitorConfig) -> None:
+    def __init__(self, config: MonitorConfig, early: EarlyQuery | None = None) -> None:
         self.updates: list[MonitorUpdate] = []
         self.cancel = threading.Event()
-        self.monitor = DeviceMonitor(config, self.updates.append, self.cancel, host_reader=lambda: HOST)
+        self.monitor = DeviceMonitor(
+            config, self.updates.append, self.cancel, host_reader=lambda: HOST, early=early
+        )
         self.thread = threading.Thread(target=self.monitor.run)
         self.thread.start()
 
@@ -58,7 +61,10 @@ def test_hl_smi_refreshes_carry_host_holders_and_versions(fake_hl_smi: FakeHlSmi
     time.sleep(0.5)
     run = Run(MonitorConfig(node_pattern=pattern, holders_every=0.2))
     try:
-        update = run.wait_for(lambda u: len(u.snapshot.devices) == 8 and bool(u.holders))
+        # The first picture is one `-Q` query's; the versions come with the table read after it.
+        update = run.wait_for(
+            lambda u: len(u.snapshot.devices) == 8 and bool(u.holders) and bool(u.snapshot.hl_smi_version)
+        )
         many = run.wait_for(lambda u: True, after=10)
     finally:
         run.stop()

@@ -6,8 +6,9 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gaudi_tui.core.devices.csv_query import QUERY_FIELDS
 from gaudi_tui.core.devices.parsers.detect import parse_any
-from gaudi_tui.core.devices.parsers.parse_csv import QUERY_FIELDS, parse_csv, parse_row
+from gaudi_tui.core.devices.parsers.parse_csv import parse_csv, parse_row
 from gaudi_tui.core.devices.parsers.parse_detail import parse_detail
 from gaudi_tui.core.devices.parsers.parse_table import parse_table
 from tests.conftest import SAMPLES

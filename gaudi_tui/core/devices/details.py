@@ -21,7 +21,7 @@ from gaudi_tui.core.devices.links import card_links
 from gaudi_tui.core.devices.model import CardLinks, Device, DeviceProcess, Port
 from gaudi_tui.core.devices.parsers.parse_nic import NO_CARD, parse_nic
 from gaudi_tui.core.devices.parsers.parse_table import parse_table
-from gaudi_tui.core.devices.sources.hlsmi import run_once
+from gaudi_tui.core.devices.sources.hlsmi_once import run_once
 
 EVERY_S = 30.0
 """Seconds between two reads of links and processes."""

@@ -17,13 +17,14 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from gaudi_tui.core.devices import faults
+from gaudi_tui.core.devices.early_query import EarlyQuery
 from gaudi_tui.core.devices.faults import Fault
 from gaudi_tui.core.devices.feed import MonitorConfig, MonitorUpdate, quick_fault
 from gaudi_tui.core.devices.holders import CardHolder, HolderScanner
 from gaudi_tui.core.devices.model import DeviceSnapshot, Source
 from gaudi_tui.core.devices.query import with_kernel_facts
 from gaudi_tui.core.devices.reading import Reading, merge
-from gaudi_tui.core.devices.sources import hlsmi
+from gaudi_tui.core.devices.sources import hlsmi, hlsmi_once
 from gaudi_tui.core.devices.sources.hlml import HlmlSource
 from gaudi_tui.core.devices.sources.host import FIRST_HOST_S, HostReader, HostStats
 from gaudi_tui.core.devices.sources.library import SourceUnavailable
@@ -38,8 +39,11 @@ class DeviceMonitor:
         on_update: Callable[[MonitorUpdate], object],
         cancel: threading.Event,
         host_reader: Callable[[], HostStats | None] | None = None,
+        early: EarlyQuery | None = None,
     ) -> None:
+        """`early`: the panel's first `-Q` query, started at its launch (read as the first picture)."""
         self.config = config
+        self.early = early
         self.on_update = on_update
         self.cancel = cancel
         self.read_host = host_reader or HostReader(min_gap=config.interval, first_after=FIRST_HOST_S).read
@@ -110,12 +114,37 @@ class DeviceMonitor:
         finally:
             source.close()
 
+    def _first_picture(self) -> tuple[Reading | None, bool]:
+        """One `-Q` query (the panel's early one, if it started it), shown at once: it ends at its
+        last row (the loop's first refresh waits for a quiet pipe), and does not wait for the table
+        and `topo` (versions, NUMA). Its fault is shown at once too. (The reading, or None; False
+        when hl-smi hung: the table and `topo` would hang as well, so the loop goes on without them.)"""
+        early, self.early = self.early, None
+        answer = early.ready_answer() if early is not None else None
+        if answer is not None:  # the screen drew it already: the same cards, with what the feed adds
+            first, fault = hlsmi_once.read_csv_text(answer)
+        else:
+            started = early.take(self.config.hl_smi) if early is not None else None
+            timeout = self.config.metadata_timeout
+            first, fault = hlsmi_once.read_csv_once(self.config.hl_smi, timeout, self.cancel, started)
+        if self.cancel.is_set():
+            return None, False
+        if first is not None:
+            self._set(first, "hl-smi")
+        elif fault is not None:
+            self._fault(fault, None)
+        self.publish()
+        return first, fault is None or fault.code not in ("hl-smi-hang", "hl-smi-abandoned")
+
     def _run_hl_smi(self) -> Fault | None:
-        metadata = hlsmi.read_metadata(self.config.hl_smi, self.config.metadata_timeout, self.cancel)
-        metadata = replace(metadata, processes=(), errors=())
-        if metadata.devices:  # the table is a full snapshot too: show it while the loop starts
+        first, answered = self._first_picture()
+        metadata = merge([])
+        if answered:
+            metadata = hlsmi_once.read_metadata(self.config.hl_smi, self.config.metadata_timeout, self.cancel)
+            metadata = replace(metadata, processes=(), errors=())
+        if first is None and metadata.devices and not self.cancel.is_set():  # a full snapshot too
             self._set(metadata, "hl-smi")
-            self.publish()
+            self.publish()  # (else its versions come with the loop's first refresh)
 
         def on_reading(tick: Reading) -> None:
             self._set(merge([tick, metadata]), "hl-smi")

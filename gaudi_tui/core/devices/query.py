@@ -19,8 +19,9 @@ from gaudi_tui.core.devices.details import ONE_SHOT_S, read_links_hlsmi
 from gaudi_tui.core.devices.faults import Fault
 from gaudi_tui.core.devices.holders import find_holders
 from gaudi_tui.core.devices.model import DeviceSnapshot, Source
+from gaudi_tui.core.devices.parsers.parse_table import parse_table
 from gaudi_tui.core.devices.reading import Reading, merge
-from gaudi_tui.core.devices.sources import hlsmi, sysfs
+from gaudi_tui.core.devices.sources import hlsmi_once, sysfs
 from gaudi_tui.core.devices.sources.hlml import HlmlSource
 from gaudi_tui.core.devices.sources.library import SourceUnavailable
 from gaudi_tui.core.devices.sources.nvml import NvmlSource
@@ -75,11 +76,11 @@ def _read_library(
 
 def _read_hl_smi(executable: str, timeout: float) -> tuple[Reading | None, list[str]]:
     deadline = time.monotonic() + timeout
-    csv, fault = hlsmi.read_csv_once(executable, timeout)
+    csv, fault = hlsmi_once.read_csv_once(executable, timeout)
     errors = [] if fault is None else [fault.banner()]
     if fault is not None and fault.code in ("hl-smi-missing", "hl-smi-hang"):
         return None, errors
-    metadata = hlsmi.read_metadata(executable, max(1.0, deadline - time.monotonic()))
+    metadata = hlsmi_once.read_metadata(executable, max(1.0, deadline - time.monotonic()))
     readings = [r for r in (csv, metadata) if r is not None]
     combined = merge(readings) if readings else None
     if combined is None or not combined.devices:
@@ -100,9 +101,9 @@ def read_once(
         source: Source = "hlml"
         reading = _read_library(HlmlSource, sys_root, faults.hlml_failed, errors)
         if reading is not None and shutil.which(hl_smi):
-            table = hlsmi.run_once(hl_smi, [], min(timeout, 5.0))
+            table = hlsmi_once.run_once(hl_smi, [], min(timeout, 5.0))
             if table.fault is None:
-                reading = merge([reading, hlsmi.parse_table(table.stdout)])
+                reading = merge([reading, parse_table(table.stdout)])
         if reading is None and shutil.which(hl_smi):
             reading, problems = _read_hl_smi(hl_smi, timeout)
             errors.extend(problems)

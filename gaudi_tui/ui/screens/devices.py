@@ -93,17 +93,25 @@ class DevicesScreen(HolderStopScreen):
         self._device_table: DeviceTable | None = None
         self._built = False
         """The map (table, choice, detail) is mounted after the first frame."""
+        self._drawn = False
+        """True once an update of the feed has been drawn on the map."""
 
     # -- layout -------------------------------------------------------------------------------
     def compose_body(self) -> ComposeResult:
         # Composed with their first texts, not updated in on_mount: an update before the first frame
         # makes Textual draw a frame of those widgets alone, over a layout not made yet.
-        fault = quick_fault(self.config)
+        first = self._early_update()
+        fault = quick_fault(self.config) if first is None else None
         banner = _banner_text(fault.banner() if fault else None)
         yield composed(banner, "devices-banner", "shown" if banner else "")
         yield Static("", id="devices-links-banner", markup=False)
-        yield composed(self._status_text(None), "devices-status")
-        yield Vertical(id="devices-body")  # filled after the first frame (`_after_first_frame`)
+        yield composed(self._status_text(first), "devices-status")
+        if first is None:
+            yield Vertical(id="devices-body")  # filled after the first frame (`_after_first_frame`)
+            return
+        # hl-smi answered while Textual loaded: the first frame is the map with its cards.
+        self._take(first)
+        yield Vertical(*self._compose_map(), id="devices-body")
 
     def _compose_map(self) -> list[Widget]:
         from gaudi_tui.ui.screens.devices_detail import DETAIL_NOTE, DETAIL_PARTS
@@ -127,14 +135,19 @@ class DevicesScreen(HolderStopScreen):
 
     def on_mount(self) -> None:
         self.chosen = set(self.app.selected_cards)
-        # The first frame first (header, host row, footer); then the feeds start (they load their
-        # sources, and hl-smi starts while the map is built) and the map is built.
+        if self.latest is not None:  # composed with the map (`compose_body`): its rows now
+            self._show_built()
+        # The first frame first (header, host row, footer, and the map if hl-smi answered while
+        # Textual loaded); then the feeds start (they load their sources, and hl-smi starts while
+        # the map is built) and the map is built, if it is not yet.
         self.app.after_first_frame(self._after_first_frame)
 
     async def _after_first_frame(self) -> None:
         if self._host_cancel.is_set():  # unmounted before its first frame
             return
         self._start_feeds()
+        if self._built:  # composed with the map
+            return
         await self.query_one("#devices-body", Vertical).mount_all(self._compose_map())
         if self._host_cancel.is_set() or not self.query("#devices-table"):  # the app quit meanwhile
             return
@@ -159,9 +172,11 @@ class DevicesScreen(HolderStopScreen):
     def on_host_updated(self, message: HostUpdated) -> None:
         """New host figures. While the device feed refreshes, they are drawn with its next update (one
         repaint per interval, not two); when it is quiet (a hanging hl-smi, the metadata reads, a
-        backoff wait), they are drawn at once."""
+        backoff wait) or its last update was a fault (it does not refresh on time then), they are
+        drawn at once."""
         self.host = message.stats
-        feed_quiet = time.monotonic() - self._latest_at > 1.5 * self.config.interval
+        faulted = self.latest is not None and bool(self.latest.faults)
+        feed_quiet = faulted or time.monotonic() - self._latest_at > 1.5 * self.config.interval
         if self.is_current and feed_quiet:
             show(self._static("devices-status"), self._status_text(self.latest))
 
@@ -185,6 +200,14 @@ class DevicesScreen(HolderStopScreen):
         table.show(devices, self.uses, self.history, self.chosen, by_index)
         self._render_choice()
         self._render_detail()
+        if not self._drawn and self._feed_thread is not None:  # the feed's first update: once it is
+            self._drawn = True  # on the terminal, the rest of start-up (links, processes, the probe)
+            self.call_after_refresh(self._first_drawn)
+
+    def _first_drawn(self) -> None:
+        if not self._host_cancel.is_set():  # not unmounted meanwhile
+            self._start_details()
+            self.app.first_screen_drawn()
 
     def _show_links_banner(self) -> None:
         from gaudi_tui.core.devices import links

@@ -27,6 +27,7 @@ from gaudi_tui.ui.screens.base import PanelScreen
 if TYPE_CHECKING:
     from gaudi_tui.core.devices.card_processes import ProcessMerge
     from gaudi_tui.core.devices.details import CardDetails
+    from gaudi_tui.core.devices.early_query import EarlyQuery
     from gaudi_tui.core.devices.feed import MonitorUpdate
     from gaudi_tui.core.devices.model import CardLinks, Device, DeviceSnapshot
     from gaudi_tui.core.devices.sources.host import HostStats
@@ -110,18 +111,25 @@ class FeedScreen(PanelScreen):
         self._details_shown = True
         self._feed_cancel: threading.Event | None = None
         self._feed_thread: threading.Thread | None = None
+        self._early: EarlyQuery | None = None
+        """The CLI's first hl-smi query (the app's, read as the feeds start): the first feed reads it."""
 
     def _redraw(self) -> None:
         """Draw the latest update (the Devices screen's map)."""
         raise NotImplementedError
 
     def _start_feeds(self) -> None:
-        """After the first frame: the settings are read, then the three threads start."""
+        """After the first frame: the settings are read, then the device feed and the host row start
+        (the details reader once the first update is drawn: `_start_details`)."""
         if self._config_later is not None:
             self.config = self._config_later()
             self.history = History(seconds=300, interval=self.config.interval)
+        self._early = self.app.early_query
         self.start_feed()
         threading.Thread(target=self._tick_host, name="host row", daemon=True).start()
+
+    def _start_details(self) -> None:
+        """Once the first update is drawn: the details reader (links and processes, every 30 s)."""
         threading.Thread(target=self._run_details, name="card details", daemon=True).start()
 
     @property
@@ -239,7 +247,7 @@ class FeedScreen(PanelScreen):
         row has its own timer here, so the monitor does not read it."""
         from gaudi_tui.core.devices.monitor import DeviceMonitor
 
-        return DeviceMonitor(self.config, on_update, cancel, host_reader=_no_host)
+        return DeviceMonitor(self.config, on_update, cancel, host_reader=_no_host, early=self._early)
 
     def start_feed(self) -> None:
         """Start (or restart) the feed in its own thread. Not a Textual worker: it runs for the
@@ -277,11 +285,26 @@ class FeedScreen(PanelScreen):
     def on_devices_updated(self, message: DevicesUpdated) -> None:
         """Each update joins the history; while the screen is hidden, the cards' uses (the process
         merge) wait until it is shown again."""
-        self.latest, self._latest_at = message.update, time.monotonic()
-        self.history.add(message.update.snapshot)
-        self._uses_of = None
+        self._take(message.update)
         if self.is_current:
             self._redraw()
+
+    def _take(self, update: MonitorUpdate) -> None:
+        self.latest, self._latest_at = update, time.monotonic()
+        self.history.add(update.snapshot)
+        self._uses_of = None
+
+    def _early_update(self) -> MonitorUpdate | None:
+        """The cards of the CLI's early hl-smi query, if it has already answered (never waits)."""
+        early = self.app.early_query
+        answer = early.ready_answer() if early is not None else None
+        if answer is None:
+            return None
+        from gaudi_tui.core.devices.early_query import first_snapshot
+        from gaudi_tui.core.devices.feed import MonitorUpdate
+
+        snapshot = first_snapshot(answer)
+        return MonitorUpdate(snapshot, None, ()) if snapshot is not None else None
 
     @property
     def uses(self) -> dict[int, CardUse]:

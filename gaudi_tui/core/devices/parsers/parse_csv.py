@@ -13,28 +13,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from gaudi_tui.core.devices.csv_query import BASIC_FIELDS, QUERY_FIELDS
 from gaudi_tui.core.devices.model import Device
 from gaudi_tui.core.devices.parsers import values as v
 from gaudi_tui.core.devices.reading import Reading, make_device
 
-# What the live poller asks for. `power.max` is newer than the documented list: BASIC_FIELDS is the
-# fallback when an older hl-smi refuses it.
-QUERY_FIELDS: tuple[str, ...] = (
-    "index",
-    "module_id",
-    "bus_id",
-    "name",
-    "uuid",
-    "driver_version",
-    "utilization.aip",
-    "memory.used",
-    "memory.total",
-    "power.draw",
-    "power.max",
-    "temperature.aip",
-    "ecc.errors.uncorrected.volatile.total",
-)
-BASIC_FIELDS: tuple[str, ...] = tuple(f for f in QUERY_FIELDS if f != "power.max")
 INDEX_MODULE_FIELDS: tuple[str, ...] = ("index", "module_id")
 
 _CONVERT: dict[str, tuple[str, Callable[[str | None], Any]]] = {

@@ -1,4 +1,4 @@
-"""Running hl-smi: one-shot commands with a timeout, and the long-lived `-l N` poller.
+"""Running hl-smi: the long-lived `-l N` poller (the one-shot commands: `hlsmi_once.py`).
 
 The poller keeps ONE child, `hl-smi -Q <fields> -f csv,noheader,nounits -l N`, and turns each
 refresh into a Reading. If the child dies, hangs (prints nothing for `stall_timeout`) or refuses
@@ -16,17 +16,16 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from functools import partial
 
 from gaudi_tui.core import processes
 from gaudi_tui.core.devices import faults
+from gaudi_tui.core.devices.csv_query import BASIC_FIELDS, QUERY_FIELDS, query_args
 from gaudi_tui.core.devices.faults import Fault
 from gaudi_tui.core.devices.model import Device
-from gaudi_tui.core.devices.parsers.parse_csv import BASIC_FIELDS, QUERY_FIELDS, parse_csv, parse_row
-from gaudi_tui.core.devices.parsers.parse_table import parse_table
-from gaudi_tui.core.devices.parsers.parse_topo import parse_topo
-from gaudi_tui.core.devices.reading import Reading, merge
+from gaudi_tui.core.devices.parsers.parse_csv import parse_row
+from gaudi_tui.core.devices.reading import Reading
+from gaudi_tui.core.devices.sources.hlsmi_once import close_streams, refused_fields, tail
 from gaudi_tui.core.processes import Ending
 
 QUIET_S = 0.15
@@ -38,103 +37,6 @@ IDLE_S = 0.2
 often to see a cancel and a stall."""
 
 log = logging.getLogger(__name__)
-
-
-def query_args(fields: Sequence[str], interval: int | None = None) -> list[str]:
-    args = ["-Q", ",".join(fields), "-f", "csv,noheader,nounits"]
-    return args + ["-l", str(interval)] if interval else args
-
-
-@dataclass(frozen=True)
-class HlSmiOutput:
-    """What one hl-smi run printed, and what went wrong with it (None: nothing)."""
-
-    stdout: str
-    fault: Fault | None = None
-
-
-def _tail(data: bytes, width: int = 160) -> str:
-    text = " ".join(data.decode(errors="replace").split())
-    return text if len(text) <= width else "…" + text[-width:]
-
-
-def run_once(
-    executable: str, args: Sequence[str], timeout: float, cancel: threading.Event | None = None
-) -> HlSmiOutput:
-    """Run `hl-smi args` once; a timeout or cancel ends it. Never raises."""
-    try:
-        child = subprocess.Popen(
-            [executable, *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-        )
-    except FileNotFoundError:
-        return HlSmiOutput("", faults.hl_smi_missing(executable))
-    except OSError as error:
-        return HlSmiOutput("", faults.hl_smi_exited(-1, f"cannot start {executable}: {error.strerror}"))
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            out, err = child.communicate(timeout=0.1)
-            break
-        except subprocess.TimeoutExpired:
-            if time.monotonic() > deadline or (cancel is not None and cancel.is_set()):
-                ending = processes.end_child(child, "hl-smi", term_wait=None)
-                _close_streams(child)
-                if ending == "abandoned":
-                    return HlSmiOutput("", faults.hl_smi_abandoned(child.pid))
-                return HlSmiOutput("", faults.hl_smi_hung(timeout))
-    if child.returncode != 0:
-        return HlSmiOutput(out.decode(errors="replace"), faults.hl_smi_exited(child.returncode, _tail(err)))
-    return HlSmiOutput(out.decode(errors="replace"))
-
-
-def read_metadata(executable: str, timeout: float, cancel: threading.Event | None = None) -> Reading:
-    """What the CSV loop lacks: versions and power caps (the table) and NUMA affinity (`topo -c -N`).
-    Both commands run at once, so the wait is that of the slower one, not the sum."""
-    readings = []
-    topo_box: list[HlSmiOutput] = []
-    topo_thread = threading.Thread(
-        target=lambda: topo_box.append(run_once(executable, ["topo", "-c", "-N"], timeout, cancel)),
-        name="hl-smi topo",
-        daemon=True,
-    )
-    topo_thread.start()
-    table = run_once(executable, [], timeout, cancel)
-    if table.fault is None:
-        readings.append(parse_table(table.stdout))
-    topo_thread.join()  # run_once ends within its timeout (or at once when cancelled)
-    topo = topo_box[0] if topo_box else HlSmiOutput("", faults.hl_smi_hung(timeout))
-    if topo.fault is None:
-        parsed = parse_topo(topo.stdout)
-        readings.append(
-            Reading(kind="topo", numa_by_module=parsed.numa_by_module, cpus_by_module=parsed.cpus_by_module)
-        )
-    return merge(readings)
-
-
-def read_csv_once(
-    executable: str, timeout: float, cancel: threading.Event | None = None
-) -> tuple[Reading | None, Fault | None]:
-    """One `-Q` query: the full field list, then the documented one if this hl-smi refuses it."""
-    fault = None
-    for fields in (QUERY_FIELDS, BASIC_FIELDS):
-        output = run_once(executable, query_args(fields), timeout, cancel)
-        if output.fault is None:
-            reading = parse_csv(output.stdout, fields)
-            if reading.devices:
-                return reading, None
-            return None, faults.hl_smi_garbage(output.stdout.strip()[:60])
-        fault = output.fault
-        if not _refused_fields(fault):
-            break
-    return None, fault
-
-
-def _refused_fields(fault: Fault) -> bool:
-    """Did hl-smi exit complaining about the query itself (not, say, a failing driver)?"""
-    said = fault.what.lower()
-    return fault.code == "hl-smi-exit" and any(
-        w in said for w in ("power.max", "query", "invalid", "unknown")
-    )
 
 
 class Backoff:
@@ -194,7 +96,7 @@ class HlSmiPoller:
                 if fault.code == "hl-smi-missing":
                     self._hand(partial(self.on_fault, fault, None))
                     return fault
-                if not got_rows and self.fields == QUERY_FIELDS and _refused_fields(fault):
+                if not got_rows and self.fields == QUERY_FIELDS and refused_fields(fault):
                     self.fields = BASIC_FIELDS  # an older hl-smi refusing `power.max`: ask for less
                     continue
                 pause = self.backoff.take()
@@ -239,7 +141,7 @@ class HlSmiPoller:
         if child is None:
             return "exited"
         ending = processes.end_child(child, "hl-smi", first_wait=first_wait, term_wait=1.0)
-        _close_streams(child)
+        close_streams(child)
         return ending
 
     def _start(self) -> Fault | None:
@@ -310,14 +212,8 @@ class HlSmiPoller:
             return faults.hl_smi_abandoned(child.pid), got_rows
         code = child.returncode
         if code == 0:
-            return faults.hl_smi_exited(0, "it stopped looping " + _tail(stderr)), got_rows
-        return faults.hl_smi_exited(code, _tail(stderr)), got_rows
-
-
-def _close_streams(child: subprocess.Popen[bytes]) -> None:
-    for stream in (child.stdout, child.stderr):
-        if stream is not None:
-            stream.close()
+            return faults.hl_smi_exited(0, "it stopped looping " + tail(stderr)), got_rows
+        return faults.hl_smi_exited(code, tail(stderr)), got_rows
 
 
 class _TickReader:
