@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import pytest
+from rich.console import Console
 from rich.panel import Panel
 from rich.style import Style
 from rich.text import Span, Text
@@ -20,6 +21,7 @@ from textual.app import App, ComposeResult
 from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 
+from gaudi_tui.ui.widgets import text_cell
 from gaudi_tui.ui.widgets.window_table import WindowTable, cell
 from tests.pilot import settle
 
@@ -184,3 +186,11 @@ async def test_the_table_draws_the_lines_datatable_draws() -> None:
             metas = [[s.style.meta for s in line if s.style] for line in ours]
             assert metas == [[s.style.meta for s in line if s.style] for line in theirs]
             assert any("out_of_bounds" in meta for line in metas for meta in line)  # the row's rest
+
+
+def test_a_null_style_under_the_text_is_left_to_rich() -> None:
+    """Under a null `pre` rich keeps the text's None apart from the padding's null style: not the
+    fast path's (a table's `pre` always carries its cell's place)."""
+    console, text = Console(), cell("x")
+    assert text_cell.line(console, text, 5, 1, Style.null(), Style.null()) is None
+    assert text_cell.line(console, text, 5, 1, Style.from_meta({"row": 0}), Style.null()) is not None

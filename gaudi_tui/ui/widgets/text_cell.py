@@ -28,11 +28,14 @@ def line(
     console: Console, text: Text, width: int, padding: int, pre: Style, post: Style
 ) -> list[Segment] | None:
     """The cell's line (`width` cells, `padding` of them either side) as DataTable draws it with
-    `pre` under the text's styles and `post` over them; None where rich's way is needed."""
+    `pre` under the text's styles and `post` over them; None where rich's way is needed. A table's
+    `pre` is never null (it holds the cell's row and column as meta): a null one is left to rich,
+    which keeps None and null styles apart under it."""
     inner = width - 2 * padding
     plain = text.plain
     if (
         inner < 1
+        or not pre
         or "\n" in plain
         or "\t" in plain
         or text.justify not in (None, "default")
@@ -58,11 +61,13 @@ def line(
         cells = own
     if padding:
         cells = [Segment(" " * padding, NULL), *cells, Segment(" " * padding, NULL)]
-    return [Segment(part, _styled(style, pre, post)) for part, style, _ in cells]
+    bare = _styled(None, pre, post)  # the padding's and the unstyled text's (pre + None is pre + null)
+    return [Segment(part, _styled(style, pre, post) if style else bare) for part, style, _ in cells]
 
 
 def _styled(style: Style | None, pre: Style, post: Style) -> Style | None:
-    """A segment's style after Styled: `pre` under it, `post` over it (Segment.apply_style)."""
+    """A segment's style after Styled: `pre` under it, `post` over it (Segment.apply_style); a
+    null style is added as None is."""
     if pre:
         style = pre + style
     if post:
