@@ -1,14 +1,15 @@
 """A one-line rich Text drawn as a table cell's line of Segments, without rich's layout passes.
 
 DataTable draws each cell as `console.render_lines(Styled(Padding(text, (0, padding)), pre, post))`:
-a Padding, a Text wrapped (or not) and justified, lines split, cropped and padded, ~190 µs a cell
-here, most of a page down's frame. For a Text of one line that is not wrapped (a row of height 1),
-the same line is: the text cropped to the cell's width less its padding (`Text.truncate`, as rich
-crops it), its segments cut at its spans' edges, padded to that width, the padding either side,
-every segment's style `pre + own + post`. `line` builds that directly, or says None for a Text it
-does not cover (newlines, tabs, justified, wrapped, ellipsis or no overflow, an odd `end`, spans
-past its end): the caller draws those the rich way. tests/slurm/test_text_cell.py holds it equal,
-segment by segment, to DataTable's own drawing.
+a Padding, a Text wrapped (or not) and justified, lines split, cropped and padded: a page of the
+Slurm queue drawn from empty caches took 76 µs a cell here, 34 drawn this way (the rows' own drawing
+in both). For a Text of one line that is not wrapped (a row of height 1), the same line is: the text
+cropped to the cell's width less its padding (`Text.truncate`, as rich crops it), its segments cut
+at its spans' edges, padded to that width, the padding either side, every segment's style
+`pre + own + post`. `line` builds that directly, or says None for a Text it does not cover (newlines, tabs,
+justified, wrapped, ellipsis or no overflow, an odd `end`, spans past its end, a null `pre`): the
+caller draws those the rich way. tests/slurm/test_window_table_cells.py holds it equal, segment by
+segment, to DataTable's own drawing.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ table is then a plain DataTable. Column widths only grow, so the columns stay pu
 moves. The mouse wheel scrolls within the window.
 
 Its cells are drawn by `text_cell.line` where they are one-line Text (all of the screen's are): the
-same line DataTable draws through rich's Padding and render_lines, at a fraction of the cost (a page
+same line DataTable draws through rich's Padding and render_lines, in under half the time (a page
 down draws a new page of cells); any other cell is drawn DataTable's way.
 """
 
