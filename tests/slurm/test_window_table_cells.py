@@ -62,6 +62,11 @@ FALLBACK: list[Any] = [
 ]
 """Cells drawn DataTable's way."""
 
+SPLIT = spans("👩‍💻👩‍💻👩‍💻", (2, 3, "bold"))
+"""A span's edge inside an emoji sequence: its parts are wider than the whole (8 cells against 6).
+Drawn where its column is wide enough; where it is cropped, rich crops its parts again, and the
+fast path leaves it to rich."""
+
 NARROW = 6
 """The fixed width of the columns that crop."""
 
@@ -83,7 +88,7 @@ class Tables(App[None]):
             table.add_column("Name")
             table.add_column(Text("Narrow", justify="right"), width=NARROW)
             table.add_column("作业", width=NARROW - 1)
-            for i, value in enumerate([*COVERED, *FALLBACK]):
+            for i, value in enumerate([*COVERED, *FALLBACK, SPLIT]):
                 table.add_row(cell(str(i)), value, value, value, key=str(i), label="L" if i == 3 else None)
             table.add_row(cell("tall"), cell("x"), cell("y"), cell("z"), key="tall", height=2)
             yield table
@@ -109,9 +114,11 @@ def drawn_by_datatable(table: WindowTable, *args: Any) -> list[list[Any]]:
 
 def covered(row: int, column: int) -> bool:
     """Whether the fast path draws this cell: the header's labels but the justified one, the
-    COVERED rows, the first column's plain numbers; not the two-line row."""
+    COVERED rows, the first column's plain numbers, SPLIT in the wide column; not the two-line row."""
     if row == -1:
         return column != 2
+    if row == len(COVERED) + len(FALLBACK):
+        return column <= 1
     return row < len(COVERED) or (row < len(COVERED) + len(FALLBACK) and column == 0)
 
 
@@ -122,7 +129,7 @@ async def test_each_cell_is_drawn_as_datatable_draws_it(
     app = Tables(padding, foreground)
     async with app.run_test(size=(120, 60)) as pilot:
         table = app.query_one("#fast", WindowTable)
-        await settle(pilot, lambda: table.row_count == len(COVERED) + len(FALLBACK) + 1, what="the table")
+        await settle(pilot, lambda: table.row_count == len(COVERED) + len(FALLBACK) + 2, what="the table")
         fallbacks: list[tuple[int, int]] = []
         original = DataTable._render_cell
 
@@ -166,7 +173,7 @@ async def test_the_table_draws_the_lines_datatable_draws() -> None:
     async with app.run_test(size=(120, 60)) as pilot:
         fast = app.query_one("#fast", WindowTable)
         reference = app.query_one("#reference", Reference)
-        total = len(COVERED) + len(FALLBACK) + 1
+        total = len(COVERED) + len(FALLBACK) + 2
         await settle(pilot, lambda: fast.row_count == reference.row_count == total, what="the tables")
         for table in (fast, reference):
             table.move_cursor(row=4)

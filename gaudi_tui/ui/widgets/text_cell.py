@@ -66,14 +66,11 @@ def line(
     return [Segment(part, _styled(style, pre, post) if style else bare) for part, style, _ in cells]
 
 
-def _styled(style: Style | None, pre: Style, post: Style) -> Style | None:
-    """A segment's style after Styled: `pre` under it, `post` over it (Segment.apply_style); a
-    null style is added as None is."""
-    if pre:
-        style = pre + style
-    if post:
-        style = style + post if style else post
-    return style
+def _styled(style: Style | None, pre: Style, post: Style) -> Style:
+    """A segment's style after Styled: `pre` (not null) under it, `post` over it
+    (Segment.apply_style); a null style is added as None is."""
+    styled = pre + style
+    return styled + post if post else styled
 
 
 def _segments(console: Console, plain: str, spans: list[Span]) -> list[Segment]:
