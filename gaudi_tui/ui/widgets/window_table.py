@@ -7,14 +7,22 @@ keys move the window when the cursor reaches its edge (down, up, page down, page
 ctrl+end), so the keyboard reaches every row. A list no longer than the window is held whole: the
 table is then a plain DataTable. Column widths only grow, so the columns stay put as the window
 moves. The mouse wheel scrolls within the window.
+
+Its cells are drawn by `text_cell.line` where they are one-line Text (all of the screen's are): the
+same line DataTable draws through rich's Padding and render_lines, in under half the time (a page
+down draws a new page of cells); any other cell is drawn DataTable's way.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from rich.style import Style
 from rich.text import Text
+from textual._types import SegmentLines
 from textual.widgets import DataTable
+
+from gaudi_tui.ui.widgets import text_cell
 
 Rows = Callable[[int, int], list[tuple[str, tuple[str, ...]]]]
 """(start, stop) → each row's key and cells, for that part of the list. Cells are text as shown:
@@ -115,3 +123,58 @@ class WindowTable(DataTable[Text]):
 
     def action_scroll_bottom(self) -> None:
         self._move(self.total - 1, super().action_scroll_bottom)
+
+    def _render_cell(
+        self,
+        row_index: int,
+        column_index: int,
+        base_style: Style,
+        width: int,
+        cursor: bool = False,
+        hover: bool = False,
+    ) -> SegmentLines:
+        """DataTable's own, for a one-line Text in a row of height 1 drawn by `text_cell.line`: the
+        same cache key, cell, styles and meta as DataTable._render_cell (Textual 8.2.8)."""
+        header = row_index == -1
+        row_key = self._header_row_key if header else self._row_locations.get_key(row_index)
+        column_key = self._column_locations.get_key(column_index)
+        if row_key is None or column_key is None:  # a row label (column -1), or no such cell
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        if (self.header_height if header else self.rows[row_key].height) != 1:
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        key = (
+            row_key,
+            column_key,
+            base_style,
+            cursor,
+            hover,
+            self._show_hover_cursor,
+            self._update_count,
+            self._pseudo_class_state,
+        )
+        lines = self._cell_render_cache.get(key)
+        if lines is not None:
+            return lines
+        value = self._get_row_renderables(row_index).cells[column_index]
+        fixed = not header and (row_index < self.fixed_rows or column_index < self.fixed_columns)
+        component, post = self._get_styles_to_render_cell(
+            header,
+            False,
+            fixed,
+            hover,
+            cursor,
+            self.show_cursor,
+            self._show_hover_cursor,
+            self.cursor_foreground_priority == "css",
+            self.cursor_background_priority == "css",
+        )
+        pre = base_style + Style.from_meta({"row": row_index, "column": column_index}) + component
+        line = (
+            text_cell.line(self.app.console, value, width, self.cell_padding, pre, post)
+            if isinstance(value, Text)
+            else None
+        )
+        if line is None:
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        self._cell_render_cache[key] = [line]
+        return [line]
