@@ -6,6 +6,8 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from gaudi_tui.core.devices import early_query
 from gaudi_tui.core.devices.early_query import EarlyQuery
 from gaudi_tui.core.devices.feed import MonitorUpdate
@@ -15,6 +17,7 @@ from gaudi_tui.ui.widgets.device_table import DeviceTable
 from tests.conftest import CPU
 from tests.devices.conftest import FakeHlSmi
 from tests.devices.test_devices_screen import HOST, NoDetails, text
+from tests.pilot import settle
 
 
 class SilentFeed:
@@ -99,3 +102,50 @@ def test_the_feed_shows_the_answer_the_screen_drew_without_asking_again(fake_hl_
         args for _, args in fake_hl_smi.starts() if args.startswith("-Q ") and " -l " not in args
     ]
     assert len(one_shot_queries) == 1  # the early one: the feed did not ask again
+
+
+async def test_a_restarted_feed_asks_hl_smi_anew(
+    fake_hl_smi: FakeHlSmi, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`r` starts a new feed: the early answer (taken at start-up) is not its first picture."""
+    from gaudi_tui.core.devices import monitor
+
+    given: list[EarlyQuery | None] = []
+
+    class Recording(monitor.DeviceMonitor):
+        def __init__(self, *args: object, early: EarlyQuery | None = None, **kwargs: object) -> None:
+            given.append(early)
+            super().__init__(*args, early=early, **kwargs)  # type: ignore[arg-type]
+
+        def run(self) -> None:
+            self.cancel.wait()
+
+    monkeypatch.setattr(monitor, "DeviceMonitor", Recording)
+    early = early_query.start()
+    assert early is not None
+
+    def screen() -> DevicesScreen:
+        return DevicesScreen(
+            host_reader=lambda: HOST, details=lambda devices, on_details, cancel, hlml: NoDetails(cancel)
+        )
+
+    class App(GaudiApp):
+        MODES = {**GaudiApp.MODES, "devices": screen}
+
+    app = App(accelerator=CPU, hostname="gaudi-host", early=early)
+    try:
+        async with app.run_test(size=(120, 36)) as pilot:
+            await settle(pilot, lambda: len(given) == 1, what="the first feed")
+            await pilot.press("r")
+            await settle(pilot, lambda: len(given) == 2, what="the restarted feed")
+    finally:
+        early.close()
+    assert given == [early, None]
+
+
+def test_a_stale_early_answer_is_not_used(fake_hl_smi: FakeHlSmi, monkeypatch: pytest.MonkeyPatch) -> None:
+    early = early_query.start()
+    assert early is not None
+    answered(early)
+    monkeypatch.setattr(early_query, "FRESH_S", 0.0)
+    assert early.ready_answer() is None and early.take("hl-smi") is None

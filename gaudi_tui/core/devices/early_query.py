@@ -42,7 +42,11 @@ class EarlyQuery:
         self._lock = threading.Lock()
 
     def ready_answer(self) -> str | None:
-        """What hl-smi printed, if it has already ended well (this never waits); kept for the feed."""
+        """What hl-smi printed, if it has already ended well (this never waits) and it is fresh; kept
+        for the feed."""
+        if time.monotonic() - self.started_at > FRESH_S:
+            self.close()
+            return None
         with self._lock:
             child = self._child
             if self._answer is None and child is not None and child.poll() == 0:
@@ -67,7 +71,7 @@ class EarlyQuery:
 
     def close(self) -> None:
         with self._lock:
-            child, self._child = self._child, None
+            child, self._child, self._answer = self._child, None, None
         if child is not None:
             _end(child)
 

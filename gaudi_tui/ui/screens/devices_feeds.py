@@ -247,7 +247,8 @@ class FeedScreen(PanelScreen):
         row has its own timer here, so the monitor does not read it."""
         from gaudi_tui.core.devices.monitor import DeviceMonitor
 
-        return DeviceMonitor(self.config, on_update, cancel, host_reader=_no_host, early=self._early)
+        early, self._early = self._early, None  # the first feed's only: a restarted one asks anew
+        return DeviceMonitor(self.config, on_update, cancel, host_reader=_no_host, early=early)
 
     def start_feed(self) -> None:
         """Start (or restart) the feed in its own thread. Not a Textual worker: it runs for the
