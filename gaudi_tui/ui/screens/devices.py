@@ -92,7 +92,8 @@ class DevicesScreen(HolderStopScreen):
         self._statics: dict[str, Static] = {}
         self._device_table: DeviceTable | None = None
         self._built = False
-        """The map (table, choice, detail) is mounted after the first frame."""
+        """The map (table, choice, detail) is there: composed with the first frame when hl-smi's early
+        answer is (`compose_body`), else mounted after it."""
         self._drawn = False
         """True once an update of the feed has been drawn on the map."""
 
