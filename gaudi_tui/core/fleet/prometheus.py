@@ -5,34 +5,21 @@ from __future__ import annotations
 
 import functools
 import http.client
-import re
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar, cast
 
 from gaudi_tui.core.fleet.samples import CardValue, Sample
 from gaudi_tui.core.untrusted import http as bounded
+from gaudi_tui.core.untrusted import vector
 from gaudi_tui.core.untrusted.data import Untrusted, loads
-
-_LABEL = rb'"([^"\\]*)"'
-"""A label value without escapes (an answer holding a backslash is decoded as JSON)."""
-
-
-@functools.cache
-def _pair_result(first: str, second: str) -> re.Pattern[bytes]:
-    """One result of a `… by (first, second)` query as Prometheus writes it: labels in name order
-    (`first` < `second`), then `[time, "value"]`."""
-    labels = (
-        rb'\{"metric":\{"' + first.encode() + rb'":' + _LABEL + rb',"' + second.encode() + rb'":' + _LABEL
-    )
-    return re.compile(labels + rb'\},"value":\[[^,\]]*,"([^"]*)"\]\}')
-
 
 P = ParamSpec("P")
 R = TypeVar("R")
+T = TypeVar("T")
 MAX_ANSWER = 32 << 20
 """The most of one answer read: 4,096 cards' values are ~3 MB, an hour's range of them at 30 s ~20 MB."""
 AT_ONCE = 20
@@ -109,9 +96,9 @@ class PrometheusClient:
         self._lock = threading.Lock()
         self.opened = 0
         """Connections opened so far (tests, the bench)."""
-        self._read: dict[tuple[str, str, str], tuple[bytes, list[CardValue]]] = {}
-        """`pair_values`' last answer to each query (without its evaluation time) and what was read
-        from it: an answer that did not change is not read again."""
+        self._read: dict[tuple[str, ...], tuple[bytes, Any]] = {}
+        """`pair_values`' and `keyed_values`' last answer to each query (without its evaluation time)
+        and what was read from it: an answer that did not change is not read again."""
         self._queried: dict[str, tuple[bytes, list[Sample]]] = {}
         """The same for `query`."""
 
@@ -214,7 +201,11 @@ class PrometheusClient:
         data = self._data(body)
         if data.get("resultType") != "vector":
             raise PrometheusError(f"{promql!r} gave a {data.get('resultType')}, not a vector")
-        samples = [Sample(item["metric"], float(item["value"][1])) for item in data.get("result", [])]
+        samples = [
+            Sample(vector.labels(item["metric"]), number)
+            for item in data.get("result", [])
+            if (number := vector.value(item["value"])) is not None
+        ]
         with self._lock:
             self._queried[promql] = (unstamped, samples)
             while len(self._queried) > self.KEEP_READ:
@@ -231,38 +222,71 @@ class PrometheusClient:
     def pair_values(self, promql: str, one: str, other: str, at: float | None = None) -> list[CardValue]:
         """(`one`, `other`, value) of each result of a `… by (one, other)` query, read from the bytes as
         `card_values` does (JSON for any other shape; series lacking either label left out)."""
+        read = self._kept(promql, (one, other), at, lambda body: self._pair_values(body, promql, one, other))
+        return list(read)  # the same answer as last time (up, card counts...): the same reading
+
+    def keyed_values(
+        self, promql: str, key: str, other: str, at: float | None = None
+    ) -> Mapping[bytes, bytes]:
+        """Each result's `key` label → its value, of a `… by (key, other)` query, as the answer's
+        bytes (`vector.keyed`: a host's free cards at 2,048 hosts, read with no step per host). The
+        same mapping again while the answer stays the same: not to be changed."""
+        return self._kept(
+            promql, (key, other, "keyed"), at, lambda body: self._keyed_values(body, key, other)
+        )
+
+    def _kept(self, promql: str, how: tuple[str, ...], at: float | None, read: Callable[[bytes], T]) -> T:
+        """`read` of the answer to `promql`, or its last reading when the answer did not change but
+        for its evaluation time."""
         params = {"query": promql}
         if at is not None:
             params["time"] = f"{at:.3f}"
         body = self._body("/api/v1/query", params)
-        key = (promql, one, other)
+        key = (promql, *how)
         unstamped = _unstamped(body)
         kept = self._read.get(key)
         if kept is not None and kept[0] == unstamped:
-            return list(kept[1])  # the same answer as last time (up, card counts, free cards...)
-        values = self._pair_values(body, promql, one, other)
+            return cast(T, kept[1])
+        found = read(body)
         with self._lock:
-            self._read[key] = (unstamped, values)
+            self._read[key] = (unstamped, found)
             while len(self._read) > self.KEEP_READ:
                 del self._read[next(iter(self._read))]
-        return list(values)
+        return found
+
+    @_shaped
+    def _keyed_values(self, body: bytes, key: str, other: str) -> dict[bytes, bytes]:
+        try:
+            scanned = vector.keyed(body, key, other)
+        except Untrusted as exc:
+            raise PrometheusError(f"{self.url} did not answer like Prometheus ({exc})") from None
+        if scanned is not None:
+            return scanned
+        data = self._data(body)
+        if data.get("resultType") != "vector":
+            raise PrometheusError(f"the answer is a {data.get('resultType')}, not a vector")
+        return {
+            labels[key].encode(): item["value"][1].encode()
+            for item in data.get("result", [])
+            if key in (labels := vector.labels(item["metric"])) and vector.value(item["value"]) is not None
+        }
 
     @_shaped
     def _pair_values(self, body: bytes, promql: str, one: str, other: str) -> list[CardValue]:
-        first, second = sorted((one, other))
-        found = _pair_result(first, second).findall(body)
-        if body.startswith(b'{"status":"success"') and len(found) == body.count(b'{"metric":'):
-            if b"\\" not in body:
-                if first == one:
-                    return [(a.decode(), b.decode(), float(value)) for a, b, value in found]
-                return [(b.decode(), a.decode(), float(value)) for a, b, value in found]
+        try:
+            scanned = vector.pairs(body, one, other)
+        except Untrusted as exc:
+            raise PrometheusError(f"{self.url} did not answer like Prometheus ({exc})") from None
+        if scanned is not None:
+            return scanned.values
         data = self._data(body)
         if data.get("resultType") != "vector":
             raise PrometheusError(f"{promql!r} gave a {data.get('resultType')}, not a vector")
         return [
-            (item["metric"][one], item["metric"][other], float(item["value"][1]))
+            (labels[one], labels[other], number)
             for item in data.get("result", [])
-            if one in item["metric"] and other in item["metric"]
+            if one in (labels := vector.labels(item["metric"])) and other in labels
+            if (number := vector.value(item["value"])) is not None
         ]
 
     def label_values(self, label: str, match: str, start: float, end: float) -> list[str]:
