@@ -69,6 +69,11 @@ def test_pairs_read_what_the_json_reader_reads(results: list[tuple[str, str, str
         return
     assert scanned is not None
     assert scanned.values == decoded(body, "instance", "id")
+    document = loads(body)
+    assert isinstance(document, dict)
+    assert [
+        (m["instance"], m["id"], v) for m, v in vector.results(document["data"]["result"])
+    ] == scanned.values
     assert [(b, a, v) for a, b, v in vector.pairs(body, "id", "instance").values] == scanned.values  # type: ignore[union-attr]
     assert scanned.skipped == sum(not math.isfinite(float(v)) for _, _, v in results)
     keyed = vector.keyed(body, "instance", "id")
@@ -102,14 +107,27 @@ def test_a_value_that_is_no_number_or_a_label_that_is_not_text_is_refused() -> N
         except Untrusted:
             pass
         with pytest.raises(Untrusted):
-            vector.value([1, bad])
+            vector.results([{"metric": {}, "value": [1, "1"]}, {"metric": {}, "value": [1, bad]}])
         assert vector.number(bad.encode()) is None
     not_text = HEAD.encode() + b'{"metric":{"id":"0","instance":"\xff"},"value":[1,"1"]}]}}'
     with pytest.raises(Untrusted):
         vector.pairs(not_text, "instance", "id")
     with pytest.raises(Untrusted):
         vector.keyed(not_text, "instance", "id")
-    assert vector.value([1, "NaN"]) is None and vector.value([1, "-2.5e+03"]) == -2500.0
+    values = [{"metric": {"a": "x"}, "value": [1, v]} for v in ("NaN", "-2.5e+03", "+Inf", "7")]
+    assert vector.results(values) == [({"a": "x"}, -2500.0), ({"a": "x"}, 7.0)]
+    for shape in (
+        {"metric": {}, "value": [1, "1"]},  # not a list
+        [{"metric": {"a": 7}, "value": [1, "1"]}],  # a label that is no string
+        [{"metric": ["a"], "value": [1, "1"]}],
+        [{"value": [1, "1"]}],
+        [{"metric": {}, "value": [1]}],
+        [{"metric": {}, "value": [1, 1.5]}],  # a number that is not a string
+        [{"metric": {}, "value": [1, "1,2"]}],  # two numbers in one
+    ):
+        with pytest.raises(Untrusted):
+            vector.results(shape)
+    assert vector.results([]) == []
     assert vector.number(b"+Inf") is None and vector.number(b"12") == 12.0
 
 

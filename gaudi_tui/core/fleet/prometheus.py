@@ -10,6 +10,7 @@ import time
 import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any, ParamSpec, TypeVar, cast
 
 from gaudi_tui.core.fleet.samples import CardValue, Sample
@@ -20,6 +21,7 @@ from gaudi_tui.core.untrusted.data import Untrusted, loads
 P = ParamSpec("P")
 R = TypeVar("R")
 T = TypeVar("T")
+_new = tuple.__new__
 MAX_ANSWER = 32 << 20
 """The most of one answer read: 4,096 cards' values are ~3 MB, an hour's range of them at 30 s ~20 MB."""
 AT_ONCE = 20
@@ -96,11 +98,10 @@ class PrometheusClient:
         self._lock = threading.Lock()
         self.opened = 0
         """Connections opened so far (tests, the bench)."""
-        self._read: dict[tuple[str, ...], tuple[bytes, Any]] = {}
-        """`pair_values`' and `keyed_values`' last answer to each query (without its evaluation time)
-        and what was read from it: an answer that did not change is not read again."""
-        self._queried: dict[str, tuple[bytes, list[Sample]]] = {}
-        """The same for `query`."""
+        self._read: dict[tuple[str, ...], tuple[bytes, bytes, Any]] = {}
+        """The last answer to each query of `query`, `pair_values` and `keyed_values`, its evaluation
+        time as written in it (`_stamp`) and what was read from it: an answer that did not change is
+        not read again."""
 
     def close(self) -> None:
         """Close the idle connections (one in use is kept until its query ends)."""
@@ -186,31 +187,17 @@ class PrometheusClient:
             raise PrometheusError(f"Prometheus query failed: {_error_text(body) or 'no reason given'}")
         return document.get("data") or {}
 
-    @_shaped
     def query(self, promql: str, at: float | None = None) -> list[Sample]:
         """An instant query; the answer must be a vector. An answer that did not change (but for its
         evaluation time) gives the last reading of it again, as `pair_values` does."""
-        params = {"query": promql}
-        if at is not None:
-            params["time"] = f"{at:.3f}"
-        body = self._body("/api/v1/query", params)
-        unstamped = _unstamped(body)
-        kept = self._queried.get(promql)
-        if kept is not None and kept[0] == unstamped:
-            return list(kept[1])
+        return list(self._kept(promql, ("samples",), at, lambda body: self._samples(body, promql)))
+
+    @_shaped
+    def _samples(self, body: bytes, promql: str) -> list[Sample]:
         data = self._data(body)
         if data.get("resultType") != "vector":
             raise PrometheusError(f"{promql!r} gave a {data.get('resultType')}, not a vector")
-        samples = [
-            Sample(vector.labels(item["metric"]), number)
-            for item in data.get("result", [])
-            if (number := vector.value(item["value"])) is not None
-        ]
-        with self._lock:
-            self._queried[promql] = (unstamped, samples)
-            while len(self._queried) > self.KEEP_READ:
-                del self._queried[next(iter(self._queried))]
-        return list(samples)
+        return list(map(_new, repeat(Sample), vector.results(data.get("result", []))))
 
     def card_values(self, promql: str, at: float | None = None) -> list[CardValue]:
         """An instant query of the form `… by (instance, id) (…)`, read straight from the answer's
@@ -243,13 +230,13 @@ class PrometheusClient:
             params["time"] = f"{at:.3f}"
         body = self._body("/api/v1/query", params)
         key = (promql, *how)
-        unstamped = _unstamped(body)
+        stamp = _stamp(body)
         kept = self._read.get(key)
-        if kept is not None and kept[0] == unstamped:
-            return cast(T, kept[1])
+        if kept is not None and _same_but_time(body, stamp, kept[0], kept[1]):
+            return cast(T, kept[2])
         found = read(body)
         with self._lock:
-            self._read[key] = (unstamped, found)
+            self._read[key] = (body, stamp, found)
             while len(self._read) > self.KEEP_READ:
                 del self._read[next(iter(self._read))]
         return found
@@ -266,9 +253,9 @@ class PrometheusClient:
         if data.get("resultType") != "vector":
             raise PrometheusError(f"the answer is a {data.get('resultType')}, not a vector")
         return {
-            labels[key].encode(): item["value"][1].encode()
-            for item in data.get("result", [])
-            if key in (labels := vector.labels(item["metric"])) and vector.value(item["value"]) is not None
+            labels[key].encode(): repr(number).encode()
+            for labels, number in vector.results(data.get("result", []))
+            if key in labels
         }
 
     @_shaped
@@ -284,9 +271,8 @@ class PrometheusClient:
             raise PrometheusError(f"{promql!r} gave a {data.get('resultType')}, not a vector")
         return [
             (labels[one], labels[other], number)
-            for item in data.get("result", [])
-            if one in (labels := vector.labels(item["metric"])) and other in labels
-            if (number := vector.value(item["value"])) is not None
+            for labels, number in vector.results(data.get("result", []))
+            if one in labels and other in labels
         ]
 
     def label_values(self, label: str, match: str, start: float, end: float) -> list[str]:
@@ -312,13 +298,21 @@ Answer = tuple[int, str, str | None, bytes, bool]
 """HTTP status, reason, Location header, body, and whether the connection can be kept."""
 
 
-def _unstamped(body: bytes) -> bytes:
-    """An instant query's answer without its evaluation time (in every result's `"value":[time,`)."""
+def _stamp(body: bytes) -> bytes:
+    """The evaluation time as an instant query's answer writes it in each result (`"value":[time,`),
+    or nothing (no result)."""
     start = body.find(b'"value":[')
-    if start < 0:
-        return body
     end = body.find(b",", start)
-    return body.replace(body[start + 8 : end + 1], b"[,") if end > 0 else body
+    return body[start + 8 : end + 1] if 0 <= start < end else b""
+
+
+def _same_but_time(body: bytes, stamp: bytes, kept: bytes, kept_stamp: bytes) -> bool:
+    """`body` is `kept` but for its evaluation time. Told from the lengths where they differ by more
+    than the times do (a changed answer then costs no copy of it), else with `kept`'s times made
+    `body`'s."""
+    if len(stamp) == len(kept_stamp) and len(body) != len(kept):
+        return False
+    return body == (kept.replace(kept_stamp, stamp) if kept_stamp and stamp != kept_stamp else kept)
 
 
 def _without_userinfo(parts: urllib.parse.SplitResult) -> str:

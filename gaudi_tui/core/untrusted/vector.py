@@ -4,8 +4,7 @@ The Fleet screen's answers are thousands of results of one shape (`{"metric":{"a
 "value":[time,"number"]}`); building a JSON object for each was most of a refresh's cost. `pairs`
 reads the two labels and the value of each result with one pattern, where the answer is exactly in
 the form Prometheus writes: `HEAD`, the results, `TAIL`, no escape anywhere, every result matched.
-Any other answer gives None, and the caller reads it with `data.loads` (and each value with
-`value`). `keyed` reads an answer of a few thousand results that become a few numbers (a host's free
+Any other answer gives None, and the caller reads it with `data.loads` and `results`. `keyed` reads an answer of a few thousand results that become a few numbers (a host's free
 cards) without a string or a float for each: its label values stay UTF-8 bytes (the whole answer is
 checked to be UTF-8) and its values the text Prometheus wrote, read by `number` where they are used.
 All keep the untrusted reader's rules: label values are UTF-8 text, a value is a number Prometheus writes
@@ -19,6 +18,8 @@ from __future__ import annotations
 import functools
 import math
 import re
+from itertools import chain
+from operator import itemgetter
 from typing import NamedTuple
 
 from gaudi_tui.core.untrusted.data import Untrusted
@@ -129,20 +130,36 @@ def number(text: bytes) -> float | None:
     return found if math.isfinite(found) else None
 
 
-def value(item: object) -> float | None:
-    """The value of one result as `data.loads` gave it (`[time, "number"]`): a finite float, None
-    for NaN or an infinity; `Untrusted` for anything else."""
-    if not (isinstance(item, list) and len(item) == 2 and isinstance(item[1], str)):
-        raise Untrusted("a result's value is not [time, number]")
-    if _NUMBER.fullmatch(item[1]) is None:
-        raise Untrusted("a result's value is not a number")
-    found = float(item[1])
-    return found if math.isfinite(found) else None
+_NUMBERS = re.compile(f"(?:{_NUMBER.pattern})(?:,(?:{_NUMBER.pattern}))*")
+"""Values' texts joined by commas (none in any of them): each one a number, one pattern for a whole
+answer."""
+_RESULT = "a result is not {metric, value: [time, number]}"
 
 
-def labels(item: object) -> dict[str, str]:
-    """The labels of one result as `data.loads` gave them (`"metric"`): an object of strings, else
-    `Untrusted`."""
-    if not (isinstance(item, dict) and all(isinstance(v, str) for v in item.values())):
+def results(result: object) -> list[tuple[dict[str, str], float]]:
+    """Each result's labels and value, of an instant vector's `result` as `data.loads` gave it: the
+    labels an object of strings, the value a number's text (`Untrusted` otherwise), only the finite
+    values kept. Checked for the whole answer at once, not result by result (a few hundred labelled
+    results at each refresh of the Fleet screen)."""
+    if not isinstance(result, list):
+        raise Untrusted(_RESULT)
+    try:
+        metrics = list(map(itemgetter("metric"), result))
+        texts = list(map(itemgetter(1), map(itemgetter("value"), result)))
+    except (KeyError, IndexError, TypeError):
+        raise Untrusted(_RESULT) from None
+    if not set(map(type, metrics)) <= {dict}:
+        raise Untrusted(_RESULT)
+    if not set(map(type, chain.from_iterable(map(dict.values, metrics)))) <= {str}:
         raise Untrusted("a result's labels are not strings")
-    return item
+    joined = ",".join(texts) if set(map(type, texts)) <= {str} else None
+    if texts and (
+        joined is None or joined.count(",") != len(texts) - 1 or _NUMBERS.fullmatch(joined) is None
+    ):
+        raise Untrusted("a result's value is not a number")
+    numbers = list(map(float, texts))
+    if math.isfinite(sum(numbers)):
+        return list(zip(metrics, numbers, strict=True))
+    return [
+        (labels, number) for labels, number in zip(metrics, numbers, strict=True) if math.isfinite(number)
+    ]
