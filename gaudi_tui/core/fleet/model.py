@@ -106,11 +106,13 @@ class HostSummary(NamedTuple):
     state: HostState = "up"
     cards: int = 0
     usual_cards: int = 0
-    free_ids: tuple[int, ...] = ()
     scale_out_down: tuple[int, ...] = ()
     """Cards with an external NIC port down."""
     flags: tuple[str, ...] = ()
     mean_util: float | None = None
+    free_ids: tuple[int, ...] = ()
+    """Last: each refresh makes every summary anew with the free cards of that refresh, from the
+    other fields taken once (`WithFree`)."""
 
     def fits(self, size: int) -> bool:
         return fits(self.cards, self.free_ids, self.scale_out_down, size)
@@ -150,10 +152,10 @@ class Host:
             self.state,
             len(self.cards),
             self.usual_cards,
-            self.free_ids,
             tuple(c.id for c in self.cards if c.ports_down),
             self.flags,
             sum(utils) / len(utils) if utils else None,
+            self.free_ids,
         )
 
     def down_ports(self) -> list[str]:
@@ -272,14 +274,14 @@ def summarize_hosts(
     for name in sorted(count.keys() | usual_count.keys() | up_of.keys()):
         cards_now, usual_cards, up_value = count.get(name, 0), usual_count.get(name, 0), up_of.get(name)
         if up_value and cards_now and cards_now >= usual_cards and name not in flag_counts:
-            fields: tuple[object, ...] = (name, job_of.get(name, ""), "up", cards_now, cards_now, (), (), ())
+            fields: tuple[object, ...] = (name, job_of.get(name, ""), "up", cards_now, cards_now, (), ())
         else:
             state, usual_cards, flags = host_state(
                 True, up_value, cards_now, usual_cards, flag_counts.get(name, {})
             )
             down = tuple(sorted(flagged_of["scale-out down"].get(name, ())))
-            fields = (name, job_of.get(name, ""), state, cards_now, usual_cards, (), down, flags)
-        hosts.append(_new(HostSummary, (*fields, util_of.get(name))))
+            fields = (name, job_of.get(name, ""), state, cards_now, usual_cards, down, flags)
+        hosts.append(_new(HostSummary, (*fields, util_of.get(name), ())))
     absent, notes = absent_notes(present, bool(hosts), problems)
     return Overview(source, tuple(hosts), notes, absent)
 
@@ -301,19 +303,18 @@ class FreeIds(dict[bytes, tuple[int, ...]]):
 class WithFree:
     """An overview from `summarize_hosts`, to which each refresh adds each host's free cards: its
     hosts' names as the `free` answer's bytes (none for a host that is not up: it has no free card)
-    and their fields before and after `free_ids`, taken once, so that adding them makes the 2,048
+    and their fields before `free_ids` (the last), taken once, so that adding them makes the 2,048
     summaries of 2,048 hosts in a few calls, with no Python step per host."""
 
     def __init__(self, overview: Overview) -> None:
         self.overview = overview
         self._keys = [host.name.encode() if host.state == "up" else b"" for host in overview.hosts]
-        self._heads = [host[:5] for host in overview.hosts]
-        self._tails = [host[6:] for host in overview.hosts]
+        self._heads = [host[:-1] for host in overview.hosts]
 
     def __call__(self, free: Mapping[bytes, bytes], ids_of: FreeIds) -> Overview:
         """The overview with the free cards of `free` (instance → its number's text)."""
         ids = map(ids_of.__getitem__, map(free.get, self._keys, repeat(b"")))
-        fields = map(operator.add, map(operator.add, self._heads, zip(ids)), self._tails)
+        fields = map(operator.add, self._heads, zip(ids))
         return dataclasses.replace(self.overview, hosts=tuple(map(_new, repeat(HostSummary), fields)))
 
 
