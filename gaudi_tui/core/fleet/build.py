@@ -94,28 +94,29 @@ def _cards_by_host(
     """host → card id → the card's fields (and each host's `job` into `job_of`). The hot path: a
     refresh of 4,096 cards reads ~30,000 values, so the card key stays the raw label pair, and most
     metrics come as bare (instance, id, value) triples (`card_values`), not labelled samples."""
-    by_key: dict[tuple[str, str | None], Slots | None] = {}
+    by_key: dict[tuple[str, str | None], Slots] = {}
     by_host: dict[str, dict[int, Slots]] = {}
     for name, at in _AT.items():
         as_flag = at == ECC
         for labels, value in samples.get(name, ()):
             key = (labels.get("instance") or default_host, labels.get("id"))
-            if key in by_key:
-                card = by_key[key]
-            else:
+            card = by_key.get(key)
+            if card is None:
                 card = by_key[key] = _new_card(key, labels, by_host)
                 if "job" in labels:
                     job_of[key[0]] = labels["job"]
-            if card is None:
-                continue  # no usable `id` label
             if "Serial" in labels and not card[SERIAL]:
                 card[IDENTITY] = _identity(labels)
             card[at] = value >= 1 if as_flag else value
-        for instance, card_id, value in card_values.get(name, ()):
-            key = (instance, card_id)
-            card = by_key[key] if key in by_key else by_key.setdefault(key, _new_card(key, {}, by_host))
-            if card is not None:
-                card[at] = value >= 1 if as_flag else value
+        values = card_values.get(name, ())
+        if as_flag:
+            values = [(instance, card_id, value >= 1) for instance, card_id, value in values]
+        get = by_key.get
+        for instance, card_id, value in values:
+            card = get((instance, card_id))
+            if card is None:
+                card = by_key[instance, card_id] = _new_card((instance, card_id), {}, by_host)
+            card[at] = value
     _add_ports_down(samples.get(m.NIC_PORT_STATUS.name, ()), default_host, by_host)
     return by_host
 
@@ -138,12 +139,14 @@ def _add_ports_down(
 
 def _new_card(
     key: tuple[str, str | None], labels: Mapping[str, str], by_host: dict[str, dict[int, Slots]]
-) -> Slots | None:
+) -> Slots:
+    """A card's fields, in `by_host` under its host and id; for a key with no usable `id` label,
+    fields in no host (what is read into them is dropped)."""
+    card = _DEFAULTS.copy()
     try:
         card_id = int(key[1] or "")
     except ValueError:
-        return None
-    card = _DEFAULTS.copy()
+        return card
     card[ID] = card_id
     card[IDENTITY] = _identity(labels)
     by_host.setdefault(key[0], {})[card_id] = card
@@ -182,7 +185,7 @@ def build_fleet(
         slots = by_host.get(name, {})
         cards = tuple(_card(slots[card_id]) for card_id in sorted(slots))
         flagged = [c.flags for c in cards if c.flags]
-        counts = {flag: sum(flag in f for f in flagged) for flag in CARD_FLAGS}
+        counts = {flag: sum(flag in f for f in flagged) for flag in CARD_FLAGS} if flagged else {}
         state, usual_cards, flags = host_state(
             up is not None, up_of.get(name), len(cards), usual_count.get(name, 0), counts
         )
