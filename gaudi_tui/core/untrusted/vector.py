@@ -4,10 +4,11 @@ The Fleet screen's answers are thousands of results of one shape (`{"metric":{"a
 "value":[time,"number"]}`); building a JSON object for each was most of a refresh's cost. `pairs`
 reads the two labels and the value of each result with one pattern, where the answer is exactly in
 the form Prometheus writes: `HEAD`, the results, `TAIL`, no escape anywhere, every result matched.
-Any other answer gives None, and the caller reads it with `data.loads` and `results`. `keyed` reads an answer of a few thousand results that become a few numbers (a host's free
-cards) without a string or a float for each: its label values stay UTF-8 bytes (the whole answer is
-checked to be UTF-8) and its values the text Prometheus wrote, read by `number` where they are used.
-All keep the untrusted reader's rules: label values are UTF-8 text, a value is a number Prometheus writes
+Any other answer gives None, and the caller reads it with `data.loads` and `results`. `keyed` reads
+an answer of a few thousand results that become a few numbers (a host's free cards) without a
+string or a float for each: its label values stay UTF-8 bytes (the whole answer is checked to be
+UTF-8) and its values the text Prometheus wrote, read by `number` where they are used. All keep the
+untrusted reader's rules: label values are UTF-8 text, a value is a number Prometheus writes
 (digits, `.`, an exponent, `NaN`, `±Inf`) and only a finite one is kept (the others are counted as
 skipped), nothing nests (the pattern matches no bracket inside a result), and the answer's size is
 the HTTP client's cap.
