@@ -6,7 +6,14 @@ import math
 
 from gaudi_tui.core.fleet import metrics as m
 from gaudi_tui.core.fleet.build import build_fleet
-from gaudi_tui.core.fleet.model import DEFAULT_SLOWDOWN_C, card_ids, summarize_hosts, with_free, worst_first
+from gaudi_tui.core.fleet.model import (
+    DEFAULT_SLOWDOWN_C,
+    FreeIds,
+    WithFree,
+    card_ids,
+    summarize_hosts,
+    worst_first,
+)
 from gaudi_tui.core.fleet.samples import Sample
 
 GIB = 1024**3
@@ -163,19 +170,33 @@ def test_a_host_whose_usual_count_is_not_a_number_does_not_stop_the_fleet() -> N
 
 
 def test_free_cards_are_read_back_from_their_bits_for_the_hosts_that_are_up() -> None:
-    """The screen's free cards come as one number per host (the sum of 2^id of each free card):
-    read back in order; a value that is no such sum (what a hostile or broken server could send)
-    gives none, and a host that is not up has none, as `Host.free_ids` says."""
+    """The screen's free cards come as one number per host (the sum of 2^id of each free card), as
+    the answer's text: read back in order; a value that is no such sum or no number (what a hostile
+    or broken server could send) gives none, a host missing from the answer none, and a host that
+    is not up has none, as `Host.free_ids` says; every other field is the summary's."""
     assert card_ids(float(0b1011)) == (0, 1, 3) and card_ids(0.0) == ()
     assert card_ids(float(2**31)) == (31,)
     for bad in (math.nan, math.inf, -1.0, 1.5, float(2**32)):
         assert card_ids(bad) == ()
-    up = [("a:1", "gaudi", 1.0), ("b:1", "gaudi", 0.0)]
-    cards = [("a:1", "gaudi", 8.0), ("b:1", "gaudi", 8.0)]
-    overview = with_free(
-        summarize_hosts("src", up, [], cards, {}, [], set()), [("a:1", "gaudi", 6.0), ("b:1", "gaudi", 3.0)]
-    )
+    names = ("a:1", "b:1", "c:1", "d:1", "e:1", "f:1", "g:1")
+    up = [(name, "gaudi", 0.0 if name == "b:1" else 1.0) for name in names]
+    cards = [(name, "gaudi", 8.0) for name in names]
+    base = summarize_hosts("src", up, [], cards, {}, [("a:1", "gaudi", 55.0)], set())
+    free = {b"a:1": b"6", b"b:1": b"3", b"c:1": b"NaN", b"d:1": b"1e+00", b"e:1": b"-4", b"f:1": b"+-"}
+    ids_of = FreeIds()
+    overview = WithFree(base)(free, ids_of)
     assert [(h.name, h.state, h.free_ids) for h in overview.hosts] == [
         ("a:1", "up", (1, 2)),
         ("b:1", "down", ()),
+        ("c:1", "up", ()),
+        ("d:1", "up", (0,)),
+        ("e:1", "up", ()),
+        ("f:1", "up", ()),
+        ("g:1", "up", ()),
     ]
+    assert [h._replace(free_ids=()) for h in overview.hosts] == list(base.hosts)
+    assert overview.hosts[0].mean_util == 55.0 and overview.source == "src"
+    bounded = FreeIds()
+    bounded.KEEP = 3  # ever new texts (no sums of bits) keep it bounded
+    for bits in range(10):
+        assert bounded[b"%d" % bits] == card_ids(float(bits)) and len(bounded) <= 3

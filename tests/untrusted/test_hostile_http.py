@@ -222,6 +222,11 @@ READERS = {
     "Prometheus query": Reader(
         lambda url: PrometheusClient(url, timeout=2.0).query("up"), (PrometheusError,), lambda _: False
     ),
+    "Prometheus free cards": Reader(
+        lambda url: PrometheusClient(url, timeout=2.0).keyed_values("q", "instance", "job"),
+        (PrometheusError,),
+        lambda _: False,
+    ),
     "Ray dashboard": Reader(_ray, (nodes.ClusterError,), lambda _: False),
     "webhook": Reader(
         lambda url: sinks.post(url + "/hook/T0KEN", ALERT, 2.0), (), lambda said: isinstance(said, str), False

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import NamedTuple
 
 from gaudi_tui.core.devices.usage import BUSY_MIB
 from gaudi_tui.core.fleet import metrics as m
@@ -26,10 +27,11 @@ from gaudi_tui.core.fleet.model import (
     DEFAULT_SLOWDOWN_C,
     FREE_IDS,
     Fleet,
+    FreeIds,
     Host,
     Overview,
+    WithFree,
     summarize_hosts,
-    with_free,
 )
 from gaudi_tui.core.fleet.prometheus import AT_ONCE, PrometheusClient, PrometheusError, Series
 from gaudi_tui.core.fleet.samples import NAME, CardValue, HostValue, Sample
@@ -113,8 +115,9 @@ temperature selected once."""
 MEAN_UTIL_QUERY = f"avg by (instance, job) (max by (instance, job, id) ({m.UTILIZATION.name}))"
 """Asked only while the screen sorts by it (busiest first)."""
 OVERVIEW_LABELLED = (m.NIC_PORT_STATUS.name, m.MEMORY_USED.name)
-BY_HOST = ("up", "usual", "cards", "free", "mean_util")
-"""The answers read as (instance, job, value); the other overview answers are card values."""
+BY_HOST = ("up", "usual", "cards", "mean_util")
+"""The answers read as (instance, job, value); `free` is read as instance → its number's text
+(`PrometheusClient.keyed_values`), the other overview answers as card values."""
 PRESENT_MATCH = f'{{__name__=~"{_NAMES}"}}'
 PRESENT_WINDOW_S = 300
 """The fleet metrics with a series in the last 5 minutes: the label-values API, an index lookup."""
@@ -128,7 +131,15 @@ _POOL = ThreadPoolExecutor(max_workers=AT_ONCE, thread_name_prefix="prometheus-q
 """The threads of `ask`, started by the first refreshes and kept (idle between refreshes): a refresh
 starts no thread and, with the client's kept-alive connections, opens no connection."""
 
-Answers = tuple[dict[str, list[Sample]], dict[str, list[CardValue]], list[str]]
+
+class Answers(NamedTuple):
+    """What `ask` got: the answers read as samples, as (instance, id|job, value) triples, as
+    `keyed_values` (instance's bytes → value's text), and the distinct failures."""
+
+    samples: dict[str, list[Sample]]
+    values: dict[str, list[CardValue]]
+    failures: list[str]
+    keyed: dict[str, Mapping[bytes, bytes]]
 
 
 def ask(
@@ -138,16 +149,18 @@ def ask(
     at: float | None,
     present: bool = False,
     by_host: Iterable[str] = (),
+    keyed: Iterable[str] = (),
 ) -> Answers:
     """Every query at once on the kept threads (`AT_ONCE` at a time; each call bounded by the client's
     timeout): the `labelled` keys as
-    samples, the `by_host` keys as (instance, job, value), the rest as (instance, id, value) card
-    values, and the distinct failures. `present`: also which fleet metrics have series (as `present`
+    samples, the `by_host` keys as (instance, job, value), the `keyed` ones as instance → value (bytes
+    of the answer), the rest as (instance, id, value) card values, and the distinct failures. `present`: also which fleet metrics have series (as `present`
     samples named so)."""
     answers: dict[str, list[Sample]] = {}
     values: dict[str, list[CardValue]] = {}
     failures: list[str] = []
-    as_samples, host_keys = set(labelled), set(by_host)
+    by_instance: dict[str, Mapping[bytes, bytes]] = {}
+    as_samples, host_keys, keyed_keys = set(labelled), set(by_host), set(keyed)
 
     def one(key: str, promql: str) -> None:
         try:
@@ -159,6 +172,8 @@ def ask(
                 answers[key] = client.query(promql, at)
             elif key in host_keys:
                 values[key] = client.pair_values(promql, "instance", "job", at)
+            elif key in keyed_keys:
+                by_instance[key] = client.keyed_values(promql, "instance", "job", at)
             else:
                 values[key] = client.card_values(promql, at)
         except PrometheusError as error:
@@ -168,13 +183,13 @@ def ask(
     if present:
         queries = {**queries, "present": PRESENT_MATCH}
     list(_POOL.map(one, queries.keys(), queries.values()))
-    return answers, values, failures
+    return Answers(answers, values, failures, by_instance)
 
 
 def refresh(client: PrometheusClient, at: float | None = None) -> Fleet:
     """The fleet now (or at unix time `at`). Never raises: an unreachable or failing Prometheus
     becomes a problem line."""
-    answers, values, failures = ask(client, fleet_queries(), LABELLED, at)
+    answers, values, failures, _ = ask(client, fleet_queries(), LABELLED, at)
     if "up" not in answers:
         return Fleet(client.url, problems=tuple(failures))
     samples = {name: answers[name] for name in (m.MEMORY_USED.name,) if name in answers}
@@ -206,15 +221,17 @@ class ScreenReader:
         self.at = at
         self._answers: dict[str, list[Sample]] = {}
         self._by_host: dict[str, list[HostValue]] = {}
+        self._host_index: dict[str, tuple[list[HostValue], dict[str, list[HostValue]]]] = {}
         self.present: set[str] | None = None
         """The fleet metrics with series, from the last refresh (None: not known)."""
-        self._base: tuple[tuple[object, ...], Overview] | None = None
+        self._base: tuple[tuple[object, ...], WithFree] | None = None
         """The last answers given to `model.summarize_hosts` and its overview."""
+        self._free_ids = FreeIds()
         self._built: tuple[tuple[object, ...], dict[str, Host]] | None = None
         """The last answers given to `build_fleet` for the rows' cards, and their hosts (a 15 s
         scrape read every 5 s: two refreshes in three get the same answers)."""
-        self._shown: tuple[Overview, list[HostValue], Overview] | None = None
-        """That overview, the last free cards, and the overview with them (`model.with_free`): a
+        self._shown: tuple[WithFree, Mapping[bytes, bytes], Overview] | None = None
+        """That overview, the last free cards, and the overview with them (`model.WithFree`): a
         refresh where only the free cards changed makes only this one, one where nothing changed
         neither."""
 
@@ -233,8 +250,8 @@ class ScreenReader:
         """Every host's summary (with its mean utilization when `mean_util`) and the cards of
         `visible` (host → Host with its cards)."""
         queries = self.queries(visible, mean_util)
-        answers, values, failures = ask(
-            self.client, queries, OVERVIEW_LABELLED, self.at, present=True, by_host=BY_HOST
+        answers, values, failures, keyed = ask(
+            self.client, queries, OVERVIEW_LABELLED, self.at, present=True, by_host=BY_HOST, keyed=("free",)
         )
         if "up" not in values:
             return Overview(self.client.url, problems=tuple(failures)), {}
@@ -257,10 +274,10 @@ class ScreenReader:
             failures,
         )
         if self._base is None or self._base[0] != given:
-            self._base = (given, summarize_hosts(self.client.url, *given))
-        base, free = self._base[1], values.get("free", [])
+            self._base = (given, WithFree(summarize_hosts(self.client.url, *given)))
+        base, free = self._base[1], keyed.get("free", {})
         if self._shown is None or self._shown[0] is not base or self._shown[1] != free:
-            self._shown = (base, free, with_free(base, free))
+            self._shown = (base, free, base(free, self._free_ids))
         overview = self._shown[2]  # the same answers: the same summaries, not built again
         if not overview.hosts:
             overview = Overview(
@@ -270,22 +287,34 @@ class ScreenReader:
 
     def cards(self, names: Sequence[str]) -> tuple[dict[str, Host], list[str]]:
         """The cards of `names` (hosts scrolled into view) and the failures."""
-        answers, values, failures = ask(self.client, card_queries(names), (m.MEMORY_USED.name,), self.at)
+        answers, values, failures, _ = ask(self.client, card_queries(names), (m.MEMORY_USED.name,), self.at)
         return self._hosts(names, {**self._answers, **answers}, values), failures
+
+    def _of_host(self, key: str) -> dict[str, list[HostValue]]:
+        """The last `up` or `usual` answer by instance, made again only when the answer changed (the
+        rows on screen look up their 40 hosts, not 2,048)."""
+        found = self._by_host.get(key, [])
+        kept = self._host_index.get(key)
+        if kept is None or kept[0] != found:
+            index: dict[str, list[HostValue]] = {}
+            for value in found:
+                index.setdefault(value[0], []).append(value)
+            kept = self._host_index[key] = (found, index)
+        return kept[1]
 
     def _hosts(
         self, names: Sequence[str], answers: dict[str, list[Sample]], values: dict[str, list[CardValue]]
     ) -> dict[str, Host]:
         if not names:
             return {}
-        wanted = set(names)
+        wanted = dict.fromkeys(names)
 
         def mine(samples: Iterable[Sample]) -> list[Sample]:
             return [s for s in samples if s.labels.get("instance") in wanted]
 
         def hosts(key: str) -> list[Sample]:
-            found = self._by_host.get(key, [])
-            return [Sample({"instance": i, "job": j}, v) for i, j, v in found if i in wanted]
+            of = self._of_host(key)
+            return [Sample({"instance": i, "job": j}, v) for name in wanted for i, j, v in of.get(name, ())]
 
         samples = {
             m.MEMORY_USED.name: mine(answers.get(m.MEMORY_USED.name, [])),

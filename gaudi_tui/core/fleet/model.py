@@ -17,16 +17,18 @@ the exporter's `id` standing in for the module ID (the exporter has no module-ID
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Literal, NamedTuple, TypeVar
 
 from gaudi_tui.core.devices.cardsets import SUPPORTED_SETS
 from gaudi_tui.core.devices.usage import BUSY_MIB
 from gaudi_tui.core.fleet import metrics as m
 from gaudi_tui.core.fleet.samples import CardValue, HostValue
+from gaudi_tui.core.untrusted import vector
 
 DEFAULT_SLOWDOWN_C = 90.0
 """Used when the exporter gives no slowdown threshold (ours never does; hl-smi does not print it):
@@ -104,11 +106,13 @@ class HostSummary(NamedTuple):
     state: HostState = "up"
     cards: int = 0
     usual_cards: int = 0
-    free_ids: tuple[int, ...] = ()
     scale_out_down: tuple[int, ...] = ()
     """Cards with an external NIC port down."""
     flags: tuple[str, ...] = ()
     mean_util: float | None = None
+    free_ids: tuple[int, ...] = ()
+    """Last: each refresh makes every summary anew with the free cards of that refresh, from the
+    other fields taken once (`WithFree`)."""
 
     def fits(self, size: int) -> bool:
         return fits(self.cards, self.free_ids, self.scale_out_down, size)
@@ -148,10 +152,10 @@ class Host:
             self.state,
             len(self.cards),
             self.usual_cards,
-            self.free_ids,
             tuple(c.id for c in self.cards if c.ports_down),
             self.flags,
             sum(utils) / len(utils) if utils else None,
+            self.free_ids,
         )
 
     def down_ports(self) -> list[str]:
@@ -246,7 +250,7 @@ def summarize_hosts(
     present: set[str],
     problems: Iterable[str] = (),
 ) -> Overview:
-    """Every host's summary but its free cards (`with_free` adds them), from per-host aggregates
+    """Every host's summary but its free cards (`WithFree` adds them), from per-host aggregates
     (`fetch.OVERVIEW_QUERIES`), by the same rules as `build.build_fleet`: `up`, `usual`, `cards`
     (each instance's cards) and `mean_util` are (instance, job, value); `flagged` (flag → cards)
     lists only the cards it names; `present` the fleet metrics reported. In two steps, so that a
@@ -270,36 +274,54 @@ def summarize_hosts(
     for name in sorted(count.keys() | usual_count.keys() | up_of.keys()):
         cards_now, usual_cards, up_value = count.get(name, 0), usual_count.get(name, 0), up_of.get(name)
         if up_value and cards_now and cards_now >= usual_cards and name not in flag_counts:
-            fields: tuple[object, ...] = (name, job_of.get(name, ""), "up", cards_now, cards_now, (), (), ())
+            fields: tuple[object, ...] = (name, job_of.get(name, ""), "up", cards_now, cards_now, (), ())
         else:
             state, usual_cards, flags = host_state(
                 True, up_value, cards_now, usual_cards, flag_counts.get(name, {})
             )
             down = tuple(sorted(flagged_of["scale-out down"].get(name, ())))
-            fields = (name, job_of.get(name, ""), state, cards_now, usual_cards, (), down, flags)
-        hosts.append(_new(HostSummary, (*fields, util_of.get(name))))
+            fields = (name, job_of.get(name, ""), state, cards_now, usual_cards, down, flags)
+        hosts.append(_new(HostSummary, (*fields, util_of.get(name), ())))
     absent, notes = absent_notes(present, bool(hosts), problems)
     return Overview(source, tuple(hosts), notes, absent)
 
 
-def with_free(overview: Overview, free: Sequence[HostValue]) -> Overview:
-    """`overview` (from `summarize_hosts`) with each host's free cards (`free`: a bit per card id),
-    for the hosts that are up."""
-    free_of = {instance: card_ids(value) for instance, _, value in free}
-    hosts = tuple(
-        host
-        if host.state != "up" or not (ids := free_of.get(host.name))
-        else _new(HostSummary, (*host[:5], ids, *host[6:]))
-        for host in overview.hosts
-    )
-    return dataclasses.replace(overview, hosts=hosts)
+class FreeIds(dict[bytes, tuple[int, ...]]):
+    """Card ids by the text of a host's free-cards number (a bit per card id, as Prometheus wrote
+    it: `vector.keyed`), each text read once (a host of 8 cards has 256 of them)."""
+
+    KEEP = 4096
+
+    def __missing__(self, text: bytes) -> tuple[int, ...]:
+        if len(self) >= self.KEEP:
+            self.clear()  # an answer of ever new numbers (they are no sums of bits) stays bounded
+        bits = vector.number(text)
+        ids = self[text] = () if bits is None else card_ids(bits)
+        return ids
+
+
+class WithFree:
+    """An overview from `summarize_hosts`, to which each refresh adds each host's free cards: its
+    hosts' names as the `free` answer's bytes (none for a host that is not up: it has no free card)
+    and their fields before `free_ids` (the last), taken once, so that adding them makes the 2,048
+    summaries of 2,048 hosts in a few calls, with no Python step per host."""
+
+    def __init__(self, overview: Overview) -> None:
+        self.overview = overview
+        self._keys = [host.name.encode() if host.state == "up" else b"" for host in overview.hosts]
+        self._heads = [host[:-1] for host in overview.hosts]
+
+    def __call__(self, free: Mapping[bytes, bytes], ids_of: FreeIds) -> Overview:
+        """The overview with the free cards of `free` (instance → its number's text)."""
+        ids = map(ids_of.__getitem__, map(free.get, self._keys, repeat(b"")))
+        fields = map(operator.add, self._heads, zip(ids))
+        return dataclasses.replace(self.overview, hosts=tuple(map(_new, repeat(HostSummary), fields)))
 
 
 _new = tuple.__new__
 """A named tuple made straight from its fields (half the time of its constructor, 2,048 a refresh)."""
 
 
-@functools.lru_cache(maxsize=1024)
 def card_ids(bits: float) -> tuple[int, ...]:
     """The card ids whose bit is set in `bits` (a sum of 2^id, `FREE_IDS` bits), in order; none for
     a value that is no such sum (negative, fractional, not finite, too large)."""

@@ -5,34 +5,23 @@ from __future__ import annotations
 
 import functools
 import http.client
-import re
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, ParamSpec, TypeVar
+from itertools import repeat
+from typing import Any, ParamSpec, TypeVar, cast
 
 from gaudi_tui.core.fleet.samples import CardValue, Sample
 from gaudi_tui.core.untrusted import http as bounded
+from gaudi_tui.core.untrusted import vector
 from gaudi_tui.core.untrusted.data import Untrusted, loads
-
-_LABEL = rb'"([^"\\]*)"'
-"""A label value without escapes (an answer holding a backslash is decoded as JSON)."""
-
-
-@functools.cache
-def _pair_result(first: str, second: str) -> re.Pattern[bytes]:
-    """One result of a `… by (first, second)` query as Prometheus writes it: labels in name order
-    (`first` < `second`), then `[time, "value"]`."""
-    labels = (
-        rb'\{"metric":\{"' + first.encode() + rb'":' + _LABEL + rb',"' + second.encode() + rb'":' + _LABEL
-    )
-    return re.compile(labels + rb'\},"value":\[[^,\]]*,"([^"]*)"\]\}')
-
 
 P = ParamSpec("P")
 R = TypeVar("R")
+T = TypeVar("T")
+_new = tuple.__new__
 MAX_ANSWER = 32 << 20
 """The most of one answer read: 4,096 cards' values are ~3 MB, an hour's range of them at 30 s ~20 MB."""
 AT_ONCE = 20
@@ -109,11 +98,10 @@ class PrometheusClient:
         self._lock = threading.Lock()
         self.opened = 0
         """Connections opened so far (tests, the bench)."""
-        self._read: dict[tuple[str, str, str], tuple[bytes, list[CardValue]]] = {}
-        """`pair_values`' last answer to each query (without its evaluation time) and what was read
-        from it: an answer that did not change is not read again."""
-        self._queried: dict[str, tuple[bytes, list[Sample]]] = {}
-        """The same for `query`."""
+        self._read: dict[tuple[str, ...], tuple[bytes, bytes, Any]] = {}
+        """The last answer to each query of `query`, `pair_values` and `keyed_values`, its evaluation
+        time as written in it (`_stamp`) and what was read from it: an answer that did not change is
+        not read again."""
 
     def close(self) -> None:
         """Close the idle connections (one in use is kept until its query ends)."""
@@ -199,27 +187,17 @@ class PrometheusClient:
             raise PrometheusError(f"Prometheus query failed: {_error_text(body) or 'no reason given'}")
         return document.get("data") or {}
 
-    @_shaped
     def query(self, promql: str, at: float | None = None) -> list[Sample]:
         """An instant query; the answer must be a vector. An answer that did not change (but for its
         evaluation time) gives the last reading of it again, as `pair_values` does."""
-        params = {"query": promql}
-        if at is not None:
-            params["time"] = f"{at:.3f}"
-        body = self._body("/api/v1/query", params)
-        unstamped = _unstamped(body)
-        kept = self._queried.get(promql)
-        if kept is not None and kept[0] == unstamped:
-            return list(kept[1])
+        return list(self._kept(promql, ("samples",), at, lambda body: self._samples(body, promql)))
+
+    @_shaped
+    def _samples(self, body: bytes, promql: str) -> list[Sample]:
         data = self._data(body)
         if data.get("resultType") != "vector":
             raise PrometheusError(f"{promql!r} gave a {data.get('resultType')}, not a vector")
-        samples = [Sample(item["metric"], float(item["value"][1])) for item in data.get("result", [])]
-        with self._lock:
-            self._queried[promql] = (unstamped, samples)
-            while len(self._queried) > self.KEEP_READ:
-                del self._queried[next(iter(self._queried))]
-        return list(samples)
+        return list(map(_new, repeat(Sample), vector.results(data.get("result", []))))
 
     def card_values(self, promql: str, at: float | None = None) -> list[CardValue]:
         """An instant query of the form `… by (instance, id) (…)`, read straight from the answer's
@@ -231,38 +209,70 @@ class PrometheusClient:
     def pair_values(self, promql: str, one: str, other: str, at: float | None = None) -> list[CardValue]:
         """(`one`, `other`, value) of each result of a `… by (one, other)` query, read from the bytes as
         `card_values` does (JSON for any other shape; series lacking either label left out)."""
+        read = self._kept(promql, (one, other), at, lambda body: self._pair_values(body, promql, one, other))
+        return list(read)  # the same answer as last time (up, card counts...): the same reading
+
+    def keyed_values(
+        self, promql: str, key: str, other: str, at: float | None = None
+    ) -> Mapping[bytes, bytes]:
+        """Each result's `key` label → its value, of a `… by (key, other)` query, as the answer's
+        bytes (`vector.keyed`: a host's free cards at 2,048 hosts, read with no step per host). The
+        same mapping again while the answer stays the same: not to be changed."""
+        return self._kept(
+            promql, (key, other, "keyed"), at, lambda body: self._keyed_values(body, key, other)
+        )
+
+    def _kept(self, promql: str, how: tuple[str, ...], at: float | None, read: Callable[[bytes], T]) -> T:
+        """`read` of the answer to `promql`, or its last reading when the answer did not change but
+        for its evaluation time."""
         params = {"query": promql}
         if at is not None:
             params["time"] = f"{at:.3f}"
         body = self._body("/api/v1/query", params)
-        key = (promql, one, other)
-        unstamped = _unstamped(body)
+        key = (promql, *how)
+        stamp = _stamp(body)
         kept = self._read.get(key)
-        if kept is not None and kept[0] == unstamped:
-            return list(kept[1])  # the same answer as last time (up, card counts, free cards...)
-        values = self._pair_values(body, promql, one, other)
+        if kept is not None and _same_but_time(body, stamp, kept[0], kept[1]):
+            return cast(T, kept[2])
+        found = read(body)
         with self._lock:
-            self._read[key] = (unstamped, values)
+            self._read[key] = (body, stamp, found)
             while len(self._read) > self.KEEP_READ:
                 del self._read[next(iter(self._read))]
-        return list(values)
+        return found
+
+    @_shaped
+    def _keyed_values(self, body: bytes, key: str, other: str) -> dict[bytes, bytes]:
+        try:
+            scanned = vector.keyed(body, key, other)
+        except Untrusted as exc:
+            raise PrometheusError(f"{self.url} did not answer like Prometheus ({exc})") from None
+        if scanned is not None:
+            return scanned
+        data = self._data(body)
+        if data.get("resultType") != "vector":
+            raise PrometheusError(f"the answer is a {data.get('resultType')}, not a vector")
+        return {
+            labels[key].encode(): repr(number).encode()
+            for labels, number in vector.results(data.get("result", []))
+            if key in labels
+        }
 
     @_shaped
     def _pair_values(self, body: bytes, promql: str, one: str, other: str) -> list[CardValue]:
-        first, second = sorted((one, other))
-        found = _pair_result(first, second).findall(body)
-        if body.startswith(b'{"status":"success"') and len(found) == body.count(b'{"metric":'):
-            if b"\\" not in body:
-                if first == one:
-                    return [(a.decode(), b.decode(), float(value)) for a, b, value in found]
-                return [(b.decode(), a.decode(), float(value)) for a, b, value in found]
+        try:
+            scanned = vector.pairs(body, one, other)
+        except Untrusted as exc:
+            raise PrometheusError(f"{self.url} did not answer like Prometheus ({exc})") from None
+        if scanned is not None:
+            return scanned.values
         data = self._data(body)
         if data.get("resultType") != "vector":
             raise PrometheusError(f"{promql!r} gave a {data.get('resultType')}, not a vector")
         return [
-            (item["metric"][one], item["metric"][other], float(item["value"][1]))
-            for item in data.get("result", [])
-            if one in item["metric"] and other in item["metric"]
+            (labels[one], labels[other], number)
+            for labels, number in vector.results(data.get("result", []))
+            if one in labels and other in labels
         ]
 
     def label_values(self, label: str, match: str, start: float, end: float) -> list[str]:
@@ -288,13 +298,21 @@ Answer = tuple[int, str, str | None, bytes, bool]
 """HTTP status, reason, Location header, body, and whether the connection can be kept."""
 
 
-def _unstamped(body: bytes) -> bytes:
-    """An instant query's answer without its evaluation time (in every result's `"value":[time,`)."""
+def _stamp(body: bytes) -> bytes:
+    """The evaluation time as an instant query's answer writes it in each result (`"value":[time,`),
+    or nothing (no result)."""
     start = body.find(b'"value":[')
-    if start < 0:
-        return body
     end = body.find(b",", start)
-    return body.replace(body[start + 8 : end + 1], b"[,") if end > 0 else body
+    return body[start + 8 : end + 1] if 0 <= start < end else b""
+
+
+def _same_but_time(body: bytes, stamp: bytes, kept: bytes, kept_stamp: bytes) -> bool:
+    """`body` is `kept` but for its evaluation time. Told from the lengths where they differ by more
+    than the times do (a changed answer then costs no copy of it), else with `kept`'s times made
+    `body`'s."""
+    if len(stamp) == len(kept_stamp) and len(body) != len(kept):
+        return False
+    return body == (kept.replace(kept_stamp, stamp) if kept_stamp and stamp != kept_stamp else kept)
 
 
 def _without_userinfo(parts: urllib.parse.SplitResult) -> str:

@@ -39,7 +39,6 @@ MAX_BODY = 4 << 20
 """A body's default cap."""
 MAX_LINE = 1 << 20
 """A line's default cap (`Response.lines`)."""
-_CHUNK = 64 << 10
 
 
 class HttpError(Exception):
@@ -168,20 +167,17 @@ class Response:
         return self.raw.getheader(name)
 
     def read(self, max_body: int = MAX_BODY) -> bytes:
-        """The whole body; more than `max_body` bytes is an HttpError saying so."""
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            chunk = self._guard(self.raw.read1, _CHUNK)
-            if not chunk:
-                if self.raw.length:  # http.client's read1 says nothing of a body cut short
-                    raise HttpError(self.url, f"broke off its answer ({self.raw.length:,} bytes missing)")
-                self.raw.read()  # nothing left: ends the answer, so a kept connection can ask again
-                return b"".join(chunks)
-            size += len(chunk)
-            if size > max_body:
-                raise HttpError(self.url, f"answered more than {max_body:,} bytes")
-            chunks.append(chunk)
+        """The whole body; more than `max_body` bytes is an HttpError saying so. One read of at most
+        one byte past the cap (http.client joins a chunked body's chunks itself; a chunked body cut
+        short is its IncompleteRead)."""
+        body = self._guard(self.raw.read, max_body + 1)
+        if len(body) > max_body:
+            raise HttpError(self.url, f"answered more than {max_body:,} bytes")
+        if self.raw.length:  # http.client's read(amt) says nothing of a body cut short
+            raise HttpError(self.url, f"broke off its answer ({self.raw.length:,} bytes missing)")
+        if not self.raw.isclosed() and self._guard(self.raw.read, 1):  # a body without a length
+            raise HttpError(self.url, f"answered more than {max_body:,} bytes")
+        return body
 
     def lines(self, max_line: int = MAX_LINE) -> Iterator[bytes]:
         """The body's lines (ending "\\n", "\\r\\n" or the end), each without its end; a line longer
