@@ -56,3 +56,13 @@ def test_after_a_poll_that_found_nothing_new_the_next_one_waits_longer() -> None
     message = poller.poll(None, history=False)
     assert message is not None and message.order is not None and len(message.order) == 2
     assert poller.wait_s == training_poll.POLL_S
+
+
+def test_a_newly_selected_run_s_charts_come_with_its_first_poll() -> None:
+    """Once the list may be drawn, the selected run's first poll (its panes reset) carries its
+    history already: the charts do not wait for the next poll (issue 41: a long run's first open)."""
+    run = replay()
+    poller = JobsPoller(lambda view, run, spec, nodes: view.state, lambda run: "")
+    message = poller.poll(run.id, history=True)
+    assert message is not None and message.detail is not None and message.detail.reset_log
+    assert message.detail.charts is not None and message.detail.charts.latest["loss"] > 0

@@ -138,7 +138,9 @@ class JobsPoller:
             self.tail = LogTail(run.log_path, max_lines=LOG_LINES)
             self.charts, self.charts_drawn, self.text = ChartSeries(run.metrics_path), 0.0, ""
         new_lines = self.tail.poll()
-        grew = not reset and history and self.charts.poll()  # the list first, then the history
+        # The list first, then the history: read once the list may be drawn (`history`), from the
+        # selected run's first poll on (a poll's wait between would hold the charts POLL_S back).
+        grew = history and self.charts.poll()
         now = time.monotonic()
         draw = grew and (not self.charts.behind or now - self.charts_drawn >= CHART_EVERY_S)
         if view.where and (self.nodes[0] != view.id or now - self.nodes[1] > NODES_EVERY_S):
