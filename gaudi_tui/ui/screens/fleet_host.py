@@ -14,6 +14,7 @@ from gaudi_tui.core.fleet import fetch
 from gaudi_tui.core.fleet import metrics as m
 from gaudi_tui.core.fleet.model import JOB_SIZES, Card, Host
 from gaudi_tui.core.fleet.prometheus import PrometheusClient, PrometheusError, Series
+from gaudi_tui.ui.widgets.measured_table import MeasuredTable
 from gaudi_tui.ui.widgets.sparkline_text import spark
 
 SPARK = 8
@@ -63,7 +64,7 @@ class HostScreen(Screen[None]):
                 id="host-ports-down",
                 markup=False,
             )
-        yield DataTable(id="host-cards", cursor_type="row")
+        yield MeasuredTable(id="host-cards", cursor_type="row")
         yield Footer()
 
     def on_mount(self) -> None:

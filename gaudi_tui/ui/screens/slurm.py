@@ -29,6 +29,7 @@ from gaudi_tui.core.slurm.nodes_poll import NodesPoll
 from gaudi_tui.core.slurm.queue_jobs import Picked, QueueJobs
 from gaudi_tui.ui.screens.base import PanelScreen
 from gaudi_tui.ui.screens.dialog import Dialog
+from gaudi_tui.ui.widgets.measured_table import MeasuredTable
 from gaudi_tui.ui.widgets.window_table import WindowTable
 
 REFRESH_S = 2.0
@@ -170,7 +171,7 @@ class SlurmScreen(PanelScreen):
         queue = WindowTable(id="slurm-queue", zebra_stripes=True)
         queue.add_columns(*table.QUEUE_COLUMNS)
         yield queue
-        nodes: DataTable[str] = DataTable(id="slurm-nodes", cursor_type="none", show_cursor=False)
+        nodes: MeasuredTable[str] = MeasuredTable(id="slurm-nodes", cursor_type="none", show_cursor=False)
         nodes.add_columns(*table.NODE_COLUMNS)
         yield nodes
         yield Static("", id="slurm-tail", markup=False)

@@ -6,7 +6,8 @@ This one holds at most `window` rows of the list, made by `rows(start, stop)` wh
 keys move the window when the cursor reaches its edge (down, up, page down, page up, ctrl+home,
 ctrl+end), so the keyboard reaches every row. A list no longer than the window is held whole: the
 table is then a plain DataTable. Column widths only grow, so the columns stay put as the window
-moves. The mouse wheel scrolls within the window.
+moves. The mouse wheel scrolls within the window. Its cells are drawn again when a column's width
+changes (MeasuredTable).
 
 Its cells are drawn by `text_cell.line` where they are one-line Text (all of the screen's are): the
 same line DataTable draws through rich's Padding and render_lines, in under half the time (a page
@@ -20,9 +21,9 @@ from collections.abc import Callable
 from rich.style import Style
 from rich.text import Text
 from textual._types import SegmentLines
-from textual.widgets import DataTable
 
 from gaudi_tui.ui.widgets import text_cell
+from gaudi_tui.ui.widgets.measured_table import MeasuredTable
 
 Rows = Callable[[int, int], list[tuple[str, tuple[str, ...]]]]
 """(start, stop) → each row's key and cells, for that part of the list. Cells are text as shown:
@@ -37,7 +38,7 @@ def cell(value: str) -> Text:
     return Text(value, no_wrap=True, overflow="crop", end="")
 
 
-class WindowTable(DataTable[Text]):
+class WindowTable(MeasuredTable[Text]):
     def __init__(self, *, id: str | None = None, zebra_stripes: bool = False, window: int = WINDOW) -> None:  # noqa: A002 - Textual's name
         super().__init__(id=id, cursor_type="row", zebra_stripes=zebra_stripes)
         self.window = window
