@@ -37,7 +37,7 @@ what it made (and no job a test runs posts its end to the user's chat)."""
 
 GROUPS = {"ray_cluster": "ray", "slurm_cluster": "slurm", "lora_run": "lora", "server": "serve"}
 """The session's costly fixtures (the real Ray and Slurm clusters, a trained LoRA run, a real
-`transformers serve`; session-scoped ones of these names only) and their xdist groups: every pytest-xdist worker that ran one of their tests
+`transformers serve`) and their xdist groups: every pytest-xdist worker that ran one of their tests
 would start its own. Each group's tests run on one worker, one at a time; `make test` runs three
 workers on two cores, so the clusters' waits (job starts, Slurm's and Ray's polls) overlap the
 other tests' work."""
@@ -63,29 +63,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     Slurm clusters and two LoRA trainings in each run). The grouped tests go first, so the
     longest work starts at once and the other tests fill the other worker meanwhile."""
     for item in items:
-        group = _group(item)
+        names = getattr(item, "fixturenames", ())
+        group = next((group for name, group in GROUPS.items() if name in names), None)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
     items.sort(key=lambda item: item.get_closest_marker("xdist_group") is None)
-
-
-def _group(item: pytest.Item) -> str | None:
-    """A session fixture's group (GROUPS); else, for a test using a module- or package-scoped
-    fixture, its module's or package's: xdist makes such a fixture once per worker that runs one of
-    its tests, and the tests of one module otherwise go to every worker (the QLoRA run was trained
-    twice in one gate run, the Fleet stack and the chat engine started on each worker)."""
-    info = getattr(item, "_fixtureinfo", None)
-    defs = info.name2fixturedefs if info is not None else {}
-    scopes = {name: found[-1] for name, found in defs.items() if found}
-    for name, group in GROUPS.items():
-        if name in scopes and scopes[name].scope == "session":
-            return group
-    for fixture in scopes.values():
-        if fixture.scope == "module":
-            return "module:" + item.nodeid.split("::")[0]
-        if fixture.scope == "package":
-            return "package:" + (fixture.baseid or item.nodeid.split("::")[0])
-    return None
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
