@@ -25,6 +25,11 @@ def shown_charts(screen: JobCompareScreen) -> dict[str, int]:
     }
 
 
+def footer_keys(screen: JobCompareScreen) -> set[str]:
+    """The keys the footer shows now: it is composed again after the screen's bindings change."""
+    return {b.key for b in screen.query_one(Footer).query("FooterKey")}  # type: ignore[attr-defined]
+
+
 @pytest.mark.parametrize("size", [(80, 24), (100, 30)])
 async def test_a_short_terminal_shows_one_tall_chart_at_a_time(size: tuple[int, int]) -> None:
     replay(), replay(recorded="ray-runs")
@@ -43,8 +48,7 @@ async def test_a_short_terminal_shows_one_tall_chart_at_a_time(size: tuple[int, 
         assert list(shown_charts(screen)) == ["compare-loss"]  # and back to the first
         for table_id, rows in (("#compare-final", 3), ("#compare-why", 5), ("#compare-diff", 2)):
             assert screen.query_one(table_id, DataTable).region.height >= rows, table_id
-        footer_keys = {b.key for b in screen.query_one(Footer).query("FooterKey")}  # type: ignore[attr-defined]
-        assert "n" in footer_keys
+        await settle(pilot, lambda: "n" in footer_keys(screen), what="the footer with n")
 
 
 async def test_a_tall_terminal_keeps_the_grid_of_five() -> None:
@@ -56,8 +60,7 @@ async def test_a_tall_terminal_keeps_the_grid_of_five() -> None:
         await settle(pilot, lambda: len(shown_charts(screen)) == len(compare_mod.CHARTS), what="the grid")
         charts = shown_charts(screen)
         assert len(charts) == len(compare_mod.CHARTS) and min(charts.values()) >= MIN_CHART_ROWS, charts
-        footer_keys = {b.key for b in screen.query_one(Footer).query("FooterKey")}  # type: ignore[attr-defined]
-        assert "n" not in footer_keys
+        await settle(pilot, lambda: "n" not in footer_keys(screen), what="the footer without n")
 
 
 def test_snapshot_at_80_by_24(snap_compare) -> None:  # noqa: ANN001 - pytest-textual-snapshot fixture
