@@ -162,7 +162,7 @@ async def test_each_cell_is_drawn_as_datatable_draws_it(
         assert checked == (table.row_count + 1) * 4 * 8
 
 
-def lines(table: WindowTable) -> list[list[Any]]:
+def lines(table: DataTable[Any]) -> list[list[Any]]:
     """The table's lines as it draws them now (its focus and hover as they are)."""
     table._pseudo_class_state = table.get_pseudo_class_state()  # as render_lines sets it
     return [list(table.render_line(y)) for y in range(table.size.height)]

@@ -16,6 +16,7 @@ from textual.app import App, ComposeResult
 from gaudi_tui.ui.widgets.measured_table import MeasuredTable
 from gaudi_tui.ui.widgets.window_table import WindowTable
 from tests.pilot import settle
+from tests.slurm.test_window_table_cells import lines
 
 NAMES = ("run_n1_8", "pend_gres8", "timeout1m")
 GROWN = ("run_n1_8_with_a_longer_name", *NAMES[1:])
@@ -34,8 +35,7 @@ class Queue(App[None]):
 
 
 def drawn(table: MeasuredTable[Text]) -> str:
-    table._pseudo_class_state = table.get_pseudo_class_state()  # as render_lines sets it
-    return "\n".join("".join(s.text for s in table.render_line(y)) for y in range(table.size.height))
+    return "\n".join("".join(s.text for s in line) for line in lines(table))
 
 
 def window(table: MeasuredTable[Text], names: tuple[str, ...]) -> None:
